@@ -1,0 +1,23 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newValidateCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the configuration and every job's schedule, zone, type and parameters, connecting nowhere",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := c.loadConfig()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "%s: valid, %d job(s)\n", c.configPath, len(cfg.Jobs))
+			return nil
+		},
+	}
+}

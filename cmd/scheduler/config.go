@@ -1,0 +1,173 @@
+package main
+
+import "time"
+
+// Config is the whole configuration of a replica, as read from the YAML file and the SCHEDULER_*
+// environment. Load fills it and applies defaults; Validate reports every problem in it.
+type Config struct {
+	// Node names this replica in the election and in the run ledger. Default: the hostname.
+	Node string `mapstructure:"node"`
+	// DataDir holds the embedded etcd and the embedded SQLite store. Default: ./data.
+	DataDir string `mapstructure:"data_dir"`
+	// Etcd says how to reach the etcd cluster that elects the leader.
+	Etcd EtcdConfig `mapstructure:"etcd"`
+	// Election tunes the leader election.
+	Election ElectionConfig `mapstructure:"election"`
+	// Store says where the fence and the run ledger live.
+	Store StoreConfig `mapstructure:"store"`
+	// HTTP configures the health, metrics and status server.
+	HTTP HTTPConfig `mapstructure:"http"`
+	// Log configures the logger.
+	Log LogConfig `mapstructure:"log"`
+	// ShutdownGrace is how long running jobs may finish after SIGTERM before they are cancelled.
+	// Default: 30s.
+	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
+	// Defaults holds job keys set once for every job; a job's own keys win.
+	Defaults JobSpec `mapstructure:"defaults"`
+	// Jobs is the cron table.
+	Jobs []Job `mapstructure:"jobs"`
+}
+
+// EtcdConfig is the etcd client configuration.
+type EtcdConfig struct {
+	// Endpoints are host:port or URLs of the etcd members. Empty: an embedded single-node etcd
+	// in data_dir, for development only.
+	Endpoints []string `mapstructure:"endpoints"`
+	// DialTimeout bounds the first connection attempt. Default: 5s.
+	DialTimeout time.Duration `mapstructure:"dial_timeout"`
+	// Username and Password enable etcd authentication when Username is set.
+	Username string `mapstructure:"username"`
+	Password string `mapstructure:"password"`
+	// TLS enables TLS to etcd when any of its files is set.
+	TLS TLSConfig `mapstructure:"tls"`
+}
+
+// TLSConfig names PEM files for a TLS client.
+type TLSConfig struct {
+	// CAFile verifies the server certificate. Empty: the system roots.
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are the client certificate and key, for mutual TLS; both or neither.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+}
+
+// ElectionConfig tunes the leader election.
+type ElectionConfig struct {
+	// Prefix is the etcd key prefix of the election. Default: /scheduler/election.
+	Prefix string `mapstructure:"prefix"`
+	// TTL is the lease TTL, in whole seconds, at least 1s: a frozen or cut-off leader loses
+	// leadership after it. Default: 5s.
+	TTL time.Duration `mapstructure:"ttl"`
+}
+
+// StoreConfig says where the fence and the run ledger live.
+type StoreConfig struct {
+	// DSN is a PostgreSQL connection string (URL or key=value). Empty: embedded SQLite at
+	// data_dir/scheduler.db.
+	DSN string `mapstructure:"dsn"`
+	// Schema is the Postgres schema of the scheduler's own tables. Default: scheduler.
+	Schema string `mapstructure:"schema"`
+}
+
+// HTTPConfig configures the health, metrics and status server.
+type HTTPConfig struct {
+	// Addr is the listen address. Default: 127.0.0.1:8080. Empty disables the server.
+	Addr string `mapstructure:"addr"`
+}
+
+// LogConfig configures the logger.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Default: info.
+	Level string `mapstructure:"level"`
+	// Format is json or console. Default: json.
+	Format string `mapstructure:"format"`
+}
+
+// Job is one entry of the cron table.
+type Job struct {
+	// Name identifies the job: unique, [a-z0-9_-]+.
+	Name    string `mapstructure:"name"`
+	JobSpec `mapstructure:",squash"`
+
+	// inherited names the keys this job took from `defaults`, so that a bad default is
+	// reported once under defaults.KEY rather than once per job.
+	inherited map[string]bool
+}
+
+// JobSpec holds every job key but the name; `defaults` uses it to set keys for all jobs.
+type JobSpec struct {
+	// Schedule is a cron spec: 5 fields, 6 with leading seconds, a descriptor, or @every D.
+	Schedule string `mapstructure:"schedule"`
+	// Timezone is the IANA zone the schedule is read in. Default: UTC.
+	Timezone string `mapstructure:"timezone"`
+	// Type is builtin, exec, sql or http.
+	Type string `mapstructure:"type"`
+	// Builtin names the Go job of a builtin job: invoices or stock.
+	Builtin string `mapstructure:"builtin"`
+	// Params are the builtin job's parameters.
+	Params map[string]any `mapstructure:"params"`
+	// Command is the argv of an exec job (no shell).
+	Command []string `mapstructure:"command"`
+	// Env adds environment variables to an exec job.
+	Env map[string]string `mapstructure:"env"`
+	// Dir is the working directory of an exec job.
+	Dir string `mapstructure:"dir"`
+	// SQL holds the statements of a sql job, run in one fenced transaction.
+	SQL string `mapstructure:"sql"`
+	// URL, Method and Headers describe the request of an http job. Method defaults to POST.
+	URL     string            `mapstructure:"url"`
+	Method  string            `mapstructure:"method"`
+	Headers map[string]string `mapstructure:"headers"`
+	// Timeout bounds one attempt. Default: 1h.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Retries is how many times a failed attempt is retried. Default: 0.
+	Retries int `mapstructure:"retries"`
+	// RetryBackoff is the wait before the first retry; it doubles per retry, capped. Default: 10s.
+	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
+	// Overlap is what happens when a slot is due while the previous run still runs:
+	// skip, queue, replace or allow. Default: skip.
+	Overlap string `mapstructure:"overlap"`
+	// Misfire is what a new leader does with slots missed within Catchup: skip, once or all.
+	// Default: once.
+	Misfire string `mapstructure:"misfire"`
+	// Catchup is how far back a new leader looks for missed slots. Default: 1h.
+	Catchup time.Duration `mapstructure:"catchup"`
+	// Jitter delays each slot by a deterministic offset in [0, Jitter). Default: 0.
+	Jitter time.Duration `mapstructure:"jitter"`
+	// Enabled false keeps the job in the table without firing it. Default: true.
+	Enabled bool `mapstructure:"enabled"`
+}
+
+// defaultSettings are the values of keys the user did not set. Every key that can be set from
+// the environment must appear here: viper only reads SCHEDULER_* variables for keys it knows.
+func defaultSettings() map[string]any {
+	return map[string]any{
+		"node":                   "",
+		"data_dir":               "./data",
+		"etcd.endpoints":         []string{},
+		"etcd.dial_timeout":      "5s",
+		"etcd.username":          "",
+		"etcd.password":          "",
+		"etcd.tls.ca_file":       "",
+		"etcd.tls.cert_file":     "",
+		"etcd.tls.key_file":      "",
+		"election.prefix":        "/scheduler/election",
+		"election.ttl":           "5s",
+		"store.dsn":              "",
+		"store.schema":           "scheduler",
+		"http.addr":              "127.0.0.1:8080",
+		"log.level":              "info",
+		"log.format":             "json",
+		"shutdown_grace":         "30s",
+		"defaults.timezone":      "UTC",
+		"defaults.method":        "POST",
+		"defaults.timeout":       "1h",
+		"defaults.retries":       0,
+		"defaults.retry_backoff": "10s",
+		"defaults.overlap":       "skip",
+		"defaults.misfire":       "once",
+		"defaults.catchup":       "1h",
+		"defaults.jitter":        "0s",
+		"defaults.enabled":       true,
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Problem is one thing wrong with a configuration, at a key path such as jobs[1].schedule.
+type Problem struct {
+	Key string // empty for a problem with the whole file
+	Msg string
+}
+
+func (p Problem) String() string {
+	if p.Key == "" {
+		return p.Msg
+	}
+	return p.Key + ": " + p.Msg
+}
+
+// ConfigError reports every problem of an invalid configuration file. The command line turns it
+// into exit status 2.
+type ConfigError struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration %s:", e.File)
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"scheduler/internal/jobs"
+)
+
+// typeKeys are the keys that belong to one job type only.
+var typeKeys = map[string][]string{
+	"builtin": {"builtin", "params"},
+	"exec":    {"command", "env", "dir"},
+	"sql":     {"sql"},
+	"http":    {"url", "method", "headers"},
+}
+
+// validateJob checks one job. A problem with a value the job inherited from `defaults` is
+// reported once, under defaults.KEY, by validateDefaults instead.
+func validateJob(p *problems, key string, job Job) {
+	inherited := func(k string) bool { return job.inherited[k] }
+	at := func(k string) string { return key + "." + k }
+
+	switch {
+	case job.Name == "":
+		p.add(at("name"), "is required")
+	case !jobNameRE.MatchString(job.Name):
+		p.add(at("name"), "must match [a-z0-9_-]+, got %q", job.Name)
+	}
+
+	// A schedule is parsed in UTC when the zone is bad, so its own problems still show.
+	loc := time.UTC
+	switch job.Timezone {
+	case "":
+		p.add(at("timezone"), "is required (an IANA zone such as Europe/Berlin)")
+	case "Local":
+		p.add(at("timezone"), "must name an IANA zone such as Europe/Berlin: Local differs from host to host")
+	default:
+		l, err := time.LoadLocation(job.Timezone)
+		switch {
+		case err == nil:
+			loc = l
+		case !inherited("timezone"):
+			p.add(at("timezone"), "unknown IANA time zone %q", job.Timezone)
+		}
+	}
+	if job.Schedule == "" {
+		p.add(at("schedule"), "is required")
+	} else if _, err := jobs.ParseSchedule(job.Schedule, loc); err != nil {
+		p.add(at("schedule"), "%v", err)
+	}
+
+	if _, known := typeKeys[job.Type]; !known {
+		if job.Type == "" {
+			p.add(at("type"), "is required: one of builtin, exec, sql, http")
+		} else if !inherited("type") {
+			p.add(at("type"), "must be one of builtin, exec, sql, http; got %q", job.Type)
+		}
+	} else {
+		validateJobType(p, key, job)
+	}
+
+	checks := []struct {
+		k   string
+		bad bool
+		msg string
+	}{
+		{"timeout", job.Timeout <= 0, fmt.Sprintf("must be positive, got %s", job.Timeout)},
+		{"retries", job.Retries < 0, fmt.Sprintf("must not be negative, got %d", job.Retries)},
+		{"retry_backoff", job.RetryBackoff < 0, fmt.Sprintf("must not be negative, got %s", job.RetryBackoff)},
+		{"catchup", job.Catchup < 0, fmt.Sprintf("must not be negative, got %s", job.Catchup)},
+		{"jitter", job.Jitter < 0, fmt.Sprintf("must not be negative, got %s", job.Jitter)},
+	}
+	for _, c := range checks {
+		if c.bad && !inherited(c.k) {
+			p.add(at(c.k), "%s", c.msg)
+		}
+	}
+	if !inherited("overlap") {
+		p.enum(at("overlap"), job.Overlap, "skip", "queue", "replace", "allow")
+	}
+	if !inherited("misfire") {
+		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
+	}
+}
+
+// validateJobType checks the keys of the job's type, and that no other type's keys are set.
+func validateJobType(p *problems, key string, job Job) {
+	at := func(k string) string { return key + "." + k }
+	set := map[string]bool{
+		"builtin": job.Builtin != "", "params": len(job.Params) > 0,
+		"command": len(job.Command) > 0, "env": len(job.Env) > 0, "dir": job.Dir != "",
+		"sql": job.SQL != "",
+		"url": job.URL != "", "method": job.Method != "" && !job.inherited["method"], "headers": len(job.Headers) > 0,
+	}
+	for typ, keys := range typeKeys {
+		if typ == job.Type {
+			continue
+		}
+		for _, k := range keys {
+			if set[k] && !job.inherited[k] {
+				p.add(at(k), "only applies to jobs of type %s, this job is %s", typ, job.Type)
+			}
+		}
+	}
+	switch job.Type {
+	case "builtin":
+		if job.Builtin == "" {
+			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(jobs.BuiltinNames(), ", "))
+			return
+		}
+		for _, e := range jobs.CheckBuiltin(job.Builtin, job.Params) {
+			if e.Param == "" {
+				p.add(at("builtin"), "%s", e.Msg)
+			} else {
+				p.add(at("params."+e.Param), "%s", e.Msg)
+			}
+		}
+	case "exec":
+		if len(job.Command) == 0 {
+			p.add(at("command"), "is required for an exec job: the argv list, e.g. [/usr/bin/backup, --full]")
+		} else if strings.TrimSpace(job.Command[0]) == "" {
+			p.add(at("command[0]"), "must name the program to run")
+		}
+		for k := range job.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				p.add(at("env"), "invalid variable name %q", k)
+			}
+		}
+	case "sql":
+		if strings.TrimSpace(job.SQL) == "" {
+			p.add(at("sql"), "is required for a sql job: the statements to run")
+		}
+	case "http":
+		u, err := url.Parse(job.URL)
+		switch {
+		case job.URL == "":
+			p.add(at("url"), "is required for an http job")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			p.add(at("url"), "must be an absolute http:// or https:// URL, got %q", job.URL)
+		}
+		if !job.inherited["method"] {
+			p.enum(at("method"), job.Method, "GET", "POST", "PUT", "PATCH", "DELETE")
+		}
+	}
+}
+
+// validateDefaults checks the values of the `defaults` section that jobs inherit.
+func validateDefaults(p *problems, d JobSpec) {
+	if d.Timezone != "" {
+		if _, err := time.LoadLocation(d.Timezone); err != nil || d.Timezone == "Local" {
+			p.add("defaults.timezone", "unknown IANA time zone %q", d.Timezone)
+		}
+	}
+	if d.Type != "" {
+		if _, ok := typeKeys[d.Type]; !ok {
+			p.add("defaults.type", "must be one of builtin, exec, sql, http; got %q", d.Type)
+		}
+	}
+	if d.Timeout <= 0 {
+		p.add("defaults.timeout", "must be positive, got %s", d.Timeout)
+	}
+	if d.Retries < 0 {
+		p.add("defaults.retries", "must not be negative, got %d", d.Retries)
+	}
+	p.nonNegative("defaults.retry_backoff", d.RetryBackoff)
+	p.nonNegative("defaults.catchup", d.Catchup)
+	p.nonNegative("defaults.jitter", d.Jitter)
+	p.enum("defaults.overlap", d.Overlap, "skip", "queue", "replace", "allow")
+	p.enum("defaults.misfire", d.Misfire, "skip", "once", "all")
+	p.enum("defaults.method", d.Method, "GET", "POST", "PUT", "PATCH", "DELETE")
+}
