@@ -78,11 +78,11 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	}
 	want := Config{
 		Node: cfg.Node, DataDir: "./data",
-		Etcd:     EtcdConfig{Endpoints: []string{}, DialTimeout: 5 * time.Second},
-		Election: ElectionConfig{Prefix: "/scheduler/election", TTL: 5 * time.Second},
-		Store:    StoreConfig{Schema: "scheduler"},
-		HTTP:     HTTPConfig{Addr: "127.0.0.1:8080"},
-		Log:      LogConfig{Level: "info", Format: "json"},
+		Etcd:          EtcdConfig{Endpoints: []string{}, DialTimeout: 5 * time.Second},
+		Election:      ElectionConfig{Prefix: "/scheduler/election", TTL: 5 * time.Second},
+		Store:         StoreConfig{Schema: "scheduler"},
+		HTTP:          HTTPConfig{Addr: "127.0.0.1:8080"},
+		Log:           LogConfig{Level: "info", Format: "json"},
 		ShutdownGrace: 30 * time.Second,
 	}
 	got := *cfg
