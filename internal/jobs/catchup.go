@@ -1,0 +1,146 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
+// missed for one job; a longer outage of a frequent job records the newest one with a note.
+const maxMissedRecords = 1000
+
+// pending is a slot waiting to run: a fresh one to claim, or an orphan of an older leader to
+// take over.
+type pending struct {
+	slot   SlotKey
+	orphan *LedgerRun
+}
+
+// catchupPlan is what a new leader does about one job's past slots.
+type catchupPlan struct {
+	run    []pending    // to run, oldest first
+	missed []Outcome    // slots never started, recorded missed without running
+	close  []Completion // orphans finished as missed without running
+}
+
+// planCatchup decides, for one job, what to do with the slots due before now: those within the
+// catch-up window that have no finished run are handled per the misfire policy; older ones
+// since the job's last run are recorded missed. A job that has no run at all is new and owes
+// nothing before now. window holds the job's runs of the window,
+// orphans its runs left running under older tokens, last its newest run (nil if none).
+func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []LedgerRun, last *LedgerRun) (catchupPlan, error) {
+	var plan catchupPlan
+	from := now.Add(-spec.Catchup)
+
+	byAt := make(map[int64]LedgerRun, len(window))
+	for _, r := range window {
+		if !r.Slot.Manual {
+			byAt[r.Slot.At.UnixMicro()] = r
+		}
+	}
+	orphanAt := make(map[int64]bool, len(orphans))
+	for _, o := range orphans {
+		orphanAt[o.Slot.At.UnixMicro()] = !o.Slot.Manual
+	}
+
+	// Slots of the window that are due: no run, or an orphan. A job without any run in the
+	// ledger is new: its history starts now, and nothing before now is owed.
+	var candidates []pending
+	if spec.Enabled && last != nil {
+		if last.Slot.At.After(from) {
+			from = last.Slot.At.Add(-time.Nanosecond) // the window's earlier slots predate the job
+		}
+		slots, err := spec.Schedule.Between(from, now)
+		if err != nil {
+			return plan, fmt.Errorf("catch-up of job %q: %w", spec.Name, err)
+		}
+		for _, sl := range slots {
+			if spec.fireAt(sl.At).After(now) {
+				continue // not due yet: the firing loop runs it
+			}
+			key := sl.At.UnixMicro()
+			r, ok := byAt[key]
+			switch {
+			case !ok:
+				candidates = append(candidates, pending{slot: SlotKey{Job: spec.Name, At: sl.At}})
+			case r.Status == StatusRunning && orphanAt[key]:
+				r := r
+				candidates = append(candidates, pending{slot: r.Slot, orphan: &r})
+			}
+		}
+	}
+
+	// Misfire policy on the window's candidates.
+	keep := map[int]bool{}
+	switch spec.Misfire {
+	case MisfireAll:
+		for i := range candidates {
+			keep[i] = true
+		}
+	case MisfireOnce:
+		if len(candidates) > 0 {
+			keep[len(candidates)-1] = true
+		}
+	}
+	for i, c := range candidates {
+		switch {
+		case keep[i]:
+			plan.run = append(plan.run, c)
+		case c.orphan != nil:
+			plan.close = append(plan.close, orphanMissed(*c.orphan, fmt.Sprintf("left running by an older leader; misfire %s", spec.Misfire)))
+		default:
+			plan.missed = append(plan.missed, Outcome{Slot: c.slot, Status: StatusMissed, Reason: fmt.Sprintf("no leader at the slot; misfire %s", spec.Misfire)})
+		}
+	}
+
+	// The other orphans: manual runs are always finished (someone asked for them); scheduled
+	// ones older than the window, of a disabled job, or no longer on its schedule are closed.
+	handled := make(map[int64]bool, len(candidates))
+	for _, c := range candidates {
+		if c.orphan != nil {
+			handled[c.orphan.RunID] = true
+		}
+	}
+	for _, o := range orphans {
+		switch {
+		case handled[o.RunID]:
+		case o.Slot.Manual:
+			o := o
+			plan.run = append(plan.run, pending{slot: o.Slot, orphan: &o})
+		case !o.Slot.At.After(from):
+			plan.close = append(plan.close, orphanMissed(o, "left running by an older leader, before the catch-up window"))
+		default:
+			plan.close = append(plan.close, orphanMissed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
+		}
+	}
+
+	// Slots between the job's last run and the window, never started: missed.
+	if last != nil && spec.Enabled && last.Slot.At.Before(from) {
+		older, err := spec.Schedule.Between(last.Slot.At, from)
+		if errors.Is(err, ErrTooManySlots) || len(older) > maxMissedRecords {
+			if sl, ok := spec.Schedule.Last(last.Slot.At, from); ok {
+				plan.missed = append(plan.missed, Outcome{
+					Slot: SlotKey{Job: spec.Name, At: sl.At}, Status: StatusMissed,
+					Reason: fmt.Sprintf("no leader at the slot, before the catch-up window; earlier slots since %s were not recorded one by one", last.Slot.At.UTC().Format(time.RFC3339)),
+				})
+			}
+		} else if err != nil {
+			return plan, fmt.Errorf("catch-up of job %q: %w", spec.Name, err)
+		} else {
+			for _, sl := range older {
+				if _, seen := byAt[sl.At.UnixMicro()]; seen || !sl.At.After(last.Slot.At) {
+					continue
+				}
+				plan.missed = append(plan.missed, Outcome{Slot: SlotKey{Job: spec.Name, At: sl.At}, Status: StatusMissed, Reason: "no leader at the slot, before the catch-up window"})
+			}
+		}
+	}
+	sort.SliceStable(plan.run, func(i, j int) bool { return plan.run[i].slot.At.Before(plan.run[j].slot.At) })
+	return plan, nil
+}
+
+func orphanMissed(o LedgerRun, reason string) Completion {
+	return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusMissed, Reason: reason}
+}

@@ -1,0 +1,30 @@
+package jobs
+
+import "time"
+
+// Clock is the runner's source of time, injected so that schedules, retries, timeouts and
+// catch-up can be tested exactly and without sleeping.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer returns a time.Timer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }

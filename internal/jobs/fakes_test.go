@@ -1,0 +1,317 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a Clock that moves only when the test advances it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	at      time.Time
+	ch      chan time.Time
+	stopped bool
+	fired   bool
+}
+
+func newFakeClock(now time.Time) *fakeClock { return &fakeClock{now: now} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.fired = true
+		t.ch <- c.now
+		return t
+	}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// Advance moves the clock forward and fires the timers that are due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.stopped:
+		case !t.at.After(c.now):
+			t.fired = true
+			t.ch <- c.now
+		default:
+			kept = append(kept, t)
+		}
+	}
+	c.timers = kept
+}
+
+// Pending reports how many armed timers there are: how many goroutines wait on the clock.
+func (c *fakeClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped && !t.fired
+	t.stopped = true
+	return was
+}
+
+// fakeLedger is an in-memory Ledger with the store's fencing rules: a write whose token is
+// older than the job's fence fails with ErrFenced.
+type fakeLedger struct {
+	mu     sync.Mutex
+	fences map[string]int64
+	runs   map[slotID]*LedgerRun
+	extra  map[int64]Completion // what completed each run
+	nextID int64
+	claims int // ClaimMany calls
+}
+
+type slotID struct {
+	job    string
+	at     int64
+	manual bool
+}
+
+func idOf(s SlotKey) slotID { return slotID{s.Job, s.At.UnixMicro(), s.Manual} }
+
+func newFakeLedger() *fakeLedger {
+	return &fakeLedger{fences: map[string]int64{}, runs: map[slotID]*LedgerRun{}, extra: map[int64]Completion{}}
+}
+
+func (l *fakeLedger) check(job string, token int64) error {
+	if token < l.fences[job] {
+		return fmt.Errorf("job %q token %d < fence %d: %w", job, token, l.fences[job], ErrFenced)
+	}
+	l.fences[job] = token
+	return nil
+}
+
+func (l *fakeLedger) RaiseAll(_ context.Context, jobs []string, token int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, j := range jobs {
+		if err := l.check(j, token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// raise moves a job's fence as a newer leader would.
+func (l *fakeLedger) raise(job string, token int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fences[job] = token
+}
+
+func (l *fakeLedger) ClaimMany(_ context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claims++
+	for _, s := range slots {
+		if err := l.check(s.Job, token); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Claimed, len(slots))
+	for i, s := range slots {
+		if r, ok := l.runs[idOf(s)]; ok {
+			out[i] = Claimed{Run: *r}
+			continue
+		}
+		l.nextID++
+		r := &LedgerRun{RunID: l.nextID, Slot: s, Status: StatusRunning, Token: token, Attempt: 1}
+		l.runs[idOf(s)] = r
+		out[i] = Claimed{Run: *r, Written: true}
+	}
+	return out, nil
+}
+
+func (l *fakeLedger) Reclaim(_ context.Context, token int64, node string, slot SlotKey) (LedgerRun, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(slot.Job, token); err != nil {
+		return LedgerRun{}, err
+	}
+	r, ok := l.runs[idOf(slot)]
+	if !ok || r.Status != StatusRunning || r.Token >= token {
+		return LedgerRun{}, fmt.Errorf("slot %v not orphaned", slot)
+	}
+	r.Token, r.Attempt = token, r.Attempt+1
+	return *r, nil
+}
+
+func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, outs []Outcome) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range outs {
+		if err := l.check(o.Slot.Job, token); err != nil {
+			return err
+		}
+	}
+	for _, o := range outs {
+		if _, ok := l.runs[idOf(o.Slot)]; ok {
+			continue
+		}
+		l.nextID++
+		l.runs[idOf(o.Slot)] = &LedgerRun{RunID: l.nextID, Slot: o.Slot, Status: o.Status, Token: token}
+		l.extra[l.nextID] = Completion{RunID: l.nextID, Job: o.Slot.Job, Status: o.Status, Reason: o.Reason}
+	}
+	return nil
+}
+
+func (l *fakeLedger) Complete(_ context.Context, token int64, c Completion) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(c.Job, token); err != nil {
+		return err
+	}
+	for _, r := range l.runs {
+		if r.RunID == c.RunID {
+			if r.Status != StatusRunning {
+				return fmt.Errorf("run %d is %s", c.RunID, r.Status)
+			}
+			r.Status = c.Status
+			l.extra[c.RunID] = c
+			return nil
+		}
+	}
+	return fmt.Errorf("no run %d", c.RunID)
+}
+
+func (l *fakeLedger) NextAttempt(_ context.Context, token int64, job string, runID int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.check(job, token); err != nil {
+		return 0, err
+	}
+	for _, r := range l.runs {
+		if r.RunID == runID {
+			r.Attempt++
+			return r.Attempt, nil
+		}
+	}
+	return 0, fmt.Errorf("no run %d", runID)
+}
+
+func (l *fakeLedger) Window(_ context.Context, jobs []string, from, to time.Time) ([]LedgerRun, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []LedgerRun
+	for _, r := range l.runs {
+		if !r.Slot.Manual && !r.Slot.At.Before(from) && !r.Slot.At.After(to) && contains(jobs, r.Slot.Job) {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+func (l *fakeLedger) Last(_ context.Context, jobs []string) (map[string]LedgerRun, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]LedgerRun{}
+	for _, r := range l.runs {
+		if cur, ok := out[r.Slot.Job]; contains(jobs, r.Slot.Job) && (!ok || r.Slot.At.After(cur.Slot.At)) {
+			out[r.Slot.Job] = *r
+		}
+	}
+	return out, nil
+}
+
+func (l *fakeLedger) Orphans(_ context.Context, jobs []string) ([]LedgerRun, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []LedgerRun
+	for _, r := range l.runs {
+		if contains(jobs, r.Slot.Job) && r.Status == StatusRunning && r.Token < l.fences[r.Slot.Job] {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// put stores a run as an earlier leader left it.
+func (l *fakeLedger) put(r LedgerRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nextID++
+	r.RunID = l.nextID
+	l.runs[idOf(r.Slot)] = &r
+}
+
+// snapshot returns the job's runs, oldest slot first, with how each ended.
+func (l *fakeLedger) snapshot(job string) []ledgerRow {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ledgerRow
+	for _, r := range l.runs {
+		if r.Slot.Job == job {
+			out = append(out, ledgerRow{LedgerRun: *r, Completion: l.extra[r.RunID]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slot.At.Before(out[j].Slot.At) })
+	return out
+}
+
+type ledgerRow struct {
+	LedgerRun
+	Completion Completion
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// execFunc adapts a function to Executor.
+type execFunc func(ctx context.Context, r Run) (string, error)
+
+func (f execFunc) Execute(ctx context.Context, r Run) (string, error) { return f(ctx, r) }
+
+// waitFor polls cond until it holds; the bound only keeps a broken test from hanging.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

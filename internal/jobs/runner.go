@@ -1,0 +1,208 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ErrNotLeading is returned by Trigger when this replica does not lead.
+var ErrNotLeading = errors.New("jobs: not the leader")
+
+// Hooks are optional callbacks for metrics; nil fields are skipped. They are called from the
+// runner's goroutines and must not block.
+type Hooks struct {
+	Fired      func(job string, delay time.Duration) // a run started, delay after its slot
+	Finished   func(job string, status Status, took time.Duration)
+	Recorded   func(job string, status Status) // a slot recorded without running (skipped, missed)
+	CatchupRun func(job string)                // a run started by catch-up after a takeover
+	Fenced     func(job string)                // the store refused this term's token
+}
+
+// Options configure a Runner.
+type Options struct {
+	Node   string // written into the ledger with every claim
+	Ledger Ledger
+	Clock  Clock // nil: RealClock
+	Logger *zap.Logger
+	// Paused reports whether a job is paused cluster-wide; nil: never. A paused job's slots are
+	// recorded skipped.
+	Paused func(job string) bool
+	Hooks  Hooks
+	// MaxBackoff caps the retry backoff. Default 5m.
+	MaxBackoff time.Duration
+	// WriteTimeout bounds a ledger write made on behalf of one run. Default 30s.
+	WriteTimeout time.Duration
+}
+
+// Runner runs the cron table while its replica leads: Lead is called once per leadership term
+// and returns when the term ends. Between terms the Runner holds only the table.
+type Runner struct {
+	opts  Options
+	lg    *zap.Logger
+	clock Clock
+
+	mu      sync.Mutex
+	table   []*Spec
+	current *term // the term being led; nil while following
+}
+
+// New returns a Runner for table.
+func New(table []Spec, opts Options) (*Runner, error) {
+	if opts.Ledger == nil {
+		return nil, errors.New("jobs: no ledger")
+	}
+	if opts.Node == "" {
+		return nil, errors.New("jobs: no node name")
+	}
+	if opts.Clock == nil {
+		opts.Clock = RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Minute
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	r := &Runner{opts: opts, lg: opts.Logger, clock: opts.Clock}
+	specs, err := checkTable(table)
+	if err != nil {
+		return nil, err
+	}
+	r.table = specs
+	return r, nil
+}
+
+func checkTable(table []Spec) ([]*Spec, error) {
+	seen := make(map[string]bool, len(table))
+	specs := make([]*Spec, 0, len(table))
+	for i := range table {
+		s := table[i]
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("job %q: listed twice", s.Name)
+		}
+		seen[s.Name] = true
+		specs = append(specs, &s)
+	}
+	return specs, nil
+}
+
+// Table returns the current cron table.
+func (r *Runner) Table() []Spec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Spec, len(r.table))
+	for i, s := range r.table {
+		out[i] = *s
+	}
+	return out
+}
+
+// SetTable replaces the cron table atomically. On a leader, new and changed jobs get their
+// fences raised and their next slots computed; runs in flight finish as they were.
+func (r *Runner) SetTable(table []Spec) error {
+	specs, err := checkTable(table)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.table = specs
+	t := r.current
+	r.mu.Unlock()
+	if t != nil {
+		t.send(func() { t.reload(specs) })
+	}
+	return nil
+}
+
+// Trigger asks the leader to run job once now, as a manual slot, fenced and recorded like a
+// scheduled one. It fails with ErrNotLeading on a follower.
+func (r *Runner) Trigger(ctx context.Context, job string) error {
+	r.mu.Lock()
+	t := r.current
+	known := false
+	for _, s := range r.table {
+		known = known || s.Name == job
+	}
+	r.mu.Unlock()
+	if !known {
+		return fmt.Errorf("trigger %q: no such job", job)
+	}
+	if t == nil {
+		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+	}
+	errc := make(chan error, 1)
+	if !t.send(func() { errc <- t.trigger(job) }) {
+		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.exited:
+		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+	}
+}
+
+// Drain is the first step of a graceful shutdown: the leader stops firing new slots and waits
+// for its running jobs until ctx ends (the shutdown grace), then cancels them and waits for
+// them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
+// and finishes their slots. Leadership is kept until the caller ends the term. On a follower
+// Drain returns at once.
+func (r *Runner) Drain(ctx context.Context) {
+	r.mu.Lock()
+	t := r.current
+	r.mu.Unlock()
+	if t == nil {
+		return
+	}
+	idle := make(chan struct{})
+	if !t.send(func() { t.drain(idle) }) {
+		return
+	}
+	select {
+	case <-idle:
+		return
+	case <-t.exited:
+		return
+	case <-ctx.Done():
+	}
+	t.send(func() { t.cancelRuns(errShutdown) })
+	select {
+	case <-idle:
+	case <-t.exited:
+	}
+}
+
+// Lead runs the cron table for one leadership term with token, until ctx ends (leadership lost
+// or shutdown). Before anything else it raises every job's fence to token and catches up on
+// missed slots. It returns an error wrapping ErrFenced when the store refuses the token: a
+// newer leader exists, and the caller must step down.
+func (r *Runner) Lead(ctx context.Context, token int64) error {
+	r.mu.Lock()
+	if r.current != nil {
+		r.mu.Unlock()
+		return errors.New("jobs: Lead called while already leading")
+	}
+	t := newTerm(r, token)
+	r.current = t
+	specs := r.table
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.current = nil
+		r.mu.Unlock()
+	}()
+	return t.run(ctx, specs)
+}

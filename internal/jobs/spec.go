@@ -1,0 +1,91 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Overlap says what happens when a job's slot is due while an earlier run of it still runs.
+type Overlap string
+
+// The overlap policies.
+const (
+	OverlapSkip    Overlap = "skip"    // record the new slot skipped
+	OverlapQueue   Overlap = "queue"   // run the new slot after the current run
+	OverlapReplace Overlap = "replace" // cancel the current run, then run the new slot
+	OverlapAllow   Overlap = "allow"   // run both at once
+)
+
+// Misfire says what a new leader does with slots that were due within the catch-up window but
+// never ran (or were left running by an older leader).
+type Misfire string
+
+// The misfire policies.
+const (
+	MisfireSkip Misfire = "skip" // record them missed
+	MisfireOnce Misfire = "once" // run the latest, record the rest missed
+	MisfireAll  Misfire = "all"  // run them all, oldest first, one after another
+)
+
+// Spec is one job of the cron table, as the runner runs it.
+type Spec struct {
+	Name         string
+	Schedule     *Schedule
+	Executor     Executor
+	Timeout      time.Duration // per attempt; > 0
+	Retries      int           // retries after a failed attempt
+	RetryBackoff time.Duration // wait before the first retry; doubles per retry up to MaxBackoff
+	Overlap      Overlap
+	Misfire      Misfire
+	Catchup      time.Duration // how far back a new leader looks for missed slots
+	Jitter       time.Duration // fire each slot Jitter(name, slot, Jitter) after it
+	Enabled      bool
+}
+
+// fireAt is when slot fires: the slot plus its deterministic jitter.
+func (s *Spec) fireAt(slot time.Time) time.Time {
+	return slot.Add(Jitter(s.Name, slot, s.Jitter))
+}
+
+// validate checks what the runner relies on; the configuration layer reports user errors.
+func (s *Spec) validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("empty name"))
+	}
+	if s.Schedule == nil {
+		errs = append(errs, errors.New("no schedule"))
+	}
+	if s.Executor == nil {
+		errs = append(errs, errors.New("no executor"))
+	}
+	if s.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout %s: must be positive", s.Timeout))
+	}
+	if s.Retries < 0 || s.RetryBackoff < 0 || s.Catchup < 0 || s.Jitter < 0 {
+		errs = append(errs, errors.New("negative retries, retry backoff, catchup or jitter"))
+	}
+	switch s.Overlap {
+	case OverlapSkip, OverlapQueue, OverlapReplace, OverlapAllow:
+	default:
+		errs = append(errs, fmt.Errorf("overlap %q: unknown", s.Overlap))
+	}
+	switch s.Misfire {
+	case MisfireSkip, MisfireOnce, MisfireAll:
+	default:
+		errs = append(errs, fmt.Errorf("misfire %q: unknown", s.Misfire))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("job %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// sameTiming reports whether a and b fire at the same instants, so a reload can keep the
+// pending slot of a job whose timing did not change.
+func sameTiming(a, b *Spec) bool {
+	return a.Schedule.String() == b.Schedule.String() &&
+		a.Schedule.Location().String() == b.Schedule.Location().String() &&
+		a.Jitter == b.Jitter && a.Enabled == b.Enabled
+}
