@@ -1,0 +1,277 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// proxyDialTimeout bounds the proxy's dial to its target.
+const proxyDialTimeout = 5 * time.Second
+
+// Proxy is a TCP proxy on a random loopback port that forwards every
+// connection to one target, for simulating partitions between a client and
+// a server:
+//
+//   - Pause holds bytes in both directions on every connection, which stays
+//     open; Resume delivers them. This is a partition that heals without
+//     breaking the streams (unlike dropping bytes, which corrupts them).
+//   - Cut closes every connection and refuses new ones until Resume: the
+//     peer is gone.
+//   - Delay adds latency to every chunk forwarded.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	paused  bool
+	resumed chan struct{} // closed when a pause ends
+	cut     bool
+	delay   time.Duration
+	conns   map[*proxyConn]struct{}
+}
+
+// proxyConn is one proxied connection.
+type proxyConn struct {
+	client net.Conn
+	ctx    context.Context // done once the connection is closed
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	server net.Conn // nil until dialled
+	closed bool
+}
+
+// MustProxy listens on a random 127.0.0.1 port and forwards every
+// connection to target ("host:port"). It is closed in tb.Cleanup, with all
+// its goroutines joined.
+func MustProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("testenv: proxy listen: %v", err)
+	}
+	p := &Proxy{
+		ln:      ln,
+		target:  target,
+		resumed: make(chan struct{}),
+		conns:   make(map[*proxyConn]struct{}),
+	}
+	p.wg.Go(p.acceptLoop)
+	tb.Cleanup(p.close)
+	return p
+}
+
+// Addr returns the proxy's address, "127.0.0.1:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Pause stops forwarding bytes in both directions on all connections and
+// keeps them open; bytes sent meanwhile are held and delivered on Resume.
+// New connections are accepted but not forwarded until Resume.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused {
+		p.paused = true
+		p.resumed = make(chan struct{})
+	}
+}
+
+// Resume ends a Pause, delivering the held bytes, and ends a Cut.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		p.paused = false
+		close(p.resumed)
+	}
+	p.cut = false
+}
+
+// Delay adds latency d to every chunk forwarded from now on; 0 removes it.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Cut closes every open connection and closes new ones right after accepting
+// them, until Resume.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	p.cut = true
+	conns := p.snapshot()
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// close stops accepting, closes every connection and joins all goroutines.
+func (p *Proxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.snapshot()
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	for _, c := range conns {
+		c.close()
+	}
+	p.wg.Wait()
+}
+
+// snapshot returns the open connections; p.mu must be held.
+func (p *Proxy) snapshot() []*proxyConn {
+	conns := make([]*proxyConn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+func (p *Proxy) acceptLoop() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			// The listener is closed by close; a loopback listener fails for
+			// no other reason worth retrying.
+			return
+		}
+		c := &proxyConn{client: client}
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+		p.mu.Lock()
+		if p.closed || p.cut {
+			p.mu.Unlock()
+			_ = client.Close()
+			continue
+		}
+		p.conns[c] = struct{}{}
+		p.wg.Go(func() { p.serve(c) })
+		p.mu.Unlock()
+	}
+}
+
+// serve dials the target once no pause holds the connection back, then
+// copies both ways until both directions end or the connection is closed.
+func (p *Proxy) serve(c *proxyConn) {
+	defer func() {
+		c.close()
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+	if !p.waitResumed(c) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, proxyDialTimeout)
+	var d net.Dialer
+	server, err := d.DialContext(ctx, "tcp", p.target)
+	cancel()
+	if err != nil {
+		return
+	}
+	if !c.setServer(server) {
+		_ = server.Close()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { p.pump(c, server, c.client) })
+	wg.Go(func() { p.pump(c, c.client, server) })
+	wg.Wait()
+}
+
+// pump copies src to dst chunk by chunk, applying the delay and holding each
+// chunk while paused. At EOF it half-closes dst so the other direction can
+// finish; on any other error it closes the whole connection.
+func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.wait(c) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				c.close()
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			if tc, ok := dst.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+			return
+		}
+		if err != nil {
+			c.close()
+			return
+		}
+	}
+}
+
+// wait applies the current delay, then waits while paused. It reports false
+// when the connection was closed meanwhile.
+func (p *Proxy) wait(c *proxyConn) bool {
+	p.mu.Lock()
+	d := p.delay
+	p.mu.Unlock()
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	return p.waitResumed(c)
+}
+
+// waitResumed waits while the proxy is paused. It reports false when the
+// connection was closed meanwhile.
+func (p *Proxy) waitResumed(c *proxyConn) bool {
+	for {
+		p.mu.Lock()
+		paused, resumed := p.paused, p.resumed
+		p.mu.Unlock()
+		if !paused {
+			return true
+		}
+		select {
+		case <-resumed:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+// setServer records the dialled server side. It reports false if the
+// connection was closed meanwhile.
+func (c *proxyConn) setServer(server net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.server = server
+	return true
+}
+
+// close closes both sides of the connection; safe to call more than once.
+func (c *proxyConn) close() {
+	c.mu.Lock()
+	c.closed = true
+	server := c.server
+	c.mu.Unlock()
+	c.cancel()
+	_ = c.client.Close()
+	if server != nil {
+		_ = server.Close()
+	}
+}

@@ -1,0 +1,207 @@
+package testenv
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// echoServer accepts connections on loopback and echoes every byte back
+// until the test ends.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				_, _ = io.Copy(c, c)
+				_ = c.Close()
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// roundTrip writes msg and reads len(msg) bytes back within 10 s.
+func roundTrip(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	expectEcho(t, c, msg)
+}
+
+func expectEcho(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatalf("read echo of %q: %v", msg, err)
+	}
+	if string(buf) != msg {
+		t.Fatalf("echo = %q, want %q", buf, msg)
+	}
+}
+
+// expectNothing asserts that no byte arrives on c for a while.
+func expectNothing(t *testing.T, c net.Conn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	buf := make([]byte, 1)
+	n, err := c.Read(buf)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read while held = %d bytes, %v; want deadline exceeded", n, err)
+	}
+}
+
+// expectClosed asserts that c is closed by the other side.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 1)
+	n, err := c.Read(buf)
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read = %d bytes, %v; want closed connection", n, err)
+	}
+}
+
+func TestProxy(t *testing.T) {
+	t.Parallel()
+	target := echoServer(t)
+
+	t.Run("Forwards", func(t *testing.T) {
+		p := MustProxy(t, target)
+		c := dial(t, p.Addr())
+		roundTrip(t, c, "hello")
+		roundTrip(t, c, "again")
+	})
+
+	t.Run("PauseHoldsAndResumeDelivers", func(t *testing.T) {
+		p := MustProxy(t, target)
+		c := dial(t, p.Addr())
+		roundTrip(t, c, "before")
+
+		p.Pause()
+		if _, err := c.Write([]byte("held")); err != nil {
+			t.Fatalf("write while paused: %v", err)
+		}
+		expectNothing(t, c)
+		fresh := dial(t, p.Addr()) // accepted, not forwarded
+		if _, err := fresh.Write([]byte("new")); err != nil {
+			t.Fatalf("write on new connection while paused: %v", err)
+		}
+		expectNothing(t, fresh)
+
+		p.Resume()
+		expectEcho(t, c, "held")
+		expectEcho(t, fresh, "new")
+		roundTrip(t, c, "after")
+	})
+
+	t.Run("CutClosesAndRefuses", func(t *testing.T) {
+		p := MustProxy(t, target)
+		c := dial(t, p.Addr())
+		roundTrip(t, c, "before")
+
+		p.Cut()
+		expectClosed(t, c)
+		expectClosed(t, dial(t, p.Addr()))
+
+		p.Resume()
+		roundTrip(t, dial(t, p.Addr()), "after")
+	})
+
+	t.Run("DelayAddsLatency", func(t *testing.T) {
+		slow, fast := MustProxy(t, target), MustProxy(t, target)
+		const d = 300 * time.Millisecond
+		slow.Delay(d)
+		cs, cf := dial(t, slow.Addr()), dial(t, fast.Addr())
+
+		// Send through both at once; the undelayed echo must come first.
+		type arrival struct {
+			name string
+			at   time.Time
+		}
+		arrivals := make(chan arrival, 2)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for name, c := range map[string]net.Conn{"slow": cs, "fast": cf} {
+			wg.Go(func() {
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if _, err := c.Write([]byte("x")); err != nil {
+					t.Errorf("%s write: %v", name, err)
+				}
+				if _, err := bufio.NewReader(c).ReadByte(); err != nil {
+					t.Errorf("%s read: %v", name, err)
+				}
+				arrivals <- arrival{name, time.Now()}
+			})
+		}
+		wg.Wait()
+		close(arrivals)
+		first, second := <-arrivals, <-arrivals
+		if first.name != "fast" {
+			t.Fatalf("first echo through %s proxy, want fast", first.name)
+		}
+		// Both directions are delayed: a lower bound, not a timing guess.
+		if got := second.at.Sub(start); got < 2*d {
+			t.Fatalf("delayed round trip took %v, want >= %v", got, 2*d)
+		}
+
+		slow.Delay(0)
+		roundTrip(t, cs, "undelayed")
+	})
+
+	t.Run("CleanupClosesConnections", func(t *testing.T) {
+		var c net.Conn
+		t.Run("Inner", func(t *testing.T) {
+			p := MustProxy(t, target)
+			c, _ = net.DialTimeout("tcp", p.Addr(), 5*time.Second)
+			if c == nil {
+				t.Fatalf("dial proxy failed")
+			}
+			roundTrip(t, c, "x")
+		})
+		defer c.Close()
+		expectClosed(t, c)
+	})
+}
