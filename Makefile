@@ -15,7 +15,10 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/scheduler
 
+# run: apply the migrations (idempotent), then start the daemon. With the sample configuration
+# that is the embedded default: etcd and SQLite in ./data.
 run: build
+	$(BIN) migrate --config $(CONFIG)
 	$(BIN) run --config $(CONFIG)
 
 # test: formatting, vet, then every package under the race detector, starting its own real

@@ -265,7 +265,18 @@ func FuzzLoadConfig(f *testing.F) {
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := LoadConfig(path, nil)
+		done := make(chan struct{})
+		var cfg *Config
+		var err error
+		go func() {
+			defer close(done)
+			cfg, err = LoadConfig(path, nil)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second): // a hang detector, not a timing assertion
+			t.Fatalf("LoadConfig did not return for:\n%s", doc)
+		}
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("cfg=%v err=%v: exactly one must be set", cfg, err)
 		}

@@ -47,6 +47,14 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newValidateCmd(c),
 		newVersionCmd(c),
+		newNextCmd(c),
+		newRunCmd(c),
+		newMigrateCmd(c),
+		newStatusCmd(c),
+		newHistoryCmd(c),
+		newPauseCmd(c),
+		newResumeCmd(c),
+		newTriggerCmd(c),
 	)
 	return root
 }

@@ -125,9 +125,10 @@ func (r *Runner) SetTable(table []Spec) error {
 	return nil
 }
 
-// Trigger asks the leader to run job once now, as a manual slot, fenced and recorded like a
-// scheduled one. It fails with ErrNotLeading on a follower.
-func (r *Runner) Trigger(ctx context.Context, job string) error {
+// Trigger asks the leader to run job once, as the manual slot at, fenced and recorded like a
+// scheduled one. A manual slot runs once: triggering the same (job, at) again finds it in the
+// ledger. It fails with ErrNotLeading on a follower.
+func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 	r.mu.Lock()
 	t := r.current
 	known := false
@@ -142,7 +143,7 @@ func (r *Runner) Trigger(ctx context.Context, job string) error {
 		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
 	}
 	errc := make(chan error, 1)
-	if !t.send(func() { errc <- t.trigger(job) }) {
+	if !t.send(func() { errc <- t.trigger(job, at) }) {
 		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
 	}
 	select {

@@ -450,19 +450,26 @@ func TestRunner_Trigger(t *testing.T) {
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "yearly", execFunc(succeed), func(s *Spec) { s.Schedule = mustSchedule(t, "@yearly") }))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.runner.Trigger(ctx, "yearly"); !errors.Is(err, ErrNotLeading) {
+	if err := h.runner.Trigger(ctx, "yearly", t0); !errors.Is(err, ErrNotLeading) {
 		t.Fatalf("Trigger on a follower = %v, want ErrNotLeading", err)
 	}
 	h.lead(token)
 	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
-	if err := h.runner.Trigger(ctx, "yearly"); err != nil {
+	if err := h.runner.Trigger(ctx, "yearly", t0); err != nil {
 		t.Fatal(err)
 	}
 	rows := h.waitRows("yearly", "manual run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
-	if !rows[0].Slot.Manual || rows[0].Token != token {
+	if !rows[0].Slot.Manual || rows[0].Token != token || !rows[0].Slot.At.Equal(t0) {
 		t.Fatalf("rows=%+v", rows)
 	}
-	if err := h.runner.Trigger(ctx, "nope"); err == nil {
+	// The same request again (a re-delivered trigger) finds its slot in the ledger.
+	if err := h.runner.Trigger(ctx, "yearly", t0); err != nil {
+		t.Fatal(err)
+	}
+	if rows := h.rows("yearly"); len(rows) != 1 {
+		t.Fatalf("a repeated trigger ran again: %+v", rows)
+	}
+	if err := h.runner.Trigger(ctx, "nope", t0); err == nil {
 		t.Fatal("Trigger of an unknown job succeeded")
 	}
 }

@@ -412,8 +412,8 @@ func (t *term) drain(idle chan struct{}) {
 	t.lg.Info("draining", zap.Int("runs", t.runs))
 }
 
-// trigger starts a manual run of job now.
-func (t *term) trigger(job string) error {
+// trigger starts the manual run of job at slot at.
+func (t *term) trigger(job string, at time.Time) error {
 	js := t.jobs[job]
 	if js == nil || js.removed {
 		return fmt.Errorf("trigger %q: no such job", job)
@@ -421,7 +421,7 @@ func (t *term) trigger(job string) error {
 	if t.draining {
 		return fmt.Errorf("trigger %q: shutting down", job)
 	}
-	at := t.r.clock.Now().UTC().Truncate(time.Millisecond)
+	at = at.UTC().Truncate(time.Microsecond)
 	t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", at))
 	return t.dispatch(t.runsCtx, []pending{{slot: SlotKey{Job: job, At: at, Manual: true}}})
 }

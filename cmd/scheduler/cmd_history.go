@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"scheduler/internal/fence"
+)
+
+func newHistoryCmd(c *cli) *cobra.Command {
+	var (
+		limit  int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "history JOB",
+		Short: "Print a job's runs from the ledger, newest first",
+		Args:  exactArgs(1, "a job name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 {
+				return &usageError{fmt.Errorf("history: --limit must be at least 1, got %d", limit)}
+			}
+			cfg, err := c.loadConfig()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+			if err != nil {
+				return err
+			}
+			store, err := openStore(ctx, cfg, lg.With(zap.String("node", cfg.Node)))
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := store.History(ctx, args[0], limit)
+			if err != nil {
+				return err
+			}
+			if runs == nil {
+				runs = []fence.Run{}
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
+			}
+			if _, err := cfg.job(args[0]); err != nil && len(runs) == 0 {
+				return err
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SLOT\tSTATUS\tTOKEN\tNODE\tATTEMPT\tSTARTED\tTOOK\tERROR / REASON")
+			for _, r := range runs {
+				slot := r.ScheduledAt.UTC().Format(time.RFC3339)
+				if r.Manual {
+					slot += " (manual)"
+				}
+				started, took := "-", "-"
+				if r.StartedAt != nil {
+					started = r.StartedAt.UTC().Format(time.RFC3339)
+					if r.FinishedAt != nil {
+						took = r.FinishedAt.Sub(*r.StartedAt).Round(time.Millisecond).String()
+					}
+				}
+				note := r.Error
+				if note == "" {
+					note = r.Reason
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", slot, r.Status, r.Token, r.Node, r.Attempt, started, took, note)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
+	return cmd
+}

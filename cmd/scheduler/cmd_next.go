@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"scheduler/internal/jobs"
+)
+
+func newNextCmd(c *cli) *cobra.Command {
+	var (
+		n    int
+		from string
+	)
+	cmd := &cobra.Command{
+		Use:   "next JOB",
+		Short: "Print a job's next slots in its timezone, with UTC offsets; DST adjustments are marked",
+		Args:  exactArgs(1, "a job name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 || n > jobs.MaxBetween {
+				return &usageError{fmt.Errorf("next: -n must be from 1 to %d, got %d", jobs.MaxBetween, n)}
+			}
+			start := time.Now()
+			if from != "" {
+				t, err := time.Parse(time.RFC3339, from)
+				if err != nil {
+					return &usageError{fmt.Errorf("next: --from %q: want RFC3339, such as 2026-03-29T00:00:00Z", from)}
+				}
+				start = t
+			}
+			cfg, err := c.loadConfig()
+			if err != nil {
+				return err
+			}
+			job, err := cfg.job(args[0])
+			if err != nil {
+				return err
+			}
+			loc, err := time.LoadLocation(job.Timezone)
+			if err != nil {
+				return fmt.Errorf("job %q: timezone: %w", job.Name, err)
+			}
+			sched, err := jobs.ParseSchedule(job.Schedule, loc)
+			if err != nil {
+				return fmt.Errorf("job %q: schedule: %w", job.Name, err)
+			}
+			follows := "real time"
+			if sched.WallClock() {
+				follows = "wall clock"
+			}
+			fmt.Fprintf(c.stdout, "# %s: %q in %s (follows the %s)\n", job.Name, job.Schedule, loc, follows)
+			for _, sl := range sched.Slots(start, n) {
+				line := fmt.Sprintf("%s  %s", sl.At.Format("2006-01-02 15:04:05 -07:00 MST"), sl.At.UTC().Format(time.RFC3339))
+				if sl.Adjusted {
+					line += fmt.Sprintf("  adjusted: %s does not exist in %s (DST), runs at the first instant after", sl.Nominal, loc)
+				}
+				if job.Jitter > 0 {
+					line += fmt.Sprintf("  fires at %s (jitter)", sl.At.Add(jobs.Jitter(job.Name, sl.At, job.Jitter)).Format("15:04:05.000"))
+				}
+				fmt.Fprintln(c.stdout, line)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many slots")
+	cmd.Flags().StringVar(&from, "from", "", "start after this instant (RFC3339); default now")
+	return cmd
+}
+
+// job returns the named job of the table.
+func (c *Config) job(name string) (*Job, error) {
+	for i := range c.Jobs {
+		if c.Jobs[i].Name == name {
+			return &c.Jobs[i], nil
+		}
+	}
+	return nil, &usageError{fmt.Errorf("no job named %q in the configuration", name)}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"scheduler/internal/control"
+	"scheduler/internal/fence"
+)
+
+// session is what the read and control commands connect to: etcd, and the store if asked.
+type session struct {
+	cfg   *Config
+	cli   *clientv3.Client
+	ctl   *control.Store
+	store *fence.Store
+	close func()
+}
+
+// connect opens a command's connections; withStore also opens the store.
+func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	lg = lg.With(zap.String("node", cfg.Node))
+	cli, err := dialEtcd(cfg, lg)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
+	if s.ctl, err = control.New(cli, cfg.Election.Prefix); err != nil {
+		s.close()
+		return nil, err
+	}
+	if withStore {
+		if s.store, err = openStore(ctx, cfg, lg); err != nil {
+			s.close()
+			return nil, err
+		}
+		closeCli := s.close
+		s.close = func() { s.store.Close(); closeCli() }
+	}
+	return s, nil
+}
+
+func newStatusCmd(c *cli) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the leader (node, token, since), the replicas, and per job its next slot and last run",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			s, err := c.connect(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			doc := collectStatus(ctx, s.cfg.Jobs, s.cfg.Election.Prefix, s.cli, s.ctl, s.store, time.Now())
+			if asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			printStatus(c.stdout, doc)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, doc statusDoc) {
+	if l := doc.Leader; l != nil {
+		since := "unknown"
+		if l.Since != nil {
+			since = fmt.Sprintf("%s (%s ago)", l.Since.Format(time.RFC3339), time.Since(*l.Since).Round(time.Second))
+		}
+		fmt.Fprintf(w, "leader:   %s, token %d, since %s\n", l.Node, l.Token, since)
+	} else {
+		fmt.Fprintln(w, "leader:   none")
+	}
+	for _, r := range doc.Replicas {
+		fmt.Fprintf(w, "replica:  %s version %s table %s http %s\n", r.Node, r.Version, r.TableHash, r.HTTPAddr)
+	}
+	for _, warn := range doc.Warnings {
+		fmt.Fprintf(w, "warning:  %s\n", warn)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT\tSTATE\tLAST RUN")
+	for _, j := range doc.Jobs {
+		next := "-"
+		if j.Next != nil {
+			next = j.Next.Format(time.RFC3339)
+		}
+		state := "enabled"
+		switch {
+		case !j.Enabled:
+			state = "disabled"
+		case j.Paused:
+			state = "paused"
+		}
+		last := "-"
+		if r := j.Last; r != nil {
+			last = fmt.Sprintf("%s %s (token %d, %s, attempt %d)", r.ScheduledAt.UTC().Format(time.RFC3339), r.Status, r.Token, r.Node, r.Attempt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.Name, j.Schedule+" "+j.Timezone, next, state, last)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"scheduler/internal/election"
+	"scheduler/internal/fence"
+)
+
+// embeddedEtcdDir is where the development etcd keeps its data, under data_dir.
+func embeddedEtcdDir(cfg *Config) string { return filepath.Join(cfg.DataDir, "etcd") }
+
+// sqlitePath is the embedded store's file, under data_dir.
+func sqlitePath(cfg *Config) string { return filepath.Join(cfg.DataDir, "scheduler.db") }
+
+// clientConfig is the etcd client part of the configuration.
+func clientConfig(cfg *Config, endpoints []string) election.ClientConfig {
+	return election.ClientConfig{
+		Endpoints: endpoints, DialTimeout: cfg.Etcd.DialTimeout,
+		Username: cfg.Etcd.Username, Password: cfg.Etcd.Password,
+		CAFile: cfg.Etcd.TLS.CAFile, CertFile: cfg.Etcd.TLS.CertFile, KeyFile: cfg.Etcd.TLS.KeyFile,
+	}
+}
+
+// dialEtcd connects a command to the configured etcd or, with no endpoints configured, to the
+// embedded etcd a running daemon started in data_dir.
+func dialEtcd(cfg *Config, lg *zap.Logger) (*clientv3.Client, error) {
+	endpoints := cfg.Etcd.Endpoints
+	if len(endpoints) == 0 {
+		eps, err := election.EmbeddedEndpoints(embeddedEtcdDir(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("etcd.endpoints is empty and no embedded etcd is running (start `scheduler run` with this configuration first): %w", err)
+		}
+		endpoints = eps
+	}
+	cli, err := election.NewClient(clientConfig(cfg, endpoints), lg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd: %w", err)
+	}
+	return cli, nil
+}
+
+// openStore opens the configured Postgres store, or the embedded SQLite one in data_dir.
+func openStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
+	fc := fence.Config{DSN: cfg.Store.DSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
+	if cfg.Store.DSN == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data_dir: %w", err)
+		}
+	}
+	s, err := fence.Open(ctx, fc, lg.Named("store"))
+	if err != nil {
+		return nil, fmt.Errorf("open the store (%s): %w", storeName(cfg), err)
+	}
+	return s, nil
+}
+
+// storeName describes the store without secrets, for messages.
+func storeName(cfg *Config) string {
+	if cfg.Store.DSN == "" {
+		return "sqlite " + sqlitePath(cfg)
+	}
+	return "postgres " + redactDSN(cfg.Store.DSN)
+}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"scheduler/internal/control"
+	"scheduler/internal/election"
+	"scheduler/internal/fence"
+	"scheduler/internal/jobs"
+)
+
+// daemon is `scheduler run`: one replica of the cluster.
+type daemon struct {
+	cfg     *Config
+	path    string
+	environ []string
+	lg      *zap.Logger
+	m       *metrics
+
+	cli      *clientv3.Client
+	store    *fence.Store
+	control  *control.Store
+	watcher  *control.Watcher
+	observer *election.Observer
+	runner   *jobs.Runner
+	camp     *election.Campaigner
+	http     *http.Server
+	listener net.Listener
+	started  time.Time
+
+	mu        sync.Mutex
+	jobs      []Job  // the table as configured, replaced by a reload
+	hash      string // its tableHash
+	republish chan struct{}
+}
+
+// table returns the configured jobs and their hash.
+func (d *daemon) table() ([]Job, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.jobs, d.hash
+}
+
+// runDaemon starts every part of the daemon, waits for a signal (or a part failing), and shuts
+// down in this order:
+//  1. stop firing new slots; running jobs get up to shutdown_grace to finish, then are
+//     cancelled (their ledger rows stay running, so the next leader takes them over);
+//  2. end the leadership term: lead returns and the campaigner resigns, so a follower takes
+//     over at once instead of waiting out the lease;
+//  3. stop the watchers, the replica registration and the HTTP server;
+//  4. close the store, the etcd client and the embedded etcd.
+//
+// A second SIGINT or SIGTERM exits at once (main restores the default action).
+func runDaemon(ctx context.Context, c *cli, node string) (err error) {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	if node != "" {
+		cfg.Node = node
+	}
+	lg, err := newLogger(cfg.Log, c.stderr)
+	if err != nil {
+		return err
+	}
+	lg = lg.With(zap.String("node", cfg.Node))
+	defer func() { _ = lg.Sync() }()
+	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, m: newMetrics(),
+		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
+
+	// 4 (deferred, so it runs last): close what was opened.
+	endpoints := cfg.Etcd.Endpoints
+	if len(endpoints) == 0 {
+		emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
+		if err != nil {
+			return fmt.Errorf("start the embedded etcd in %s: %w", embeddedEtcdDir(cfg), err)
+		}
+		defer emb.Close()
+		endpoints = emb.Endpoints()
+	}
+	if d.cli, err = election.NewClient(clientConfig(cfg, endpoints), lg.Named("etcd-client")); err != nil {
+		return fmt.Errorf("connect to etcd: %w", err)
+	}
+	defer d.cli.Close()
+	if d.store, err = openStore(ctx, cfg, lg); err != nil {
+		return err
+	}
+	defer d.store.Close()
+	if err := d.store.CheckSchema(ctx); err != nil {
+		return fmt.Errorf("%s: %w", storeName(cfg), err)
+	}
+	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
+		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
+	if err := d.build(); err != nil {
+		return err
+	}
+	if cfg.HTTP.Addr != "" {
+		if d.listener, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
+			return fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
+		}
+		d.http = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+	}
+	return d.serve(ctx)
+}
+
+// build creates the parts that need no goroutine yet.
+func (d *daemon) build() error {
+	var err error
+	if d.control, err = control.New(d.cli, d.cfg.Election.Prefix); err != nil {
+		return err
+	}
+	d.watcher = d.control.NewWatcher(d.lg.Named("control"))
+	if d.observer, err = election.NewObserver(d.cli, d.cfg.Election.Prefix, d.lg); err != nil {
+		return err
+	}
+	table, err := buildTable(d.cfg, fencer{d.store}, &http.Client{}, d.environ)
+	if err != nil {
+		return err
+	}
+	d.runner, err = jobs.New(table, jobs.Options{
+		Node: d.cfg.Node, Ledger: ledger{d.store}, Logger: d.lg.Named("runner"),
+		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(),
+	})
+	if err != nil {
+		return err
+	}
+	events := d.m.electionEvents()
+	d.camp, err = election.New(d.cli, election.Config{
+		Prefix: d.cfg.Election.Prefix, Node: d.cfg.Node, TTL: d.cfg.Election.TTL, Events: events,
+	}, d.lg)
+	return err
+}
+
+// serve runs the parts until ctx ends or one fails, then shuts down in order.
+func (d *daemon) serve(ctx context.Context) error {
+	campCtx, endTerm := context.WithCancel(context.WithoutCancel(ctx))
+	defer endTerm()
+	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServices()
+	failed := make(chan error, 8)
+	var g errgroup.Group
+	part := func(name string, run func(context.Context) error, pctx context.Context) {
+		g.Go(func() error {
+			err := run(pctx)
+			if err != nil && pctx.Err() == nil {
+				failed <- fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	part("election", func(c context.Context) error { return d.camp.Run(c, d.lead) }, campCtx)
+	part("control watcher", d.watcher.Run, svcCtx)
+	part("leader observer", d.observer.Run, svcCtx)
+	part("trigger requests", d.consumeTriggers, svcCtx)
+	part("replica registration", d.register, svcCtx)
+	part("reload", d.reloadOnHUP, svcCtx)
+	if d.http != nil {
+		part("http", d.serveHTTP, svcCtx)
+	}
+
+	var cause error
+	select {
+	case <-ctx.Done():
+		d.lg.Info("shutting down", zap.Duration("grace", d.cfg.ShutdownGrace))
+	case cause = <-failed:
+		d.lg.Error("shutting down after a failure", zap.Error(cause))
+	}
+	// 1. Stop firing; let running jobs finish within the grace, then cancel them.
+	grace, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace)
+	d.runner.Drain(grace)
+	cancel()
+	// 2. End the term; the campaigner resigns for an immediate handover.
+	endTerm()
+	// 3. Stop the rest.
+	stopServices()
+	_ = g.Wait()
+	d.lg.Info("stopped")
+	return cause
+}
+
+// lead is one leadership term: publish nothing but metrics here; the runner does the work.
+func (d *daemon) lead(ctx context.Context, t election.Term) error {
+	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
+	errc := make(chan error, 1)
+	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
+	// Triggers sent while no replica led are waiting in etcd: run them now.
+	go d.pendingTriggers(ctx)
+	return <-errc
+}
+
+// pendingTriggers hands the trigger requests stored in etcd to the runner, once per term.
+func (d *daemon) pendingTriggers(ctx context.Context) {
+	// Give the runner its takeover first; Trigger waits for the loop anyway.
+	reqs, err := d.control.Requests(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.lg.Warn("read trigger requests", zap.Error(err))
+		}
+		return
+	}
+	for _, r := range reqs {
+		d.handleTrigger(ctx, r)
+	}
+}
+
+// consumeTriggers hands new trigger requests to the runner while this replica leads; followers
+// leave them in etcd for the leader.
+func (d *daemon) consumeTriggers(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-d.watcher.Requests():
+			d.handleTrigger(ctx, r)
+		}
+	}
+}
+
+func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
+	err := d.runner.Trigger(ctx, r.Job, r.At)
+	switch {
+	case errors.Is(err, jobs.ErrNotLeading):
+		return
+	case err != nil:
+		d.lg.Warn("trigger", zap.String("job", r.Job), zap.Time("slot", r.At), zap.Error(err))
+		if !errors.Is(err, jobs.ErrFenced) {
+			_ = d.control.Done(ctx, r) // an unknown job: drop the request
+		}
+		return
+	}
+	if err := d.control.Done(ctx, r); err != nil {
+		d.lg.Warn("remove handled trigger request", zap.String("job", r.Job), zap.Error(err))
+	}
+}
+
+// register keeps this replica's entry (version, table hash) in etcd while it runs.
+func (d *daemon) register(ctx context.Context) error {
+	for ctx.Err() == nil {
+		lease, err := d.cli.Grant(ctx, int64(d.cfg.Election.TTL/time.Second))
+		if err == nil {
+			err = d.publishReplica(ctx, lease.ID)
+		}
+		if err == nil {
+			var ka <-chan *clientv3.LeaseKeepAliveResponse
+			if ka, err = d.cli.KeepAlive(ctx, lease.ID); err == nil {
+				err = d.keepRegistered(ctx, ka, lease.ID)
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_, _ = d.cli.Revoke(rctx, lease.ID)
+			cancel()
+		}
+		if err != nil && ctx.Err() == nil {
+			d.lg.Warn("register replica", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// keepRegistered drains the keep-alive channel until the lease is lost, and republishes the
+// entry after a reload changed the table hash.
+func (d *daemon) keepRegistered(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse, lease clientv3.LeaseID) error {
+	for {
+		select {
+		case _, ok := <-ka:
+			if !ok {
+				return nil
+			}
+		case <-d.republish:
+			if err := d.publishReplica(ctx, lease); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) error {
+	addr := ""
+	if d.listener != nil {
+		addr = d.listener.Addr().String()
+	}
+	_, hash := d.table()
+	return d.control.Register(ctx, lease, control.Replica{
+		Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started,
+	})
+}
+
+// reloadOnHUP re-reads the configuration on SIGHUP: a valid one replaces the cron table, an
+// invalid one is logged with the messages of `validate` and the old table keeps running.
+func (d *daemon) reloadOnHUP(ctx context.Context) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			d.reload(ctx)
+		}
+	}
+}
+
+func (d *daemon) reload(ctx context.Context) {
+	cfg, err := LoadConfig(d.path, d.environ)
+	if err == nil {
+		var table []jobs.Spec
+		if table, err = buildTable(cfg, fencer{d.store}, &http.Client{}, d.environ); err == nil {
+			err = d.runner.SetTable(table)
+		}
+	}
+	if err != nil {
+		d.m.reloads.WithLabelValues("failure").Inc()
+		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
+		return
+	}
+	d.m.reloads.WithLabelValues("success").Inc()
+	d.hash = tableHash(cfg)
+	d.cfg.Jobs = cfg.Jobs
+	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
+}

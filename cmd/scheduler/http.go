@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// handler serves the read-only operations endpoints. Nothing here changes state: pausing,
+// resuming and triggering go through etcd, with its authentication.
+func (d *daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", d.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{Registry: d.m.reg}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		table, _ := d.table()
+		doc := collectStatus(ctx, table, d.cfg.Election.Prefix, d.cli, d.control, d.store, time.Now())
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(doc)
+	})
+	return mux
+}
+
+// readyz answers 200 when etcd and the store answer and the schema is current, else 503 with
+// what is wrong.
+func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var problems []error
+	if _, err := d.cli.Get(clientv3.WithRequireLeader(ctx), d.cfg.Election.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+		problems = append(problems, fmt.Errorf("etcd: %w", err))
+	}
+	if err := d.store.CheckSchema(ctx); err != nil {
+		problems = append(problems, fmt.Errorf("store: %w", err))
+	}
+	if err := errors.Join(problems...); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// serveHTTP serves until ctx ends, then shuts the server down.
+func (d *daemon) serveHTTP(ctx context.Context) error {
+	d.lg.Info("http listening", zap.String("addr", d.listener.Addr().String()))
+	errc := make(chan error, 1)
+	go func() { errc <- d.http.Serve(d.listener) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.http.Shutdown(sctx)
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/control"
+	"scheduler/internal/election"
+	"scheduler/internal/fence"
+	"scheduler/internal/jobs"
+)
+
+// statusDoc is the `status --json` document, also served on /status.
+type statusDoc struct {
+	Leader   *leaderDoc        `json:"leader"` // null while no replica leads
+	Replicas []control.Replica `json:"replicas"`
+	Warnings []string          `json:"warnings"`
+	Jobs     []jobStatus       `json:"jobs"`
+}
+
+type leaderDoc struct {
+	Node  string     `json:"node"`
+	Token int64      `json:"token"`
+	Since *time.Time `json:"since"` // null if the leader did not publish it
+}
+
+type jobStatus struct {
+	Name     string     `json:"name"`
+	Schedule string     `json:"schedule"`
+	Timezone string     `json:"timezone"`
+	Enabled  bool       `json:"enabled"`
+	Next     *time.Time `json:"next"` // null for a disabled job or a schedule without future slots
+	Paused   bool       `json:"paused"`
+	Last     *fence.Run `json:"last"` // null before the first run
+}
+
+// collectStatus reads the leader and the replicas from etcd and the last runs from the store.
+// Parts it cannot read become warnings, so a partial answer still helps an operator.
+func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv3.Client, ctl *control.Store, store *fence.Store, now time.Time) statusDoc {
+	doc := statusDoc{Replicas: []control.Replica{}, Warnings: []string{}, Jobs: []jobStatus{}}
+	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
+
+	l, err := election.ReadLeader(ctx, cli, prefix)
+	switch {
+	case errors.Is(err, election.ErrNoLeader):
+		warn("no replica leads: no job runs until one is elected")
+	case err != nil:
+		warn("read the leader from etcd: %v", err)
+	default:
+		doc.Leader = &leaderDoc{Node: l.Node, Token: l.Token}
+		if !l.Since.IsZero() {
+			since := l.Since.UTC()
+			doc.Leader.Since = &since
+		}
+	}
+	if rs, err := ctl.Replicas(ctx); err != nil {
+		warn("read the replicas from etcd: %v", err)
+	} else {
+		doc.Replicas = rs
+		if groups := control.HashGroups(rs); len(groups) > 1 {
+			var parts []string
+			for hash, nodes := range groups {
+				parts = append(parts, fmt.Sprintf("%s: %s", hash, strings.Join(nodes, ",")))
+			}
+			sort.Strings(parts)
+			warn("replicas run different job tables (%s); deploy the same configuration everywhere", strings.Join(parts, "; "))
+		}
+	}
+	paused, err := ctl.Paused(ctx)
+	if err != nil {
+		warn("read paused jobs from etcd: %v", err)
+	}
+	names := make([]string, len(table))
+	for i, j := range table {
+		names[i] = j.Name
+	}
+	var last map[string]fence.Run
+	if store != nil {
+		if last, err = store.Last(ctx, names...); err != nil {
+			warn("read the last runs from the store: %v", err)
+		}
+	}
+	for _, j := range table {
+		js := jobStatus{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
+		_, js.Paused = paused[j.Name]
+		if r, ok := last[j.Name]; ok {
+			js.Last = &r
+		}
+		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
+			if s, err := jobs.ParseSchedule(j.Schedule, loc); err == nil {
+				if sl := s.Next(now); !sl.At.IsZero() {
+					at := sl.At.UTC()
+					js.Next = &at
+				}
+			}
+		}
+		doc.Jobs = append(doc.Jobs, js)
+	}
+	return doc
+}

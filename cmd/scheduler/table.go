@@ -1,0 +1,91 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"scheduler/internal/jobs"
+)
+
+// buildTable turns the configured jobs into the runner's table: schedules parsed in their
+// zones and an executor per job type. Builtin and sql jobs write through f.
+func buildTable(cfg *Config, f jobs.Fencer, client *http.Client, environ []string) ([]jobs.Spec, error) {
+	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
+	for _, j := range cfg.Jobs {
+		loc, err := time.LoadLocation(j.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("job %q: timezone: %w", j.Name, err)
+		}
+		sched, err := jobs.ParseSchedule(j.Schedule, loc)
+		if err != nil {
+			return nil, fmt.Errorf("job %q: schedule: %w", j.Name, err)
+		}
+		exec, err := newExecutor(j, f, client, environ)
+		if err != nil {
+			return nil, fmt.Errorf("job %q: %w", j.Name, err)
+		}
+		specs = append(specs, jobs.Spec{
+			Name: j.Name, Schedule: sched, Executor: exec,
+			Timeout: j.Timeout, Retries: j.Retries, RetryBackoff: j.RetryBackoff,
+			Overlap: jobs.Overlap(j.Overlap), Misfire: jobs.Misfire(j.Misfire),
+			Catchup: j.Catchup, Jitter: j.Jitter, Enabled: j.Enabled,
+		})
+	}
+	return specs, nil
+}
+
+func newExecutor(j Job, f jobs.Fencer, client *http.Client, environ []string) (jobs.Executor, error) {
+	switch j.Type {
+	case "builtin":
+		switch j.Builtin {
+		case "invoices":
+			p, errs := jobs.ParseInvoicesParams(j.Params)
+			if len(errs) > 0 {
+				return nil, fmt.Errorf("params: %v", errs)
+			}
+			return jobs.NewInvoices(f, p)
+		case "stock":
+			return jobs.NewStock(f, time.Now)
+		}
+		return nil, fmt.Errorf("unknown builtin %q", j.Builtin)
+	case "exec":
+		return jobs.NewExec(jobs.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ})
+	case "sql":
+		return jobs.NewSQL(f, j.SQL)
+	case "http":
+		return jobs.NewHTTP(client, jobs.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers})
+	}
+	return nil, fmt.Errorf("unknown type %q", j.Type)
+}
+
+// tableHash is a short stable digest of the job table, which replicas publish so that status
+// can warn when they run different configurations.
+func tableHash(cfg *Config) string {
+	lines := make([]string, 0, len(cfg.Jobs))
+	for _, j := range cfg.Jobs {
+		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
+			j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
+			j.SQL, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled))
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:6])
+}
+
+func sortedMap[V any](m map[string]V) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%v;", k, m[k])
+	}
+	return b.String()
+}
