@@ -1,0 +1,424 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"scheduler/internal/election"
+	"scheduler/internal/fence"
+	"scheduler/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// syncBuffer is a bytes.Buffer safe for the daemon's concurrent log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// cluster is a test deployment: a real etcd, a real store, a config file, replicas in-process.
+type cluster struct {
+	t        *testing.T
+	etcd     *testenv.Etcd
+	dsn      string
+	path     string
+	replicas map[string]*replica
+}
+
+type replica struct {
+	node   string
+	cancel context.CancelFunc
+	done   chan error
+	logs   *syncBuffer
+}
+
+const testJobs = `
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    type: sql
+    sql: "INSERT INTO stock_scans (sku, quantity) VALUES ('tick', 1)"
+    misfire: skip
+  - name: yearly
+    schedule: "@yearly"
+    type: sql
+    sql: "INSERT INTO stock_scans (sku, quantity) VALUES ('yearly', 1)"
+`
+
+// newCluster writes a config for a fresh database and etcd, and migrates the store.
+func newCluster(t *testing.T, dsn string, extra string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, etcd: testenv.MustEtcd(t), dsn: dsn, replicas: map[string]*replica{}}
+	c.path = filepath.Join(t.TempDir(), "scheduler.yaml")
+	c.writeConfig(testJobs + extra)
+	if code, out, errOut := runCLI(t, "migrate", "--config", c.path); code != 0 {
+		t.Fatalf("migrate: %d %s %s", code, out, errOut)
+	}
+	return c
+}
+
+func (c *cluster) writeConfig(jobs string) {
+	c.t.Helper()
+	body := fmt.Sprintf(`
+data_dir: %s
+etcd: {endpoints: [%s]}
+election: {prefix: /test/election, ttl: 2s}
+store: {dsn: %q}
+http: {addr: "127.0.0.1:0"}
+log: {level: debug}
+shutdown_grace: 2s
+%s`, c.t.TempDir(), strings.Join(c.etcd.Endpoints(), ", "), c.dsn, jobs)
+	if err := os.WriteFile(c.path, []byte(body), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// start runs a replica in-process until stop or the end of the test.
+func (c *cluster) start(node string) *replica {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{node: node, cancel: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
+	go func() { r.done <- run(ctx, []string{"run", "--config", c.path, "--node", node}, nil, r.logs, r.logs) }()
+	c.replicas[node] = r
+	c.t.Cleanup(func() { r.stop(c.t) })
+	return r
+}
+
+// stop is SIGTERM for an in-process replica: it cancels the run context and waits.
+func (r *replica) stop(t *testing.T) error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("replica %s did not stop; logs:\n%s", r.node, r.logs)
+		return nil
+	}
+}
+
+// cli runs a command against the cluster's config.
+func (c *cluster) cli(args ...string) string {
+	c.t.Helper()
+	code, out, errOut := runCLI(c.t, append(args, "--config", c.path)...)
+	if code != 0 {
+		c.t.Fatalf("scheduler %v: exit %d: %s%s", args, code, out, errOut)
+	}
+	return out
+}
+
+func (c *cluster) history(job string) []fence.Run {
+	c.t.Helper()
+	var runs []fence.Run
+	if err := json.Unmarshal([]byte(c.cli("history", job, "--json", "--limit", "1000")), &runs); err != nil {
+		c.t.Fatal(err)
+	}
+	return runs
+}
+
+func (c *cluster) status() statusDoc {
+	c.t.Helper()
+	var doc statusDoc
+	if err := json.Unmarshal([]byte(c.cli("status", "--json")), &doc); err != nil {
+		c.t.Fatal(err)
+	}
+	return doc
+}
+
+// wait polls cond; the bound only keeps a broken test from hanging.
+func (c *cluster) wait(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, r := range c.replicas {
+				c.t.Logf("logs of %s:\n%s", r.node, r.logs)
+			}
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func countStatus(runs []fence.Run, st fence.Status) int {
+	n := 0
+	for _, r := range runs {
+		if r.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestDaemon_Cluster(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	c.start("a")
+	c.start("b")
+	var leader string
+	c.wait("a leader running tick", func() bool {
+		doc := c.status()
+		if doc.Leader == nil || doc.Leader.Since == nil {
+			return false
+		}
+		leader = doc.Leader.Node
+		return countStatus(c.history("tick"), fence.StatusSucceeded) >= 2
+	})
+	doc := c.status()
+	if len(doc.Replicas) != 2 || len(doc.Warnings) != 0 || doc.Jobs[0].Next == nil || doc.Jobs[0].Last == nil {
+		t.Fatalf("status: %+v", doc)
+	}
+
+	t.Run("HTTP", func(t *testing.T) {
+		var addr string
+		for _, r := range doc.Replicas {
+			if r.Node == leader {
+				addr = r.HTTPAddr
+			}
+		}
+		for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "scheduler_is_leader 1", "/status": `"node": "` + leader + `"`} {
+			code, body := httpGet(t, "http://"+addr+path)
+			if code != 200 || !strings.Contains(body, want) {
+				t.Errorf("GET %s = %d, want 200 with %q:\n%.500s", path, code, want, body)
+			}
+		}
+		if _, body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `scheduler_runs_total{job="tick",status="succeeded"}`) {
+			t.Errorf("no runs counter in /metrics")
+		}
+	})
+
+	t.Run("PauseAndResume", func(t *testing.T) {
+		c.cli("pause", "tick")
+		var pausedAt time.Time
+		c.wait("a paused slot", func() bool {
+			for _, r := range c.history("tick") {
+				if r.Status == fence.StatusSkipped && r.Reason == "paused" {
+					pausedAt = r.ScheduledAt
+					return true
+				}
+			}
+			return false
+		})
+		if st := c.status(); !st.Jobs[0].Paused {
+			t.Fatalf("status does not show tick paused: %+v", st.Jobs[0])
+		}
+		time.Sleep(1500 * time.Millisecond) // let more slots come while paused
+		c.cli("resume", "tick")
+		c.wait("runs after resume", func() bool {
+			runs := c.history("tick")
+			return runs[0].Status == fence.StatusSucceeded && runs[0].ScheduledAt.After(pausedAt)
+		})
+		var paused, ranWhilePaused int
+		resumed := false
+		for _, r := range c.history("tick") { // newest first
+			if r.Status == fence.StatusSucceeded && !resumed {
+				continue
+			}
+			resumed = true
+			if !r.ScheduledAt.Before(pausedAt) && r.Status == fence.StatusSkipped {
+				paused++
+			}
+			if !r.ScheduledAt.Before(pausedAt) && r.Status == fence.StatusSucceeded {
+				ranWhilePaused++
+			}
+		}
+		if paused < 2 || ranWhilePaused > 0 {
+			t.Fatalf("while paused: %d slots skipped, %d ran", paused, ranWhilePaused)
+		}
+	})
+
+	t.Run("Trigger", func(t *testing.T) {
+		c.cli("trigger", "yearly")
+		c.wait("the manual run of yearly", func() bool { return countStatus(c.history("yearly"), fence.StatusSucceeded) == 1 })
+		r := c.history("yearly")[0]
+		if !r.Manual || r.Token != c.status().Leader.Token {
+			t.Fatalf("run %+v", r)
+		}
+	})
+
+	t.Run("GracefulHandover", func(t *testing.T) {
+		old := c.status().Leader
+		start := time.Now()
+		if err := c.replicas[old.Node].stop(t); err != nil {
+			t.Fatalf("stop %s: %v", old.Node, err)
+		}
+		var next *leaderDoc
+		c.wait("the other replica to lead", func() bool {
+			next = c.status().Leader
+			return next != nil && next.Node != old.Node
+		})
+		took := time.Since(start)
+		if next.Token <= old.Token {
+			t.Fatalf("new token %d not above %d", next.Token, old.Token)
+		}
+		t.Logf("handover from %s (token %d) to %s (token %d) seen after %s (TTL 2s)", old.Node, old.Token, next.Node, next.Token, took)
+		newToken := next.Token
+		c.wait("runs under the new token", func() bool {
+			runs := c.history("tick")
+			return runs[0].Status == fence.StatusSucceeded && runs[0].Token == newToken
+		})
+	})
+
+	// Every slot has at most one row (the ledger key), and the writes match the runs.
+	runs := c.history("tick")
+	seen := map[time.Time]bool{}
+	for _, r := range runs {
+		if seen[r.ScheduledAt] {
+			t.Fatalf("slot %s has two rows", r.ScheduledAt)
+		}
+		seen[r.ScheduledAt] = true
+	}
+}
+
+func TestDaemon_TriggerWhileLeaderless(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	c.cli("trigger", "yearly") // no replica runs: the request waits in etcd
+	if runs := c.history("yearly"); len(runs) != 0 {
+		t.Fatalf("ran without a leader: %+v", runs)
+	}
+	c.start("a")
+	c.wait("the waiting trigger to run", func() bool { return countStatus(c.history("yearly"), fence.StatusSucceeded) == 1 })
+}
+
+func TestDaemon_ReloadKeepsTableOnBadConfig(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	r := c.start("a")
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	c.writeConfig(testJobs + "  - name: broken\n    schedule: '99 * * * *'\n    type: sql\n    sql: x\n")
+	if err := syscallHUP(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the rejected reload", func() bool { return strings.Contains(r.logs.String(), "reload rejected") })
+	if !strings.Contains(r.logs.String(), "jobs[2].schedule") {
+		t.Fatalf("the rejection does not name the key:\n%s", r.logs)
+	}
+	c.writeConfig(testJobs) // for the CLI below; the daemon reads the file only on SIGHUP
+	before := countStatus(c.history("tick"), fence.StatusSucceeded)
+	c.wait("tick keeps running", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) > before+1 })
+
+	c.writeConfig(testJobs + "  - name: added\n    schedule: '* * * * * *'\n    type: sql\n    sql: \"INSERT INTO stock_scans (sku, quantity) VALUES ('added', 1)\"\n")
+	if err := syscallHUP(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the added job to run", func() bool { return countStatus(c.history("added"), fence.StatusSucceeded) >= 1 })
+}
+
+func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
+	pg := testenv.MustPostgres(t)
+	base := pg.CreateDatabase(t)
+	const secret = "s3cr3t-Pa55word"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, "CREATE ROLE sched LOGIN SUPERUSER PASSWORD '"+secret+"'")
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("sched", secret)
+	dsn := u.String()
+	c := newCluster(t, dsn, "")
+	r := c.start("a")
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	out := c.cli("status", "--json")
+	if strings.Contains(r.logs.String(), secret) || strings.Contains(out, secret) {
+		t.Fatalf("the password appears in the logs or the status")
+	}
+	// A store that cannot be reached fails with exit 1, without echoing the DSN's password.
+	u.Host = "127.0.0.1:1"
+	c.dsn = u.String()
+	c.writeConfig(testJobs)
+	code, o, e := runCLI(t, "history", "tick", "--config", c.path)
+	if code != 1 || strings.Contains(o+e, secret) {
+		t.Fatalf("exit %d, output leaks the password or passed:\n%s%s", code, o, e)
+	}
+}
+
+// TestDaemon_EmbeddedDefault runs the development setup of the README: embedded etcd and
+// SQLite in data_dir, no endpoints, no DSN.
+func TestDaemon_EmbeddedDefault(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "scheduler.yaml")
+	body := fmt.Sprintf("data_dir: %s\nhttp: {addr: \"127.0.0.1:0\"}\nelection: {ttl: 2s}\n%s", filepath.Join(dir, "data"), testJobs)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, "migrate", "--config", path); code != 0 {
+		t.Fatalf("migrate: %s%s", out, errOut)
+	}
+	c := &cluster{t: t, path: path, replicas: map[string]*replica{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{node: "dev", cancel: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
+	go func() { r.done <- run(ctx, []string{"run", "--config", path, "--node", "dev"}, nil, r.logs, r.logs) }()
+	c.replicas["dev"] = r
+	t.Cleanup(func() { r.stop(t) })
+	c.wait("the embedded default to elect itself and run", func() bool {
+		if _, err := election.EmbeddedEndpoints(filepath.Join(dir, "data", "etcd")); err != nil {
+			return false
+		}
+		doc := c.status()
+		return doc.Leader != nil && doc.Leader.Node == "dev" && countStatus(c.history("tick"), fence.StatusSucceeded) >= 1
+	})
+	if !strings.Contains(r.logs.String(), "development only") {
+		t.Fatal("no log line says the embedded etcd is for development only")
+	}
+}
+
+func TestDaemon_RefusesSchemaBehind(t *testing.T) {
+	c := &cluster{t: t, etcd: testenv.MustEtcd(t), dsn: testenv.MustDatabase(t), replicas: map[string]*replica{}}
+	c.path = filepath.Join(t.TempDir(), "scheduler.yaml")
+	c.writeConfig(testJobs)
+	code, _, errOut := runCLI(t, "run", "--config", c.path)
+	if code != 1 || !strings.Contains(errOut, "scheduler migrate") {
+		t.Fatalf("exit %d, want 1 and advice to run scheduler migrate:\n%s", code, errOut)
+	}
+}
+
+// syscallHUP sends SIGHUP to this process, as an operator's reload would.
+func syscallHUP() error { return syscall.Kill(os.Getpid(), syscall.SIGHUP) }
