@@ -422,3 +422,89 @@ func TestDaemon_RefusesSchemaBehind(t *testing.T) {
 
 // syscallHUP sends SIGHUP to this process, as an operator's reload would.
 func syscallHUP() error { return syscall.Kill(os.Getpid(), syscall.SIGHUP) }
+
+// TestDaemon_ExecJobSeesToken: an exec job gets the leader's token in its environment, and its
+// runs are in `history --json` with status and token.
+func TestDaemon_ExecJobSeesToken(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), `  - name: show
+    schedule: "* * * * * *"
+    type: exec
+    command: [sh, -c, 'echo "token=$SCHEDULER_FENCE_TOKEN job=$SCHEDULER_JOB attempt=$SCHEDULER_ATTEMPT"']
+`)
+	c.start("a")
+	c.wait("an exec run", func() bool { return countStatus(c.history("show"), fence.StatusSucceeded) >= 1 })
+	leader := c.status().Leader
+	for _, r := range c.history("show") {
+		if r.Status != fence.StatusSucceeded {
+			continue
+		}
+		want := fmt.Sprintf("token=%d job=show attempt=1", leader.Token)
+		if r.Token != leader.Token || !strings.Contains(r.Output, want) {
+			t.Fatalf("run token %d output %q, want token %d and %q", r.Token, r.Output, leader.Token, want)
+		}
+	}
+}
+
+// TestDaemon_ShutdownOrder: on SIGTERM the leader stops firing, gives a running job its grace,
+// cancels it after the grace, and resigns; the follower takes over at once and finishes the
+// interrupted slot.
+func TestDaemon_ShutdownOrder(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), `  - name: slow
+    schedule: "*/5 * * * * *"
+    type: exec
+    command: [sh, -c, 'sleep 4; echo done by $SCHEDULER_FENCE_TOKEN']
+    timeout: 30s
+  - name: quick
+    schedule: "*/5 * * * * *"
+    type: exec
+    command: [sh, -c, 'sleep 1; echo quick']
+`)
+	c.start("a")
+	c.wait("a to lead", func() bool { l := c.status().Leader; return l != nil && l.Node == "a" })
+	c.start("b")
+	// Catch a moment when both jobs run on the leader.
+	var slot time.Time
+	c.wait("runs in flight", func() bool {
+		runs := c.history("slow")
+		if len(runs) > 0 && runs[0].Status == fence.StatusRunning {
+			slot = runs[0].ScheduledAt
+			return true
+		}
+		return false
+	})
+	old := c.status().Leader
+	stopped := time.Now()
+	if err := c.replicas["a"].stop(t); err != nil { // shutdown_grace is 2s
+		t.Fatal(err)
+	}
+	took := time.Since(stopped)
+	logs := c.replicas["a"].logs.String()
+	// The quick job (1s) finished within the grace; the slow one (4s) was cancelled after it.
+	iDrain := strings.Index(logs, `"shutting down"`)
+	iInterrupted := strings.Index(logs, "run interrupted; the next leader takes it over")
+	iEnded := strings.Index(logs, `"leadership ended"`)
+	if iDrain < 0 || iInterrupted < iDrain || iEnded < iInterrupted {
+		t.Fatalf("shutdown order wrong (drain %d, interrupted %d, resign %d):\n%s", iDrain, iInterrupted, iEnded, logs)
+	}
+	if took < 2*time.Second {
+		t.Fatalf("stopped after %s: the slow job did not get its 2s grace", took)
+	}
+	var next *leaderDoc
+	c.wait("b to lead", func() bool { next = c.status().Leader; return next != nil && next.Node == "b" })
+	if next.Token <= old.Token {
+		t.Fatalf("token %d not above %d", next.Token, old.Token)
+	}
+	c.wait("b to finish the interrupted slot", func() bool {
+		for _, r := range c.history("slow") {
+			if r.ScheduledAt.Equal(slot) {
+				return r.Status == fence.StatusSucceeded && r.Node == "b" && r.Attempt == 2 && r.Token == next.Token
+			}
+		}
+		return false
+	})
+	for _, r := range c.history("quick") {
+		if r.Node == "a" && r.Status == fence.StatusRunning {
+			t.Fatalf("a quick run was left running although it fit in the grace: %+v", r)
+		}
+	}
+}
