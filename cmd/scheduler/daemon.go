@@ -194,6 +194,12 @@ func (d *daemon) serve(ctx context.Context) error {
 // lead is one leadership term: publish nothing but metrics here; the runner does the work.
 func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
+	// Fire nothing before the paused set is known, or a paused job could run once.
+	select {
+	case <-d.watcher.Ready():
+	case <-ctx.Done():
+		return nil
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
 	// Triggers sent while no replica led are waiting in etcd: run them now.

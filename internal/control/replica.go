@@ -1,0 +1,103 @@
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Replica is what a running replica publishes about itself.
+type Replica struct {
+	// Node is the replica's name; it names the key.
+	Node string `json:"node"`
+	// Version is the replica's build version.
+	Version string `json:"version"`
+	// TableHash identifies the job table the replica runs (see TableHash).
+	TableHash string `json:"table_hash"`
+	// HTTPAddr is where the replica serves /status, or empty.
+	HTTPAddr string `json:"http_addr"`
+	// StartedAt is when the replica started, by its clock.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Register publishes r under its node name, bound to lease: the entry
+// vanishes when the lease ends, so the caller keeps the lease alive for as
+// long as the replica runs (a concurrency.Session does) and calls Register
+// again whenever r changes (a reloaded table). A replica with the same node
+// name registered elsewhere is overwritten.
+func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r Replica) error {
+	if err := checkNode(r.Node); err != nil {
+		return fmt.Errorf("register replica: %w", err)
+	}
+	if lease == clientv3.NoLease {
+		return fmt.Errorf("register replica %q: no lease: the entry would outlive the replica", r.Node)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("register replica %q: encode: %w", r.Node, err)
+	}
+	if _, err := s.cli.Put(rctx(ctx), s.k.replica(r.Node), string(b), clientv3.WithLease(lease)); err != nil {
+		return fmt.Errorf("register replica %q on lease %x: %w", r.Node, int64(lease), err)
+	}
+	return nil
+}
+
+// Replicas returns the registered replicas by node name. An entry whose
+// value does not parse is returned with its node name only.
+func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
+	resp, err := s.cli.Get(rctx(ctx), s.k.replicaPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list replicas under %s: %w", s.k.replicaPrefix(), err)
+	}
+	rs := make([]Replica, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var r Replica
+		if json.Unmarshal(kv.Value, &r) != nil {
+			r = Replica{}
+		}
+		r.Node = strings.TrimPrefix(string(kv.Key), s.k.replicaPrefix())
+		rs = append(rs, r)
+	}
+	return rs, nil // etcd returns keys sorted, hence by node name
+}
+
+// TableHash returns a short, stable digest of a job table described as
+// parts, one per job, each holding everything about the job that changes
+// its behaviour (name, schedule, timezone, type, parameters...). The order
+// of parts does not matter, so tables that list the same jobs differently
+// agree. The result is 16 hex digits of SHA-256 and is the same in every
+// process and build.
+func TableHash(parts ...string) string {
+	sorted := slices.Clone(parts)
+	slices.Sort(sorted)
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range sorted {
+		// Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// HashGroups returns the node names of rs by table hash, each list sorted.
+// More than one group means the replicas run different job tables.
+func HashGroups(rs []Replica) map[string][]string {
+	g := make(map[string][]string)
+	for _, r := range rs {
+		g[r.TableHash] = append(g[r.TableHash], r.Node)
+	}
+	for _, nodes := range g {
+		slices.Sort(nodes)
+	}
+	return g
+}
