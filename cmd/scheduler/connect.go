@@ -13,8 +13,9 @@ import (
 	"scheduler/internal/fence"
 )
 
-// embeddedEtcdDir is where the development etcd keeps its data, under data_dir.
-func embeddedEtcdDir(cfg *Config) string { return filepath.Join(cfg.DataDir, "etcd") }
+// embeddedEtcdDir is the directory the development etcd is given: it keeps its data in
+// data_dir/etcd and records its address in data_dir/etcd.endpoint.
+func embeddedEtcdDir(cfg *Config) string { return cfg.DataDir }
 
 // sqlitePath is the embedded store's file, under data_dir.
 func sqlitePath(cfg *Config) string { return filepath.Join(cfg.DataDir, "scheduler.db") }

@@ -27,7 +27,8 @@ type daemon struct {
 	cfg     *Config
 	path    string
 	environ []string
-	lg      *zap.Logger
+	lg      *zap.Logger // carries the node field
+	base    *zap.Logger // without it
 	m       *metrics
 
 	cli      *clientv3.Client
@@ -76,9 +77,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if err != nil {
 		return err
 	}
+	base := lg // the campaigner adds the node itself
 	lg = lg.With(zap.String("node", cfg.Node))
 	defer func() { _ = lg.Sync() }()
-	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, m: newMetrics(),
+	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened.
@@ -86,7 +88,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if len(endpoints) == 0 {
 		emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
 		if err != nil {
-			return fmt.Errorf("start the embedded etcd in %s: %w", embeddedEtcdDir(cfg), err)
+			return fmt.Errorf("start the embedded etcd in %s: %w", cfg.DataDir, err)
 		}
 		defer emb.Close()
 		endpoints = emb.Endpoints()
@@ -140,7 +142,7 @@ func (d *daemon) build() error {
 	events := d.m.electionEvents()
 	d.camp, err = election.New(d.cli, election.Config{
 		Prefix: d.cfg.Election.Prefix, Node: d.cfg.Node, TTL: d.cfg.Election.TTL, Events: events,
-	}, d.lg)
+	}, d.base)
 	return err
 }
 

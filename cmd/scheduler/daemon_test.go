@@ -399,7 +399,7 @@ func TestDaemon_EmbeddedDefault(t *testing.T) {
 	c.replicas["dev"] = r
 	t.Cleanup(func() { r.stop(t) })
 	c.wait("the embedded default to elect itself and run", func() bool {
-		if _, err := election.EmbeddedEndpoints(filepath.Join(dir, "data", "etcd")); err != nil {
+		if _, err := election.EmbeddedEndpoints(filepath.Join(dir, "data")); err != nil {
 			return false
 		}
 		doc := c.status()

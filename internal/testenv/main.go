@@ -49,12 +49,20 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		code = 1
 	}
 	if code == 0 {
-		if err := findLeaks(opts...); err != nil {
+		if err := findLeaks(append(opts, etcdLeftovers...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: goroutines leaked after all tests passed: %v\n", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// etcdLeftovers are goroutines that belong to etcd members a test stopped,
+// not to the code under test: a peer's /version request that reaches a member
+// while it stops can stay blocked on the closed backend inside etcd's HTTP
+// handler.
+var etcdLeftovers = []goleak.Option{
+	goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).StorageVersion"),
 }
 
 // leakSettle is how long goroutines get to finish after the tests. A
