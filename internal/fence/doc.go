@@ -1,0 +1,150 @@
+// Package fence is the scheduler's store: the fence that orders the writes
+// of successive leaders, and the run ledger, on Postgres (pgx) or on an
+// embedded SQLite file. One *Store serves both; Dialect and ParallelWriters
+// say which one it is.
+//
+// # The fence
+//
+// Every leader term has a fencing token: the create revision of its etcd
+// leader key, higher for every new term. The store keeps one row per job
+// (job_fence) holding the newest token seen. A result-writing transaction
+// enters the job's fence with its token before it writes:
+//
+//   - an equal token proceeds, and writers with the same token do not wait
+//     for each other;
+//   - a newer token raises the fence, and the raise waits for every
+//     in-flight transaction that entered with an older token, so that no
+//     write with an older token can commit after the raise has committed;
+//   - an older token is refused: ErrStale in Go (a *StaleError with the job,
+//     the token and the fence), SQLSTATE JF001 (StaleErrorCode) in SQL.
+//
+// A refused token means another leader owns the job: drop the result, stop
+// scheduling and leave the election. The fence orders writes; it does not
+// deduplicate them, which is what the ledger's unique slot is for.
+//
+// # Postgres: advisory locks, and why the order holds under READ COMMITTED
+//
+// Each job has a transaction-level advisory lock, key
+// hashtextextended('<schema>.job_fence:' || job, 0). A writer takes it
+// shared, then reads the fence in a separate, later statement, and proceeds
+// only if the fence equals its token. A raiser takes it exclusive, then
+// updates the fence row; both hold the lock until their transaction ends.
+// Consider a writer W with token t and a raiser R with token u > t:
+//
+//   - W holds the shared lock first: R's exclusive request waits until W
+//     has ended. W's writes are committed (or rolled back) before R raises.
+//   - R holds the exclusive lock first: W waits until R has ended. Postgres
+//     releases a transaction's locks only after its commit is visible to new
+//     snapshots (ProcArrayEndTransaction precedes the release of locks), and
+//     under READ COMMITTED every statement takes a new snapshot, so W's read,
+//     a statement after its lock statement, sees u and W is refused.
+//   - R committed before W's lock statement: W's read sees u as well.
+//
+// So no t-write commits after a u-raise. Writers share the lock and write
+// nothing to the fence row, so same-token writers neither serialize nor
+// create tuple locks (multixacts). The lock manager queues a new shared
+// request behind a waiting exclusive one, so a stream of old writers cannot
+// starve a raise.
+//
+// Three ways to get this wrong are kept out by tests that run the ordering
+// checks against broken variants and expect them to fail: row locks with
+// FOR KEY SHARE instead of FOR SHARE (an UPDATE of a non-key column does not
+// conflict with it, so the raise does not wait); a STABLE fence function
+// (its reads use the calling statement's snapshot, taken before the lock
+// wait, so a writer that waited behind a raise reads the old fence); and,
+// the same mistake, the lock and the read in one statement.
+//
+// Fenced costs no extra round trip: BEGIN, the lock, the fence read (a
+// "gate" that fails with division_by_zero unless the fence equals the token,
+// so the server aborts before anything else runs) and fn's first statement
+// travel in one batch, so a fenced one-statement transaction takes two round
+// trips where pgx.BeginTxFunc takes three. fn is therefore called before the
+// fence is checked: if the fence refuses, fn's first statement and every
+// later one fail with the *StaleError and nothing commits. fn should do
+// nothing outside the transaction before its first statement. A fence below
+// the token is raised in a short transaction of its own (as RaiseAll does)
+// and fn runs again.
+//
+// # SQL interface for scripts
+//
+// Exec jobs that write to Postgres themselves fence their transaction with
+// <schema>.fence_check(job text, token bigint) as its first statement:
+//
+//	psql -X -v ON_ERROR_STOP=1 --single-transaction -v tok="$SCHEDULER_FENCE_TOKEN" -f job.sql
+//	-- job.sql:  SELECT scheduler.fence_check('nightly', :'tok'::bigint);  then the writes
+//
+// A stale token raises SQLSTATE JF001 ("fenced out: ..."), so psql writes
+// nothing and exits with status 3. Other errors: 22023 for a token <= 0,
+// 55P03 when a raise waited longer than its lock_timeout, and 40001 under
+// REPEATABLE READ or SERIALIZABLE when a raise committed after the
+// transaction's snapshot (fence_check locks the fence row FOR SHARE there;
+// retry). fence_check is VOLATILE (each statement in it takes a new
+// snapshot) and SECURITY DEFINER with a fixed search_path, so a job role
+// needs only:
+//
+//	GRANT USAGE ON SCHEMA scheduler TO job_role;
+//	GRANT EXECUTE ON FUNCTION scheduler.fence_check(text, bigint), scheduler.fence_current(text) TO job_role;
+//
+// It can then enter and raise fences but not lower them: the table and the
+// other functions are revoked from PUBLIC. fence_admin_reset(job) removes
+// a fence; it runs with the caller's rights (the table's owner) and is for
+// operators only (see RegressionError).
+//
+// # Timeouts: a frozen old leader must not block the new one for ever
+//
+// A raise waits for the transactions that hold the job's lock. If the old
+// leader's process freezes inside one (GC pause, SIGSTOP, a host stall),
+// the raise would wait as long as that transaction lives. Therefore:
+//
+//   - every raise runs under lock_timeout: Config.RaiseTimeout (10s) for
+//     RaiseAll and Fenced; 10s in fence_check unless the session set its own.
+//     It then fails with ErrRaiseTimeout (55P03): retry with backoff;
+//   - the store sets idle_in_transaction_session_timeout (Config.
+//     IdleInTransactionTimeout, 60s) on its own sessions unless the DSN sets
+//     it, so the server ends a frozen leader's idle transaction and frees its
+//     lock; set it for job roles too (ALTER ROLE job_role SET
+//     idle_in_transaction_session_timeout = '30s'), with statement_timeout
+//     for statements that hang while active;
+//   - set the server's tcp_keepalives_idle/interval/count, so that a dead
+//     client host's session (and its locks) does not linger for the
+//     operating system's two-hour TCP timeout.
+//
+// # Taking over
+//
+// A new leader calls RaiseAll with every job before it runs anything: once
+// it returns, no write of an earlier term can commit, and Orphans lists the
+// runs those terms left running (Reclaim takes one over, Complete closes
+// it). If a stored fence is above the new token, RaiseAll refuses with a
+// *RegressionError: etcd's revisions went backwards (restored from an old
+// snapshot without --bump-revision, or a new cluster), and its message says
+// how to repair etcd (etcdutl snapshot restore --bump-revision ...
+// --mark-compacted).
+//
+// # SQLite
+//
+// The embedded store has one writer at a time: every write transaction is
+// BEGIN IMMEDIATE on a single connection (busy_timeout for other processes),
+// and the fence is read, compared and raised in Go inside it. Nothing can
+// write between the check and the commit, which makes the fence trivially
+// correct, and ParallelWriters reports false. The same conformance suite
+// runs against both backends.
+//
+// # The run ledger
+//
+// One row per (job, slot, manual): token, node, attempt, status (running,
+// succeeded, failed, skipped, missed, fenced), start and finish times, error,
+// a bounded output excerpt (MaxExcerpt characters) and a reason. Claims,
+// records and completions are fenced writes of one round trip each, and
+// take many slots or runs at once (ClaimMany, RecordMany, CompleteMany). A
+// run left running under a token other than its job's fence is an orphan.
+// History, Last (the status command) and Window (catch-up) read the slot's
+// unique index.
+//
+// # Migrations
+//
+// Migrate applies the embedded goose migrations (package migrations) into
+// Config.Schema, with goose's version table in that schema too. Concurrent
+// migrations of one database queue on an advisory lock; a store already up
+// to date is a success. CheckSchema, for `scheduler run`, fails with
+// ErrSchemaBehind when a migration is missing.
+package fence

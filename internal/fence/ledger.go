@@ -1,0 +1,329 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ledger is the backend half of the run ledger. Writes are fenced with
+// token on the jobs they touch, in one transaction.
+type ledger interface {
+	claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error)
+	record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error)
+	// reclaim returns the slot's run (zero RunID if none) and whether it
+	// took it over.
+	reclaim(ctx context.Context, token int64, node string, now time.Time, slot Slot) (Run, bool, error)
+	complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error)
+	nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
+	window(ctx context.Context, job string, from, to time.Time) ([]Run, error)
+	history(ctx context.Context, job string, limit int) ([]Run, error)
+	last(ctx context.Context, jobs []string) ([]Run, error)
+	orphans(ctx context.Context, jobs []string) ([]Run, error)
+}
+
+// Claim creates the running run of slot, attempt 1, in one fenced round
+// trip. If the slot already has a run (running under this or another
+// token, or finished) it fails with a *SlotTakenError carrying that run
+// (errors.Is(err, ErrSlotTaken)); an orphan found that way is taken over
+// with Reclaim.
+func (s *Store) Claim(ctx context.Context, token int64, node string, slot Slot) (Run, error) {
+	res, err := s.ClaimMany(ctx, token, node, []Slot{slot})
+	if err != nil {
+		return Run{}, err
+	}
+	if !res[0].Written {
+		return Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
+	}
+	return res[0].Run, nil
+}
+
+// ClaimMany claims many slots in one fenced transaction and one round trip,
+// entering the fence of every job involved. Each result says whether the
+// slot was claimed or already had a run; the order follows slots.
+// Duplicate slots are claimed once.
+func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+	if err := checkSlots(token, node, slots); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	all := make([]Slot, len(slots))
+	for i, sl := range slots {
+		sl.At = normTime(sl.At)
+		all[i] = sl
+	}
+	var res []Result
+	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
+		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim %d slots with token %d: %w", len(slots), token, err)
+	}
+	return expand(all, res), nil
+}
+
+// Record stores a slot that ends without running (skipped, missed) with a
+// reason, fenced like a claim. A slot that already has a run fails with a
+// *SlotTakenError.
+func (s *Store) Record(ctx context.Context, token int64, node string, out Outcome) (Run, error) {
+	res, err := s.RecordMany(ctx, token, node, []Outcome{out})
+	if err != nil {
+		return Run{}, err
+	}
+	if !res[0].Written {
+		return Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
+	}
+	return res[0].Run, nil
+}
+
+// RecordMany is Record for many slots in one fenced round trip.
+func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs []Outcome) ([]Result, error) {
+	slots := make([]Slot, len(outs))
+	norm := make([]Outcome, len(outs))
+	for i, o := range outs {
+		if !o.Status.Terminal() {
+			return nil, fmt.Errorf("record slot %s of job %q: status %q: want a terminal status", o.Slot.At.Format(timeLayout), o.Slot.Job, o.Status)
+		}
+		o.Slot.At = normTime(o.Slot.At)
+		slots[i] = o.Slot
+		norm[i] = Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
+	}
+	if err := checkSlots(token, node, slots); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	var res []Result
+	err := s.retry(ctx, outs[0].Slot.Job, token, func() (err error) {
+		res, err = s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record %d slots with token %d: %w", len(outs), token, err)
+	}
+	return expand(slots, res), nil
+}
+
+// Reclaim takes over an orphan: a run of slot left running under another
+// token, whose leader can no longer write (its term is fenced out). The run
+// continues under token and node with its attempt increased by one and a
+// new start time. A slot whose run is finished, or running under token
+// itself, fails with ErrNotOrphaned; a slot without a run fails with
+// ErrNotRunning.
+func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot Slot) (Run, error) {
+	if err := checkSlots(token, node, []Slot{slot}); err != nil {
+		return Run{}, fmt.Errorf("reclaim: %w", err)
+	}
+	slot.At = normTime(slot.At)
+	var (
+		run       Run
+		reclaimed bool
+	)
+	err := s.retry(ctx, slot.Job, token, func() (err error) {
+		run, reclaimed, err = s.b.reclaim(ctx, token, node, s.now(), slot)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Run{}, fmt.Errorf("reclaim slot %s of job %q with token %d: %w", slot.At.Format(timeLayout), slot.Job, token, err)
+	case run.RunID == 0:
+		return Run{}, fmt.Errorf("reclaim slot %s of job %q: no run: %w", slot.At.Format(timeLayout), slot.Job, ErrNotRunning)
+	case !reclaimed:
+		return run, fmt.Errorf("reclaim slot %s of job %q: run %d is %s with token %d: %w",
+			slot.At.Format(timeLayout), slot.Job, run.RunID, run.Status, run.Token, ErrNotOrphaned)
+	}
+	return run, nil
+}
+
+// Complete finishes a running run with a terminal status, fenced with token
+// on the run's job, and returns it. The current leader may complete any
+// running run of a job it holds the fence of, including an orphan (for
+// example as StatusFenced). A run that is not running (already complete) or
+// does not exist fails with ErrNotRunning.
+func (s *Store) Complete(ctx context.Context, token int64, c Completion) (Run, error) {
+	res, err := s.CompleteMany(ctx, token, []Completion{c})
+	if err != nil {
+		return Run{}, err
+	}
+	if !res[0].Written {
+		if res[0].Run.RunID == 0 {
+			return Run{}, fmt.Errorf("complete run %d of job %q: no such run: %w", c.RunID, c.Job, ErrNotRunning)
+		}
+		return res[0].Run, fmt.Errorf("complete run %d of job %q: it is %s: %w", c.RunID, c.Job, res[0].Run.Status, ErrNotRunning)
+	}
+	return res[0].Run, nil
+}
+
+// CompleteMany completes many runs in one fenced transaction and one round
+// trip, entering the fence of every job involved. Runs that are running are
+// completed; the others are left as they are and reported with Written
+// false (and a zero Run if they do not exist). The order follows cs.
+func (s *Store) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]Result, error) {
+	norm := make([]Completion, len(cs))
+	seen := make(map[int64]bool, len(cs))
+	for i, c := range cs {
+		if err := checkJobToken(c.Job, token); err != nil {
+			return nil, fmt.Errorf("complete run %d: %w", c.RunID, err)
+		}
+		if !c.Status.Terminal() {
+			return nil, fmt.Errorf("complete run %d of job %q: status %q: want a terminal status", c.RunID, c.Job, c.Status)
+		}
+		if seen[c.RunID] {
+			return nil, fmt.Errorf("complete run %d of job %q: run listed twice", c.RunID, c.Job)
+		}
+		seen[c.RunID] = true
+		c.Error, c.Reason, c.Output = excerptHead(c.Error), excerptHead(c.Reason), excerptTail(c.Output)
+		norm[i] = c
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	var res []Result
+	err := s.retry(ctx, cs[0].Job, token, func() (err error) {
+		res, err = s.b.complete(ctx, token, s.now(), norm)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d runs with token %d: %w", len(cs), token, err)
+	}
+	by := make(map[int64]Result, len(res))
+	for _, r := range res {
+		by[r.Run.RunID] = r
+	}
+	out := make([]Result, len(cs))
+	for i, c := range cs {
+		out[i] = by[c.RunID]
+	}
+	return out, nil
+}
+
+// NextAttempt increases the attempt of a running run (a retry within the
+// same leadership) and returns the new attempt number, fenced with token.
+func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
+	if err := checkJobToken(job, token); err != nil {
+		return 0, fmt.Errorf("next attempt of run %d: %w", runID, err)
+	}
+	var n int
+	err := s.retry(ctx, job, token, func() (err error) {
+		n, err = s.b.nextAttempt(ctx, token, job, runID)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("next attempt of run %d of job %q: %w", runID, job, err)
+	}
+	return n, nil
+}
+
+// Window returns job's scheduled (not manual) runs with slots in [from, to],
+// oldest first: what a new leader compares with the slots it computes for
+// catch-up.
+func (s *Store) Window(ctx context.Context, job string, from, to time.Time) ([]Run, error) {
+	runs, err := s.b.window(ctx, job, normTime(from), normTime(to))
+	if err != nil {
+		return nil, fmt.Errorf("runs of job %q from %s to %s: %w", job, from.Format(timeLayout), to.Format(timeLayout), err)
+	}
+	return runs, nil
+}
+
+// History returns job's newest limit runs (manual ones included), newest
+// slot first. limit <= 0 means 20.
+func (s *Store) History(ctx context.Context, job string, limit int) ([]Run, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	runs, err := s.b.history(ctx, job, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history of job %q: %w", job, err)
+	}
+	return runs, nil
+}
+
+// Last returns the newest run (by slot) of each job in jobs, or of every job
+// in the ledger when jobs is empty. Jobs without runs are absent.
+func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]Run, error) {
+	runs, err := s.b.last(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	m := make(map[string]Run, len(runs))
+	for _, r := range runs {
+		m[r.Job] = r
+	}
+	return m, nil
+}
+
+// Orphans returns the runs left running under a token other than their
+// job's current fence (of jobs, or of every job when empty), oldest slot
+// first. After RaiseAll(token) those are exactly the running runs of
+// earlier terms: their leaders can no longer write, so nothing will finish
+// them but the new leader (Reclaim or Complete).
+func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]Run, error) {
+	runs, err := s.b.orphans(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("orphaned runs: %w", err)
+	}
+	return runs, nil
+}
+
+func checkSlots(token int64, node string, slots []Slot) error {
+	if node == "" {
+		return errors.New("empty node name")
+	}
+	for _, sl := range slots {
+		if err := checkJobToken(sl.Job, token); err != nil {
+			return err
+		}
+		if sl.At.IsZero() {
+			return fmt.Errorf("job %q: zero slot time", sl.Job)
+		}
+	}
+	return nil
+}
+
+// normSlots returns slots without duplicates.
+func normSlots(slots []Slot) []Slot {
+	out := make([]Slot, 0, len(slots))
+	seen := make(map[slotKey]bool, len(slots))
+	for _, sl := range slots {
+		if k := sl.key(); !seen[k] {
+			seen[k] = true
+			out = append(out, sl)
+		}
+	}
+	return out
+}
+
+func dedupOutcomes(outs []Outcome) []Outcome {
+	seen := make(map[slotKey]bool, len(outs))
+	return slices.DeleteFunc(outs, func(o Outcome) bool {
+		k := o.Slot.key()
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
+}
+
+// expand maps results for distinct slots back onto the requested slots.
+func expand(slots []Slot, res []Result) []Result {
+	by := make(map[slotKey]Result, len(res))
+	for _, r := range res {
+		by[r.Run.Slot().key()] = r
+	}
+	out := make([]Result, len(slots))
+	seen := make(map[slotKey]bool, len(slots))
+	for i, sl := range slots {
+		k := sl.key()
+		out[i] = by[k]
+		if seen[k] {
+			out[i].Written = false // a duplicate is claimed once
+		}
+		seen[k] = true
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package fence
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func testLedger(t *testing.T, open func(Config) *Store) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	s := open(Config{Now: func() time.Time { return now }})
+	ctx := testCtx(t)
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))
+	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
+
+	var ids []int64
+	for h := range 4 {
+		r, err := s.Claim(ctx, 5, "n1", Slot{Job: "inv", At: at(h)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.RunID)
+	}
+	// A manual run at the same time as a scheduled slot is a different run.
+	manual, err := s.Claim(ctx, 5, "n1", Slot{Job: "inv", At: at(1), Manual: true})
+	if err != nil {
+		t.Fatalf("manual run at a scheduled slot's time: %v", err)
+	}
+	got, err := s.Record(ctx, 5, "n1", Outcome{Slot: Slot{Job: "inv", At: at(5)}, Status: StatusSkipped, Reason: "overlap: skip"})
+	if err != nil || got.Status != StatusSkipped || got.Attempt != 0 || got.StartedAt != nil || got.FinishedAt == nil || got.Reason != "overlap: skip" {
+		t.Fatalf("record skipped = %+v (err %v)", got, err)
+	}
+	res, err := s.RecordMany(ctx, 5, "n1", []Outcome{
+		{Slot: Slot{Job: "inv", At: at(6)}, Status: StatusMissed, Reason: "no leader"},
+		{Slot: Slot{Job: "inv", At: at(0)}, Status: StatusMissed},
+	})
+	if err != nil || !res[0].Written || res[1].Written || res[1].Run.Status != StatusRunning {
+		t.Fatalf("record many = %+v (err %v), want the first written and the second taken by a running run", res, err)
+	}
+	if _, err := s.Record(ctx, 5, "n1", Outcome{Slot: Slot{Job: "inv", At: at(7)}, Status: StatusRunning}); err == nil {
+		t.Fatal("record with status running: no error")
+	}
+
+	// Completion: output keeps its end, error its start, both bounded.
+	long := strings.Repeat("é", MaxExcerpt) + "END"
+	done, err := s.Complete(ctx, 5, Completion{RunID: ids[1], Job: "inv", Status: StatusFailed,
+		Error: "START" + long, Output: long + "\x00\xff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCountInString(done.Output); n != MaxExcerpt || !strings.HasPrefix(done.Output, "…") || !strings.HasSuffix(done.Output, "END\uFFFD\uFFFD") {
+		t.Errorf("output excerpt: %d characters, prefix %q, suffix %q", n, done.Output[:6], done.Output[len(done.Output)-9:])
+	}
+	if n := utf8.RuneCountInString(done.Error); n != MaxExcerpt || !strings.HasPrefix(done.Error, "START") || !strings.HasSuffix(done.Error, "…") {
+		t.Errorf("error excerpt: %d characters", n)
+	}
+	wantFinished := now.UTC().Truncate(time.Microsecond)
+	if done.FinishedAt == nil || !done.FinishedAt.Equal(wantFinished) || done.FinishedAt.Location() != time.UTC {
+		t.Errorf("finished_at = %v, want %v in UTC", done.FinishedAt, wantFinished)
+	}
+	if !done.ScheduledAt.Equal(at(1)) || done.ScheduledAt.Location() != time.UTC {
+		t.Errorf("scheduled_at = %v, want %v in UTC", done.ScheduledAt, at(1))
+	}
+
+	// Batched completion reports the runs that were not running.
+	cres, err := s.CompleteMany(ctx, 5, []Completion{
+		{RunID: ids[2], Job: "inv", Status: StatusSucceeded, Output: "ok"},
+		{RunID: ids[1], Job: "inv", Status: StatusSucceeded},
+		{RunID: 999999, Job: "inv", Status: StatusSucceeded},
+	})
+	if err != nil || !cres[0].Written || cres[0].Run.Output != "ok" || cres[1].Written || cres[1].Run.Status != StatusFailed || cres[2].Written || cres[2].Run.RunID != 0 {
+		t.Fatalf("complete many = %+v (err %v)", cres, err)
+	}
+	if n, err := s.NextAttempt(ctx, 5, "inv", ids[3]); err != nil || n != 2 {
+		t.Fatalf("next attempt = %d (err %v), want 2", n, err)
+	}
+	if _, err := s.NextAttempt(ctx, 5, "inv", ids[2]); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("next attempt of a finished run: err %v, want ErrNotRunning", err)
+	}
+
+	// History: newest slot first, manual runs included, limited.
+	hist, err := s.History(ctx, "inv", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slots []time.Time
+	for _, r := range hist {
+		slots = append(slots, r.ScheduledAt)
+	}
+	want := []time.Time{at(6), at(5), at(3), at(2)}
+	if !slices.EqualFunc(slots, want, time.Time.Equal) {
+		t.Fatalf("history slots = %v, want %v", slots, want)
+	}
+	if all, _ := s.History(ctx, "inv", 100); len(all) != 7 {
+		t.Fatalf("full history has %d runs, want 7", len(all))
+	}
+	// Window: scheduled runs in [from, to], oldest first.
+	win, err := s.Window(ctx, "inv", at(1), at(3))
+	if err != nil || len(win) != 3 || !win[0].ScheduledAt.Equal(at(1)) || win[0].Manual || !win[2].ScheduledAt.Equal(at(3)) {
+		t.Fatalf("window = %+v (err %v), want the 3 scheduled runs of hours 1..3", win, err)
+	}
+	// Last run per job.
+	if _, err := s.Claim(ctx, 5, "n2", Slot{Job: "stock", At: at(2)}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.Last(ctx)
+	if err != nil || len(last) != 2 || !last["inv"].ScheduledAt.Equal(at(6)) || last["stock"].Node != "n2" {
+		t.Fatalf("last = %+v (err %v)", last, err)
+	}
+	last, err = s.Last(ctx, "stock", "nothing")
+	if err != nil || len(last) != 1 || last["stock"].Job != "stock" {
+		t.Fatalf("last of stock = %+v (err %v)", last, err)
+	}
+	if manual.Manual != true || manual.RunID == ids[1] {
+		t.Fatalf("manual run = %+v", manual)
+	}
+
+	// JSON: the fields of `history --json`.
+	js, err := json.Marshal(hist[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"job", "scheduled_at", "status", "token", "node", "attempt", "started_at", "finished_at", "error", "run_id", "output", "reason"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("run JSON %s lacks %q", js, k)
+		}
+	}
+	if m["scheduled_at"] != "2026-03-01T05:00:00Z" || m["status"] != "missed" {
+		t.Errorf("run JSON %s: want scheduled_at 2026-03-01T05:00:00Z (RFC 3339, UTC) and status missed", js)
+	}
+}

@@ -1,0 +1,239 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgBackend is the Postgres store: the fence functions of migration 1 and
+// the ledger statements of postgres_ledger.go, on a pgx pool.
+type pgBackend struct {
+	pool         *pgxpool.Pool
+	schema       string // plain schema name (validated)
+	raiseTimeout time.Duration
+	q            pgStatements
+}
+
+// pgStatements are the statements with the schema filled in.
+type pgStatements struct {
+	// lockShared and gate are how Fenced enters a fence: the job's shared
+	// advisory lock, then, in a new statement and so a new snapshot, a read
+	// of the fence that fails with division_by_zero unless it equals the
+	// token (and returns no row if the job has no fence). lockKey is the
+	// text whose hash is the lock key, the same as fence_check's.
+	lockShared, gate, lockKey string
+	// check, when set, is a function Fenced enters the fence with instead
+	// (fence_check's signature); tests use it to run fence variants.
+	check string
+
+	checkAll, raise, fences, fencesAll, reset string
+	ledgerStatements
+}
+
+func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
+	pc, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("parse postgres dsn: %w", err) // pgx redacts the password
+	}
+	switch {
+	case cfg.MaxConns > 0:
+		pc.MaxConns = cfg.MaxConns
+	case !strings.Contains(cfg.DSN, "pool_max_conns"):
+		pc.MaxConns = defaultMaxConns
+	}
+	if pc.MaxConns < 2 {
+		pc.MaxConns = 2 // Migrate holds one session for its lock and migrates on another
+	}
+	params := pc.ConnConfig.RuntimeParams
+	if params["application_name"] == "" {
+		params["application_name"] = "scheduler"
+	}
+	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
+		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
+	}
+	if cfg.tracer != nil {
+		pc.ConnConfig.Tracer = cfg.tracer
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres %s: %w", pc.ConnConfig.Host, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
+	}
+	return &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: pgSQL(cfg.Schema)}, nil
+}
+
+// pgSQL returns the statements for schema.
+func pgSQL(schema string) pgStatements {
+	r := strings.NewReplacer("{s}", pgx.Identifier{schema}.Sanitize())
+	return pgStatements{
+		lockShared:       `SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))`,
+		lockKey:          schema + ".job_fence:",
+		gate:             r.Replace(`SELECT 1 / (token = $2)::int FROM {s}.job_fence WHERE job = $1`),
+		checkAll:         r.Replace(`SELECT {s}.fence_check_all($1::text[], $2)`),
+		raise:            r.Replace(`SELECT fenced_job, fence FROM {s}.fence_raise($1::text[], $2)`),
+		fences:           r.Replace(`SELECT job, token FROM {s}.job_fence WHERE job = ANY($1::text[])`),
+		fencesAll:        r.Replace(`SELECT job, token FROM {s}.job_fence`),
+		reset:            r.Replace(`SELECT {s}.fence_admin_reset($1)`),
+		ledgerStatements: pgLedgerSQL(r),
+	}
+}
+
+func (p *pgBackend) dialect() Dialect      { return Postgres }
+func (p *pgBackend) parallelWriters() bool { return true }
+func (p *pgBackend) close()                { p.pool.Close() }
+
+func (p *pgBackend) resetHint() string {
+	s := pgx.Identifier{p.schema}.Sanitize()
+	return fmt.Sprintf("SELECT %s.fence_admin_reset(job) FROM %s.job_fence", s, s)
+}
+
+// errNeedRaise reports a fence below the writer's token (or none).
+var errNeedRaise = errors.New("fence below token")
+
+// fenced runs fn in a transaction fenced with token (see pgFencedTx). A
+// fence below token is raised first in a short transaction of its own,
+// which waits for the writers with older tokens as RaiseAll does, and fn
+// runs again.
+func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+	err := p.fencedOnce(ctx, job, token, fn)
+	if !errors.Is(err, errNeedRaise) {
+		return err
+	}
+	fences, err := p.raise(ctx, []string{job}, token)
+	if err != nil {
+		return err
+	}
+	if f := fences[job]; f > token {
+		return &StaleError{Job: job, Token: token, Fence: f}
+	}
+	err = p.fencedOnce(ctx, job, token, fn)
+	if errors.Is(err, errNeedRaise) {
+		return fmt.Errorf("fence of job %q fell below token %d again: was it reset?", job, token)
+	}
+	return err
+}
+
+// fencedOnce runs fn once and commits if both fn and the fence agree. The
+// fence's verdict wins over fn's error: fn may have wrapped or dropped it.
+func (p *pgBackend) fencedOnce(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+	t := &pgFencedTx{p: p, job: job, token: token}
+	defer t.rollback(ctx) // returns the connection; a no-op after commit
+	err := fn(t)
+	t.finish()
+	switch {
+	case t.verdict != nil:
+		return t.verdict
+	case err != nil:
+		return err
+	case t.tx == nil:
+		// fn ran no statement; enter anyway, for the verdict.
+		if _, err := t.enter(ctx, "", nil); err != nil {
+			return err
+		}
+		t.finish()
+	}
+	if err := t.tx.Commit(ctx); err != nil {
+		return pgFenceErr(token, fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// raise runs fence_raise under the raise timeout and commits only if every
+// fence now equals token.
+func (p *pgBackend) raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(p.raiseTimeout.Milliseconds(), 10))
+	fences := make(map[string]int64, len(jobs))
+	b.Queue(p.q.raise, jobs, token).Query(func(rows pgx.Rows) error {
+		var (
+			job   string
+			fence int64
+		)
+		_, err := pgx.ForEachRow(rows, []any{&job, &fence}, func() error {
+			fences[job] = fence
+			return nil
+		})
+		return err
+	})
+	br := p.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := br.Close(); err != nil {
+		return nil, pgFenceErr(token, err)
+	}
+	for _, j := range jobs {
+		if fences[j] != token {
+			return fences, nil // rolled back by the deferred Rollback
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, pgFenceErr(token, fmt.Errorf("commit: %w", err))
+	}
+	return fences, nil
+}
+
+func (p *pgBackend) fences(ctx context.Context, jobs []string) (map[string]int64, error) {
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if len(jobs) == 0 {
+		rows, err = p.pool.Query(ctx, p.q.fencesAll)
+	} else {
+		rows, err = p.pool.Query(ctx, p.q.fences, jobs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fences := make(map[string]int64)
+	var (
+		job   string
+		token int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&job, &token}, func() error {
+		fences[job] = token
+		return nil
+	})
+	return fences, err
+}
+
+func (p *pgBackend) resetFence(ctx context.Context, job string) error {
+	_, err := p.pool.Exec(ctx, p.q.reset, job)
+	return err
+}
+
+// staleDetail parses the DETAIL of fence_check's JF001 error.
+var staleDetail = regexp.MustCompile(`^job=(.*) token=(-?\d+) fence=(\d*)$`)
+
+// pgFenceErr turns the fence's SQLSTATEs into the package's errors.
+func pgFenceErr(token int64, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case StaleErrorCode:
+		se := &StaleError{Token: token}
+		if m := staleDetail.FindStringSubmatch(pe.Detail); m != nil {
+			se.Job = m[1]
+			se.Fence, _ = strconv.ParseInt(m[3], 10, 64)
+		}
+		return se
+	case "55P03": // lock_not_available: the raise's lock_timeout
+		return fmt.Errorf("%w: %w", ErrRaiseTimeout, err)
+	}
+	return err
+}

@@ -1,0 +1,313 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ledgerStatements are the ledger's Postgres statements. Every write is one
+// batch: BEGIN, the fence check of the jobs involved, the write, a read of
+// the rows concerned (a new statement, so it sees rows that a concurrent
+// claimer committed while the write waited for it) and COMMIT, in one round
+// trip.
+type ledgerStatements struct {
+	claim, record, slotRows, reclaim, slotRow, complete, runRows, nextAttempt string
+	window, history, lastOf, lastAll, orphansOf, orphansAll                   string
+}
+
+// runCols are the columns scanRun reads, in order.
+const runCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.node, r.attempt,
+	r.started_at, r.finished_at, r.error, r.output, r.reason`
+
+func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
+	q := func(s string) string { return r.Replace(strings.ReplaceAll(s, "{cols}", runCols)) }
+	return ledgerStatements{
+		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
+			SELECT i.job, i.at, i.manual, 'running', $4, $5, 1, $6
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
+			RETURNING r.run_id`),
+		record: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
+			SELECT i.job, i.at, i.manual, i.status, $6, $7, 0, $8, i.reason
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[], $4::text[], $5::text[]) AS i(job, at, manual, status, reason)
+			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
+			RETURNING r.run_id`),
+		slotRows: q(`SELECT {cols} FROM {s}.runs AS r
+			JOIN unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			ON r.job = i.job AND r.scheduled_at = i.at AND r.manual = i.manual`),
+		reclaim: q(`UPDATE {s}.runs AS r SET token = $4, node = $5, attempt = r.attempt + 1, started_at = $6
+			WHERE r.job = $1 AND r.scheduled_at = $2 AND r.manual = $3 AND r.status = 'running' AND r.token <> $4
+			RETURNING r.run_id`),
+		slotRow: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.job = $1 AND r.scheduled_at = $2 AND r.manual = $3`),
+		complete: q(`UPDATE {s}.runs AS r
+			SET status = c.status, finished_at = $7, error = c.error, output = c.output, reason = c.reason
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+				AS c(run_id, job, status, error, output, reason)
+			WHERE r.run_id = c.run_id AND r.job = c.job AND r.status = 'running'
+			RETURNING r.run_id`),
+		runRows: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.run_id = ANY($1::bigint[])`),
+		nextAttempt: q(`UPDATE {s}.runs AS r SET attempt = r.attempt + 1
+			WHERE r.run_id = $1 AND r.job = $2 AND r.status = 'running' AND r.token = $3
+			RETURNING r.attempt`),
+		window: q(`SELECT {cols} FROM {s}.runs AS r
+			WHERE r.job = $1 AND r.scheduled_at BETWEEN $2 AND $3 AND NOT r.manual
+			ORDER BY r.scheduled_at`),
+		history: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.job = $1
+			ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT $2`),
+		// One index probe per job (a lateral LIMIT 1 on the slot key).
+		lastOf: q(`SELECT l.* FROM unnest($1::text[]) AS j(job) CROSS JOIN LATERAL (
+				SELECT {cols} FROM {s}.runs AS r WHERE r.job = j.job
+				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l`),
+		// The distinct jobs by a loose index scan, then as lastOf.
+		lastAll: q(`WITH RECURSIVE jobs(job) AS (
+				(SELECT r.job FROM {s}.runs AS r ORDER BY r.job LIMIT 1)
+				UNION ALL
+				SELECT (SELECT r.job FROM {s}.runs AS r WHERE r.job > jobs.job ORDER BY r.job LIMIT 1)
+				FROM jobs WHERE jobs.job IS NOT NULL)
+			SELECT l.* FROM jobs CROSS JOIN LATERAL (
+				SELECT {cols} FROM {s}.runs AS r WHERE r.job = jobs.job
+				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l
+			WHERE jobs.job IS NOT NULL`),
+		orphansOf: q(`SELECT {cols} FROM {s}.runs AS r LEFT JOIN {s}.job_fence AS f ON f.job = r.job
+			WHERE r.status = 'running' AND (f.token IS NULL OR r.token <> f.token) AND r.job = ANY($1::text[])
+			ORDER BY r.scheduled_at, r.run_id`),
+		orphansAll: q(`SELECT {cols} FROM {s}.runs AS r LEFT JOIN {s}.job_fence AS f ON f.job = r.job
+			WHERE r.status = 'running' AND (f.token IS NULL OR r.token <> f.token)
+			ORDER BY r.scheduled_at, r.run_id`),
+	}
+}
+
+// slotArrays splits slots into the arrays the statements unnest, sorted so
+// that concurrent batches insert in the same order.
+func slotArrays(slots []Slot) (jobs []string, ats []time.Time, manual []bool) {
+	slots = slices.Clone(slots)
+	slices.SortFunc(slots, func(a, b Slot) int {
+		if c := strings.Compare(a.Job, b.Job); c != 0 {
+			return c
+		}
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		switch {
+		case a.Manual == b.Manual:
+			return 0
+		case b.Manual:
+			return -1
+		}
+		return 1
+	})
+	for _, s := range slots {
+		jobs = append(jobs, s.Job)
+		ats = append(ats, s.At)
+		manual = append(manual, s.Manual)
+	}
+	return jobs, ats, manual
+}
+
+// distinct returns the sorted distinct values of jobs.
+func distinct(jobs []string) []string {
+	jobs = slices.Clone(jobs)
+	slices.Sort(jobs)
+	return slices.Compact(jobs)
+}
+
+// fencedBatch sends b, which begins a read-committed transaction, enters
+// the fences of jobs with token and then holds the statements queued by
+// queue, followed by COMMIT: one round trip. A failure rolls back.
+func (p *pgBackend) fencedBatch(ctx context.Context, jobs []string, token int64, queue func(b *pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	b.Queue(p.q.checkAll, distinct(jobs), token)
+	queue(b)
+	b.Queue("COMMIT")
+	br := p.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }() // returns the connection
+	if err := br.Close(); err != nil {
+		return pgFenceErr(token, err)
+	}
+	return nil
+}
+
+// collectRuns is a batch callback that appends the rows to runs.
+func collectRuns(runs *[]Run) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		rs, err := pgx.CollectRows(rows, scanPgRun)
+		*runs = append(*runs, rs...)
+		return err
+	}
+}
+
+// collectIDs is a batch callback that records the returned run ids.
+func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		var id int64
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+			ids[id] = true
+			return nil
+		})
+		return err
+	}
+}
+
+func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+	jobs, ats, manual := slotArrays(slots)
+	ids := make(map[int64]bool, len(slots))
+	var runs []Run
+	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
+		b.Queue(p.q.claim, jobs, ats, manual, token, node, now).Query(collectIDs(ids))
+		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&runs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results(runs, ids), nil
+}
+
+func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
+	slices.SortFunc(outs, func(a, b Outcome) int { return strings.Compare(a.Slot.Job, b.Slot.Job) })
+	var (
+		jobs, statuses, reasons []string
+		ats                     []time.Time
+		manual                  []bool
+	)
+	for _, o := range outs {
+		jobs = append(jobs, o.Slot.Job)
+		ats = append(ats, o.Slot.At)
+		manual = append(manual, o.Slot.Manual)
+		statuses = append(statuses, string(o.Status))
+		reasons = append(reasons, o.Reason)
+	}
+	ids := make(map[int64]bool, len(outs))
+	var runs []Run
+	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
+		b.Queue(p.q.record, jobs, ats, manual, statuses, reasons, token, node, now).Query(collectIDs(ids))
+		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&runs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results(runs, ids), nil
+}
+
+// results pairs runs with whether this call wrote them.
+func results(runs []Run, written map[int64]bool) []Result {
+	res := make([]Result, len(runs))
+	for i, r := range runs {
+		res[i] = Result{Run: r, Written: written[r.RunID]}
+	}
+	return res
+}
+
+func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slot Slot) (Run, bool, error) {
+	ids := make(map[int64]bool, 1)
+	var runs []Run
+	err := p.fencedBatch(ctx, []string{slot.Job}, token, func(b *pgx.Batch) {
+		b.Queue(p.q.reclaim, slot.Job, slot.At, slot.Manual, token, node, now).Query(collectIDs(ids))
+		b.Queue(p.q.slotRow, slot.Job, slot.At, slot.Manual).Query(collectRuns(&runs))
+	})
+	if err != nil || len(runs) == 0 {
+		return Run{}, false, err
+	}
+	return runs[0], ids[runs[0].RunID], nil
+}
+
+func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
+	var (
+		runIDs                                 []int64
+		jobs, statuses, errs, outputs, reasons []string
+	)
+	for _, c := range cs {
+		runIDs = append(runIDs, c.RunID)
+		jobs = append(jobs, c.Job)
+		statuses = append(statuses, string(c.Status))
+		errs = append(errs, c.Error)
+		outputs = append(outputs, c.Output)
+		reasons = append(reasons, c.Reason)
+	}
+	ids := make(map[int64]bool, len(cs))
+	var runs []Run
+	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
+		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now).Query(collectIDs(ids))
+		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results(runs, ids), nil
+}
+
+func (p *pgBackend) nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
+	attempt := 0
+	err := p.fencedBatch(ctx, []string{job}, token, func(b *pgx.Batch) {
+		b.Queue(p.q.nextAttempt, runID, job, token).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, []any{&attempt}, func() error { return nil })
+			return err
+		})
+	})
+	if err == nil && attempt == 0 {
+		err = fmt.Errorf("run %d is not running under token %d: %w", runID, token, ErrNotRunning)
+	}
+	return attempt, err
+}
+
+func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]Run, error) {
+	rows, err := p.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanPgRun)
+}
+
+func (p *pgBackend) window(ctx context.Context, job string, from, to time.Time) ([]Run, error) {
+	return p.queryRuns(ctx, p.q.window, job, from, to)
+}
+
+func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
+	return p.queryRuns(ctx, p.q.history, job, limit)
+}
+
+func (p *pgBackend) last(ctx context.Context, jobs []string) ([]Run, error) {
+	if len(jobs) == 0 {
+		return p.queryRuns(ctx, p.q.lastAll)
+	}
+	return p.queryRuns(ctx, p.q.lastOf, distinct(jobs))
+}
+
+func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]Run, error) {
+	if len(jobs) == 0 {
+		return p.queryRuns(ctx, p.q.orphansAll)
+	}
+	return p.queryRuns(ctx, p.q.orphansOf, distinct(jobs))
+}
+
+// scanPgRun reads the columns of runCols.
+func scanPgRun(row pgx.CollectableRow) (Run, error) {
+	var (
+		r                 Run
+		status            string
+		started, finished *time.Time
+	)
+	err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Node, &r.Attempt,
+		&started, &finished, &r.Error, &r.Output, &r.Reason)
+	if err != nil {
+		return Run{}, fmt.Errorf("scan run: %w", err)
+	}
+	r.Status = Status(status)
+	r.ScheduledAt = r.ScheduledAt.UTC()
+	r.StartedAt, r.FinishedAt = utcPtr(started), utcPtr(finished)
+	return r, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

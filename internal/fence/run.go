@@ -1,0 +1,129 @@
+package fence
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is the state of a run in the ledger.
+type Status string
+
+// The statuses of a run. Only running is not terminal.
+const (
+	StatusRunning   Status = "running"   // claimed; the job is running or its leader died (an orphan)
+	StatusSucceeded Status = "succeeded" // the job finished without error
+	StatusFailed    Status = "failed"    // the job finished with an error, after its retries
+	StatusSkipped   Status = "skipped"   // not run on purpose (overlap: skip, paused, misfire: skip)
+	StatusMissed    Status = "missed"    // not run because no leader was there in time
+	StatusFenced    Status = "fenced"    // cut off by a leadership change; its late writes were refused
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusRunning, StatusSucceeded, StatusFailed, StatusSkipped, StatusMissed, StatusFenced:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether s ends a run.
+func (s Status) Terminal() bool { return s.Valid() && s != StatusRunning }
+
+// MaxExcerpt is the most characters the ledger keeps of a run's error,
+// output and reason. Longer text is cut: error and reason keep their start,
+// output keeps its end, marked with "…".
+const MaxExcerpt = 4096
+
+// timeLayout formats slots in messages.
+const timeLayout = time.RFC3339Nano
+
+// Slot identifies a run: a job's scheduled time, or for a manual run its
+// trigger time with Manual set. Times are stored in UTC with microsecond
+// precision.
+type Slot struct {
+	Job    string
+	At     time.Time
+	Manual bool
+}
+
+// key identifies the slot exactly as the ledger stores it.
+func (s Slot) key() slotKey { return slotKey{s.Job, normTime(s.At).UnixMicro(), s.Manual} }
+
+type slotKey struct {
+	job    string
+	at     int64
+	manual bool
+}
+
+// Run is one row of the ledger. Its JSON is the run object of
+// `scheduler history --json` and `status --json`.
+type Run struct {
+	RunID       int64      `json:"run_id"` // stable for the slot across attempts
+	Job         string     `json:"job"`
+	ScheduledAt time.Time  `json:"scheduled_at"` // the slot, UTC
+	Manual      bool       `json:"manual"`       // a manual trigger, keyed by its trigger time
+	Status      Status     `json:"status"`
+	Token       int64      `json:"token"`       // of the term that claimed (or took over) the run
+	Node        string     `json:"node"`        // the replica that ran it
+	Attempt     int        `json:"attempt"`     // 1 for the first run, +1 per retry or takeover; 0 if it never ran
+	StartedAt   *time.Time `json:"started_at"`  // nil if it never ran
+	FinishedAt  *time.Time `json:"finished_at"` // nil while running
+	Error       string     `json:"error"`       // at most MaxExcerpt characters, its start
+	Output      string     `json:"output"`      // at most MaxExcerpt characters, its end
+	Reason      string     `json:"reason"`      // why it was skipped, missed or fenced
+}
+
+// Slot returns the run's slot.
+func (r Run) Slot() Slot { return Slot{Job: r.Job, At: r.ScheduledAt, Manual: r.Manual} }
+
+// Result is the outcome for one slot or run of ClaimMany, RecordMany or
+// CompleteMany.
+type Result struct {
+	Run     Run  // the run as this call left it: written by it, or as found
+	Written bool // this call created (claim, record) or completed the run
+}
+
+// Completion finishes a running run.
+type Completion struct {
+	RunID  int64
+	Job    string // the run's job; its fence guards the write
+	Status Status // a terminal status
+	Error  string
+	Output string
+	Reason string
+}
+
+// Outcome records a slot that ends without running.
+type Outcome struct {
+	Slot   Slot
+	Status Status // StatusSkipped or StatusMissed (or StatusFenced, StatusFailed)
+	Reason string
+}
+
+// cleanText makes s storable as text on both backends: valid UTF-8 and
+// without NUL, which Postgres rejects.
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// excerptHead keeps the first MaxExcerpt characters of s.
+func excerptHead(s string) string {
+	s = cleanText(s)
+	if utf8.RuneCountInString(s) <= MaxExcerpt {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxExcerpt-1]) + "…"
+}
+
+// excerptTail keeps the last MaxExcerpt characters of s.
+func excerptTail(s string) string {
+	s = cleanText(s)
+	if utf8.RuneCountInString(s) <= MaxExcerpt {
+		return s
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-MaxExcerpt+1:])
+}

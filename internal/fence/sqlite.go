@@ -1,0 +1,186 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// liteBackend is the embedded store: one SQLite file in WAL mode. Writes go
+// through a pool of one connection whose transactions are BEGIN IMMEDIATE,
+// so they take SQLite's write lock at BEGIN and run one at a time in this
+// process (and, through busy_timeout, with other processes). The fence check
+// is done in Go inside that transaction: nothing can write between the
+// check and the commit. Reads use a separate pool and are not blocked.
+type liteBackend struct {
+	w, r *sql.DB
+	dsn  string // of the writer, without _txlock
+	now  func() time.Time
+}
+
+// sqliteBusyTimeout is how long a write waits for another process holding
+// the write lock, in milliseconds.
+const sqliteBusyTimeout = 10000
+
+func openSQLite(ctx context.Context, cfg Config) (*liteBackend, error) {
+	if strings.ContainsAny(cfg.Path, "?#") {
+		return nil, fmt.Errorf("sqlite path %q: must not contain '?' or '#'", cfg.Path)
+	}
+	base := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)", cfg.Path, sqliteBusyTimeout)
+	dsn := base + "&_pragma=journal_mode(WAL)"
+	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
+	}
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return &liteBackend{w: w, r: r, dsn: dsn, now: cfg.Now}, nil
+}
+
+func (l *liteBackend) dialect() Dialect      { return SQLite }
+func (l *liteBackend) parallelWriters() bool { return false }
+
+func (l *liteBackend) close() {
+	_ = l.r.Close()
+	_ = l.w.Close()
+}
+
+func (l *liteBackend) resetHint() string {
+	return "SQLite: DELETE FROM job_fence; in the store's database file"
+}
+
+// write runs fn in one IMMEDIATE transaction and commits it.
+func (l *liteBackend) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// enter checks, and raises if lower, the fences of jobs inside tx.
+func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, token int64) error {
+	for _, j := range distinct(jobs) {
+		var cur int64
+		err := tx.QueryRowContext(ctx, `SELECT token FROM job_fence WHERE job = $1`, j).Scan(&cur)
+		switch {
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("read fence of job %q: %w", j, err)
+		case err == nil && cur > token:
+			return &StaleError{Job: j, Token: token, Fence: cur}
+		case err == nil && cur == token:
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO job_fence (job, token, raised_at) VALUES ($1, $2, $3)
+			ON CONFLICT (job) DO UPDATE SET token = excluded.token, raised_at = excluded.raised_at
+			WHERE job_fence.token < excluded.token`, j, token, normTime(l.now()).UnixMicro()); err != nil {
+			return fmt.Errorf("raise fence of job %q to %d: %w", j, token, err)
+		}
+	}
+	return nil
+}
+
+func (l *liteBackend) fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+	return l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
+			return err
+		}
+		return fn(sqlTx{tx})
+	})
+}
+
+// errRegressed makes write roll back when raise finds a higher fence.
+var errRegressed = errors.New("fence above token")
+
+func (l *liteBackend) raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
+	fences := make(map[string]int64, len(jobs))
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		f, err := txFences(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if f[j] > token {
+				fences = f
+				return errRegressed
+			}
+		}
+		if err := l.enter(ctx, tx, jobs, token); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			fences[j] = token
+		}
+		return nil
+	})
+	if errors.Is(err, errRegressed) {
+		return fences, nil
+	}
+	return fences, err
+}
+
+func (l *liteBackend) fences(ctx context.Context, jobs []string) (map[string]int64, error) {
+	tx, err := l.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	return txFences(ctx, tx, jobs)
+}
+
+// txFences reads the fences of jobs, or all fences when jobs is empty.
+func txFences(ctx context.Context, tx *sql.Tx, jobs []string) (map[string]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT job, token FROM job_fence`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	want := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		want[j] = true
+	}
+	fences := make(map[string]int64)
+	for rows.Next() {
+		var (
+			job   string
+			token int64
+		)
+		if err := rows.Scan(&job, &token); err != nil {
+			return nil, err
+		}
+		if len(jobs) == 0 || want[job] {
+			fences[job] = token
+		}
+	}
+	return fences, rows.Err()
+}
+
+func (l *liteBackend) resetFence(ctx context.Context, job string) error {
+	return l.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM job_fence WHERE job = $1`, job)
+		return err
+	})
+}

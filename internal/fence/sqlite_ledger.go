@@ -1,0 +1,287 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The ledger on SQLite: the same statements as on Postgres, one row at a
+// time inside one IMMEDIATE transaction (a loop costs no round trips here).
+// Times are Unix microseconds.
+
+const liteRunCols = `run_id, job, scheduled_at, manual, status, token, node, attempt,
+	started_at, finished_at, error, output, reason`
+
+const liteSlotRow = `SELECT ` + liteRunCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
+
+func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+	res := make([]Result, 0, len(slots))
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		res = res[:0]
+		if err := l.enter(ctx, tx, slotJobs(slots), token); err != nil {
+			return err
+		}
+		for _, s := range slots {
+			n, err := execN(ctx, tx, `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, started_at)
+				VALUES ($1, $2, $3, 'running', $4, $5, 1, $6)
+				ON CONFLICT (job, scheduled_at, manual) DO NOTHING`,
+				s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro())
+			if err != nil {
+				return err
+			}
+			r, err := liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
+			if err != nil {
+				return err
+			}
+			res = append(res, Result{Run: r, Written: n == 1})
+		}
+		return nil
+	})
+	return res, err
+}
+
+func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
+	res := make([]Result, 0, len(outs))
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		res = res[:0]
+		jobs := make([]string, len(outs))
+		for i, o := range outs {
+			jobs[i] = o.Slot.Job
+		}
+		if err := l.enter(ctx, tx, jobs, token); err != nil {
+			return err
+		}
+		for _, o := range outs {
+			s := o.Slot
+			n, err := execN(ctx, tx, `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
+				VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)
+				ON CONFLICT (job, scheduled_at, manual) DO NOTHING`,
+				s.Job, s.At.UnixMicro(), s.Manual, string(o.Status), token, node, now.UnixMicro(), o.Reason)
+			if err != nil {
+				return err
+			}
+			r, err := liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
+			if err != nil {
+				return err
+			}
+			res = append(res, Result{Run: r, Written: n == 1})
+		}
+		return nil
+	})
+	return res, err
+}
+
+func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, s Slot) (Run, bool, error) {
+	var (
+		run       Run
+		reclaimed bool
+	)
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, []string{s.Job}, token); err != nil {
+			return err
+		}
+		n, err := execN(ctx, tx, `UPDATE runs SET token = $4, node = $5, attempt = attempt + 1, started_at = $6
+			WHERE job = $1 AND scheduled_at = $2 AND manual = $3 AND status = 'running' AND token <> $4`,
+			s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro())
+		if err != nil {
+			return err
+		}
+		reclaimed = n == 1
+		run, err = liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return run, reclaimed, err
+}
+
+func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
+	res := make([]Result, 0, len(cs))
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		res = res[:0]
+		jobs := make([]string, len(cs))
+		for i, c := range cs {
+			jobs[i] = c.Job
+		}
+		if err := l.enter(ctx, tx, jobs, token); err != nil {
+			return err
+		}
+		for _, c := range cs {
+			n, err := execN(ctx, tx, `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7
+				WHERE run_id = $1 AND job = $2 AND status = 'running'`,
+				c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason)
+			if err != nil {
+				return err
+			}
+			r, err := liteRun(tx.QueryRowContext(ctx, `SELECT `+liteRunCols+` FROM runs WHERE run_id = $1`, c.RunID))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				continue
+			case err != nil:
+				return err
+			}
+			res = append(res, Result{Run: r, Written: n == 1})
+		}
+		return nil
+	})
+	return res, err
+}
+
+func (l *liteBackend) nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
+	attempt := 0
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET attempt = attempt + 1
+			WHERE run_id = $1 AND job = $2 AND status = 'running' AND token = $3
+			RETURNING attempt`, runID, job, token).Scan(&attempt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %d is not running under token %d: %w", runID, token, ErrNotRunning)
+		}
+		return err
+	})
+	return attempt, err
+}
+
+func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) ([]Run, error) {
+	rows, err := l.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var runs []Run
+	for rows.Next() {
+		r, err := liteRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+func (l *liteBackend) window(ctx context.Context, job string, from, to time.Time) ([]Run, error) {
+	return l.queryRuns(ctx, `SELECT `+liteRunCols+` FROM runs
+		WHERE job = $1 AND scheduled_at BETWEEN $2 AND $3 AND manual = 0
+		ORDER BY scheduled_at`, job, from.UnixMicro(), to.UnixMicro())
+}
+
+func (l *liteBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
+	return l.queryRuns(ctx, `SELECT `+liteRunCols+` FROM runs WHERE job = $1
+		ORDER BY scheduled_at DESC, manual DESC LIMIT $2`, job, limit)
+}
+
+func (l *liteBackend) last(ctx context.Context, jobs []string) ([]Run, error) {
+	if len(jobs) == 0 {
+		var err error
+		if jobs, err = l.ledgerJobs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var runs []Run
+	for _, j := range distinct(jobs) {
+		rs, err := l.history(ctx, j, 1)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	return runs, nil
+}
+
+// ledgerJobs returns the jobs that have runs.
+func (l *liteBackend) ledgerJobs(ctx context.Context) ([]string, error) {
+	rows, err := l.r.QueryContext(ctx, `SELECT DISTINCT job FROM runs`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var jobs []string
+	for rows.Next() {
+		var j string
+		if err := rows.Scan(&j); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+func (l *liteBackend) orphans(ctx context.Context, jobs []string) ([]Run, error) {
+	runs, err := l.queryRuns(ctx, `SELECT `+prefixCols("r.", liteRunCols)+` FROM runs AS r
+		LEFT JOIN job_fence AS f ON f.job = r.job
+		WHERE r.status = 'running' AND (f.token IS NULL OR r.token <> f.token)
+		ORDER BY r.scheduled_at, r.run_id`)
+	if err != nil || len(jobs) == 0 {
+		return runs, err
+	}
+	want := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		want[j] = true
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		if want[r.Job] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// prefixCols qualifies every column of cols with prefix.
+func prefixCols(prefix, cols string) string {
+	fields := strings.Split(cols, ",")
+	for i, f := range fields {
+		fields[i] = prefix + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+func slotJobs(slots []Slot) []string {
+	jobs := make([]string, len(slots))
+	for i, s := range slots {
+		jobs[i] = s.Job
+	}
+	return jobs
+}
+
+func execN(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// liteRun reads the columns of liteRunCols.
+func liteRun(row interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r                 Run
+		at                int64
+		status            string
+		started, finished sql.NullInt64
+	)
+	err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Node, &r.Attempt,
+		&started, &finished, &r.Error, &r.Output, &r.Reason)
+	if err != nil {
+		return Run{}, err
+	}
+	r.Status = Status(status)
+	r.ScheduledAt = time.UnixMicro(at).UTC()
+	r.StartedAt, r.FinishedAt = microPtr(started), microPtr(finished)
+	return r, nil
+}
+
+func microPtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := time.UnixMicro(v.Int64).UTC()
+	return &t
+}

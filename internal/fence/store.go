@@ -1,0 +1,161 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// Config configures a Store.
+type Config struct {
+	// DSN is the Postgres connection string (URL or key=value). Empty
+	// selects the embedded SQLite store at Path.
+	DSN string
+	// Path is the SQLite database file, used when DSN is empty. It is
+	// created if missing; its directory must exist.
+	Path string
+	// Schema is the Postgres schema of the scheduler's own tables and
+	// functions, and of the migration version table. Default "scheduler".
+	// It must be a lower-case SQL identifier that is not a reserved word.
+	// SQLite has no schemas and ignores it.
+	Schema string
+	// RaiseTimeout bounds how long RaiseAll waits for older writers of one
+	// job (Postgres lock_timeout). Default 10s.
+	RaiseTimeout time.Duration
+	// IdleInTransactionTimeout is set as idle_in_transaction_session_timeout
+	// on the store's own Postgres sessions unless the DSN sets it: a process
+	// frozen inside a fenced transaction then loses its session, and its
+	// locks, after this long, so it cannot block a new leader's raise for
+	// ever. Default 60s; negative leaves the server's setting.
+	IdleInTransactionTimeout time.Duration
+	// MaxConns is the Postgres pool size. Default: the DSN's pool_max_conns,
+	// else 16.
+	MaxConns int32
+	// Now returns the current time, for the ledger's timestamps. Default
+	// time.Now.
+	Now func() time.Time
+
+	tracer pgx.QueryTracer // tests count round trips with it
+}
+
+// Defaults of Config.
+const (
+	DefaultSchema                   = "scheduler"
+	DefaultRaiseTimeout             = 10 * time.Second
+	DefaultIdleInTransactionTimeout = 60 * time.Second
+	defaultMaxConns                 = 16
+)
+
+// schemaPattern is the accepted form of Config.Schema: it needs no quoting,
+// so it can also be embedded in goose's version table name.
+var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if !schemaPattern.MatchString(c.Schema) {
+		return c, fmt.Errorf("schema %q: want a lower-case identifier matching %s", c.Schema, schemaPattern)
+	}
+	if c.DSN == "" && c.Path == "" {
+		return c, errors.New("neither a Postgres DSN nor a SQLite path is set")
+	}
+	if c.RaiseTimeout == 0 {
+		c.RaiseTimeout = DefaultRaiseTimeout
+	}
+	if c.RaiseTimeout < time.Millisecond {
+		return c, fmt.Errorf("raise timeout %s: want at least 1ms", c.RaiseTimeout)
+	}
+	if c.IdleInTransactionTimeout == 0 {
+		c.IdleInTransactionTimeout = DefaultIdleInTransactionTimeout
+	}
+	if c.MaxConns < 0 {
+		return c, fmt.Errorf("max conns %d: want >= 0", c.MaxConns)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Store is the fence and the run ledger on Postgres or on the embedded
+// SQLite store. It is safe for concurrent use.
+type Store struct {
+	cfg Config
+	lg  *zap.Logger
+	b   backend
+}
+
+// backend is what differs between Postgres and SQLite. Its methods make one
+// attempt; Store validates input, retries and wraps errors.
+type backend interface {
+	dialect() Dialect
+	parallelWriters() bool
+	close()
+
+	// fenced runs fn in one transaction that entered job's fence with token.
+	fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error
+	// raise raises the fences of jobs to token and returns each job's fence
+	// afterwards. It commits only if every fence equals token.
+	raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
+	// fences returns the stored fences of jobs (all jobs when empty).
+	fences(ctx context.Context, jobs []string) (map[string]int64, error)
+	// resetFence removes job's fence.
+	resetFence(ctx context.Context, job string) error
+	// resetHint says how an operator removes every fence of this store.
+	resetHint() string
+
+	migrate(ctx context.Context, lg *zap.Logger) error
+	// appliedVersions returns the migration versions recorded as applied; no
+	// version table yields none.
+	appliedVersions(ctx context.Context) ([]int64, error)
+
+	ledger
+}
+
+// Open connects to the store that cfg selects: Postgres when cfg.DSN is set,
+// else SQLite at cfg.Path. It does not migrate; see Migrate and CheckSchema.
+func Open(ctx context.Context, cfg Config, lg *zap.Logger) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	s := &Store{cfg: cfg, lg: lg.Named("fence")}
+	if cfg.DSN != "" {
+		s.b, err = openPostgres(ctx, cfg)
+	} else {
+		s.b, err = openSQLite(ctx, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return s, nil
+}
+
+// Close releases the store's connections.
+func (s *Store) Close() { s.b.close() }
+
+// Dialect reports the SQL dialect of the store.
+func (s *Store) Dialect() Dialect { return s.b.dialect() }
+
+// ParallelWriters reports whether fenced transactions with the same token
+// run concurrently. True on Postgres: writers share the fence. False on
+// SQLite: it has one writer at a time, so every fenced transaction is serial
+// with every other write (which also makes the fence trivially correct).
+func (s *Store) ParallelWriters() bool { return s.b.parallelWriters() }
+
+// now returns the ledger's current time, truncated to the microseconds both
+// backends store.
+func (s *Store) now() time.Time { return normTime(s.cfg.Now()) }
+
+// normTime returns t in UTC truncated to microseconds, the precision of a
+// Postgres timestamptz and of the SQLite columns.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,32 @@
+// Package migrations holds the store's SQL migrations, embedded in the
+// binary and applied with goose by package fence: postgres/ for Postgres
+// and sqlite/ for the embedded SQLite store, with the same version numbers.
+//
+// The Postgres files are text/template documents: {{.Schema}} is the quoted
+// schema name (store.schema) and {{.Name}} the plain name, which the
+// migration runner substitutes before goose parses them. The SQLite files
+// are plain SQL (SQLite has no schemas) and use IF NOT EXISTS throughout,
+// so that two processes migrating one file at once cannot fail.
+package migrations
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed postgres/*.sql sqlite/*.sql
+var files embed.FS
+
+// Postgres returns the Postgres migrations, templates over the schema name.
+func Postgres() fs.FS { return sub("postgres") }
+
+// SQLite returns the SQLite migrations.
+func SQLite() fs.FS { return sub("sqlite") }
+
+func sub(dir string) fs.FS {
+	f, err := fs.Sub(files, dir)
+	if err != nil {
+		panic(err) // dir is a constant embedded directory
+	}
+	return f
+}
