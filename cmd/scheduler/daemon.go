@@ -128,6 +128,11 @@ func (d *daemon) build() error {
 	if d.observer, err = election.NewObserver(d.cli, d.cfg.Election.Prefix, d.lg); err != nil {
 		return err
 	}
+	d.observer.OnChange(func(_ election.Leader, ok bool) {
+		if ok {
+			d.m.leaderChanges.Inc()
+		}
+	})
 	table, err := buildTable(d.cfg, fencer{d.store}, &http.Client{}, d.environ)
 	if err != nil {
 		return err

@@ -508,3 +508,32 @@ func TestDaemon_ShutdownOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrate_Concurrent runs `scheduler migrate` twice at the same time against a fresh
+// database, as replicas of one deployment would: both succeed and the schema is current.
+func TestMigrate_Concurrent(t *testing.T) {
+	c := &cluster{t: t, etcd: testenv.MustEtcd(t), dsn: testenv.MustDatabase(t), replicas: map[string]*replica{}}
+	c.path = filepath.Join(t.TempDir(), "scheduler.yaml")
+	c.writeConfig(testJobs)
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	outs := make([]string, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var o, e string
+			codes[i], o, e = runCLI(t, "migrate", "--config", c.path)
+			outs[i] = o + e
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != 0 || !strings.Contains(outs[i], "schema is current") {
+			t.Fatalf("migrate %d: exit %d\n%s", i, code, outs[i])
+		}
+	}
+	if code, out, errOut := runCLI(t, "migrate", "--config", c.path); code != 0 {
+		t.Fatalf("a third migrate: exit %d %s%s", code, out, errOut)
+	}
+}

@@ -27,9 +27,19 @@ type Observer struct {
 	now    func() time.Time
 	lg     *zap.Logger
 
-	mu  sync.Mutex
-	cur Leader
-	ok  bool
+	mu       sync.Mutex
+	cur      Leader
+	ok       bool
+	onChange func(l Leader, ok bool)
+}
+
+// OnChange registers fn to be called, from Run's goroutine, each time the
+// view changes to another leader or to none. Call it before Run; fn must
+// return quickly (it feeds metrics).
+func (o *Observer) OnChange(fn func(l Leader, ok bool)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.onChange = fn
 }
 
 // NewObserver returns an Observer of the election prefix (as in
@@ -127,7 +137,14 @@ func (o *Observer) refresh(ctx context.Context) (int64, error) {
 // time this observer first saw its token.
 func (o *Observer) set(l Leader, ok bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	changed := ok != o.ok || l.Token != o.cur.Token
+	notify := o.onChange
+	defer func() {
+		o.mu.Unlock()
+		if changed && notify != nil {
+			notify(l, ok)
+		}
+	}()
 	if ok && l.Since.IsZero() {
 		if o.ok && o.cur.Token == l.Token && !o.cur.Since.IsZero() {
 			l.Since = o.cur.Since
@@ -135,7 +152,7 @@ func (o *Observer) set(l Leader, ok bool) {
 			l.Since = o.now()
 		}
 	}
-	if ok != o.ok || l.Token != o.cur.Token {
+	if changed {
 		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
 	}
 	o.cur, o.ok = l, ok
