@@ -462,13 +462,16 @@ func TestDaemon_ShutdownOrder(t *testing.T) {
 	c.start("a")
 	c.wait("a to lead", func() bool { l := c.status().Leader; return l != nil && l.Node == "a" })
 	c.start("b")
-	// Catch a moment when both jobs run on the leader.
+	// Catch a moment when both jobs run on the leader. Slots are claimed shortly before they
+	// fire, so a running row may still wait for its slot: take one whose slot has come.
 	var slot time.Time
 	c.wait("runs in flight", func() bool {
-		runs := c.history("slow")
-		if len(runs) > 0 && runs[0].Status == fence.StatusRunning {
-			slot = runs[0].ScheduledAt
-			return true
+		now := time.Now()
+		for _, r := range c.history("slow") {
+			if r.Status == fence.StatusRunning && r.ScheduledAt.Before(now.Add(-100*time.Millisecond)) {
+				slot = r.ScheduledAt
+				return true
+			}
 		}
 		return false
 	})

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// beatJob fires every second and holds a connection for half a second without writing: at
+// every second the leader claims a slot on a connection used half a second before. (A
+// connection idle for more than a second is pinged before use, which would keep a claim
+// from being sent over a slow link before the leader steps down.)
+const beatJob = `  - name: beat
+    schedule: "* * * * * *"
+    type: sql
+    sql: "SELECT pg_sleep(0.5)"
+    misfire: skip
+`
+
+// leaderCutOff pauses the leader's links to all three etcd members in the middle of a run. The
+// leader cannot renew its lease and ends its term before the lease expires on the etcd server
+// (the lease is seen alive there after the step-down); a follower is elected only once it has
+// expired, and finishes the interrupted slot. To have a write of the old leader in flight when it
+// steps down, its link to Postgres is slowed to 3 TTLs at the same moment, a quarter of a second
+// before a second begins: the claim of the beat job it sends then reaches Postgres after the new
+// leader raised the fence and is refused (JF001 seen on the wire). The old leader rejoins as a
+// follower once its links heal.
+func (s *suite) leaderCutOff(t *testing.T) {
+	w := seedWorkload
+	d := s.deploy(t, deployOptions{jobs: w.yaml() + beatJob})
+	d.startAll()
+	d.waitLeader(0, 30*time.Second)
+	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
+	old, ok := d.termOf(run.token)
+	if !ok || !old.ended.IsZero() {
+		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
+	}
+	slot := run.slot
+	r := d.replicas[old.node]
+	tl := newTimeline(t, "LeaderCutOffFromEtcd")
+	delay := 3 * ttl
+	sleepUntil(run.at.Add(time.Second).Truncate(time.Second).Add(750 * time.Millisecond))
+	r.pg.setDelay(delay)
+	for _, p := range r.etcd {
+		p.pause()
+	}
+	cutAt := time.Now()
+	tl.start(cutAt, fmt.Sprintf("%s (leader, token %d, lease %s) cut off from etcd and its link to Postgres slowed to %d ms, %d ms into the run of slot %s",
+		old.node, old.token, old.lease, ms(delay), ms(cutAt.Sub(run.at)), stamp(slot)))
+	tl.mark(run.at, "%s starts the run of slot %s", old.node, stamp(slot))
+
+	// Ask the server about the old leader's lease until it is gone. An answer "alive" to a
+	// request sent at t proves the lease was alive at t or later.
+	lease, err := strconv.ParseInt(old.lease, 16, 64)
+	if err != nil {
+		t.Fatalf("lease %q of %s's term: %v", old.lease, old.node, err)
+	}
+	lastAlive, gone := watchLease(t, d.etcd.cli, clientv3.LeaseID(lease), 4*ttl)
+	next := d.waitLeader(old.token, 10*time.Second)
+	stepDown, _ := d.termOf(old.token)
+	tl.mark(stepDown.ended, "%s ends its term (%s)", old.node, stepDown.reason)
+	tl.mark(lastAlive, "the old lease last seen alive on the server (request sent)")
+	tl.mark(gone, "the old lease seen expired (request sent)")
+	tl.mark(next.won, "%s wins, token %d", next.node, next.token)
+	tl.figure("stepdown_ms", ms(stepDown.ended.Sub(cutAt)))
+	tl.figure("lease_alive_after_stepdown_ms", ms(lastAlive.Sub(stepDown.ended)))
+	tl.figure("takeover_ms", ms(next.won.Sub(cutAt)))
+	tl.figure("tokens", fmt.Sprintf("%d->%d", old.token, next.token))
+	switch {
+	case stepDown.ended.IsZero():
+		t.Errorf("%s never ended its term", old.node)
+	case !stepDown.ended.Before(next.won):
+		t.Errorf("%s ended its term at %s, after %s won at %s", old.node, stamp(stepDown.ended), next.node, stamp(next.won))
+	case !lastAlive.After(stepDown.ended):
+		t.Errorf("%s ended its term at %s; its lease was last seen alive at %s: want the step-down before the lease expired",
+			old.node, stamp(stepDown.ended), stamp(lastAlive))
+	}
+
+	// The old leader's writes sent before the step-down land after the raise and are refused.
+	landed := stepDown.ended.Add(delay + time.Second)
+	sleepUntil(landed)
+	fenced := r.pg.staleErrors()
+	snap := d.snapshot()
+	tl.mark(raiseTime(snap, next.token), "fence raised to %d by %s", next.token, next.node)
+	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001)", old.node, fenced)
+	tl.figure("writes_fenced_wire", fenced)
+	if fenced < 1 {
+		t.Errorf("no write of %s was refused by the fence: want its in-flight claim refused", old.node)
+	}
+
+	r.pg.setDelay(0)
+	for _, p := range r.etcd {
+		p.resume()
+	}
+	healAt := time.Now()
+	tl.mark(healAt, "%s's links heal", old.node)
+	d.waitFor(old.node+" to rejoin as a follower", 20*time.Second, func() bool {
+		st := d.status()
+		return st.Leader != nil && st.Leader.Token == next.token && st.hasReplica(old.node)
+	})
+	fin := d.waitFinished(invoicesJob, slot, 40*time.Second)
+	if fin.Finished != nil {
+		tl.mark(*fin.Finished, "slot %s %s under token %d", stamp(slot), fin.Status, fin.Token)
+	}
+	if fin.Status != "succeeded" || fin.Token != next.token || fin.Attempt < 2 {
+		t.Errorf("slot %s: %s under token %d, attempt %d; want succeeded under %d, taken over", stamp(slot), fin.Status, fin.Token, fin.Attempt, next.token)
+	}
+	tl.print()
+	d.check(invoicesJob, w.clients)
+}
+
+// watchLease asks the server for lease's TTL every 20 ms until it is gone, at most within, and
+// returns when the last request answered "alive" and the first answered "gone" were sent.
+func watchLease(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, within time.Duration) (lastAlive, gone time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := cli.TimeToLive(ctx, lease)
+		cancel()
+		switch {
+		case err != nil:
+		case resp.TTL >= 0:
+			lastAlive = sent
+		default:
+			return lastAlive, sent
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("lease %x still alive after %v", int64(lease), within)
+	return lastAlive, gone
+}
+
+// leaderKeyDeleted deletes the leader's election key, as an operator might with etcdctl, while
+// the leader's links to etcd are slow (300 ms): the next candidate wins at once, but the old
+// leader learns of the deletion only when the watch event reaches it. For that while two
+// replicas believe they lead; the old one's next write reads the new fence and is refused, which
+// ends its term. The new leader finishes the slot once.
+func (s *suite) leaderKeyDeleted(t *testing.T) {
+	w := workload{schedule: "@every 10s", every: 10 * time.Second, clients: 10, delay: 100 * time.Millisecond}
+	d := s.deploy(t, deployOptions{jobs: w.yaml()})
+	d.startAll()
+	first := d.waitLeader(0, 30*time.Second)
+	lag := 300 * time.Millisecond
+	for _, p := range d.replicas[first.node].etcd {
+		p.setDelay(lag)
+	}
+	run := d.waitRunStarted(invoicesJob, time.Now().Add(ttl), 40*time.Second)
+	old, ok := d.termOf(run.token)
+	if !ok || old.node != first.node || !old.ended.IsZero() {
+		t.Fatalf("the run of %s started under token %d, not by the slowed leader %s", stamp(run.slot), run.token, first.node)
+	}
+	tl := newTimeline(t, "LeaderKeyDeleted")
+	sleepUntil(run.at.Add(200 * time.Millisecond))
+	stale := d.replicas[old.node].pg.staleErrors()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := d.etcd.cli.Get(ctx, d.prefix+"/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("read the leader key: %v (%d keys)", err, len(resp.Kvs))
+	}
+	kv := resp.Kvs[0]
+	if string(kv.Value) != old.node || kv.CreateRevision != old.token {
+		t.Fatalf("leader key %s = %s at revision %d, want %s at %d", kv.Key, kv.Value, kv.CreateRevision, old.node, old.token)
+	}
+	if _, err := d.etcd.cli.Delete(ctx, string(kv.Key)); err != nil {
+		t.Fatalf("delete the leader key: %v", err)
+	}
+	delAt := time.Now()
+	tl.start(delAt, fmt.Sprintf("leader key of %s (token %d) deleted, %d ms into the run of slot %s; %s's etcd links lag %d ms",
+		old.node, old.token, ms(delAt.Sub(run.at)), stamp(run.slot), old.node, ms(lag)))
+	next := d.waitLeader(old.token, 10*time.Second)
+	var ended term
+	d.waitFor(old.node+"'s term to end", 10*time.Second, func() bool {
+		ended, _ = d.termOf(old.token)
+		return !ended.ended.IsZero()
+	})
+	fin := d.waitFinished(invoicesJob, run.slot, 30*time.Second)
+	snap := d.snapshot()
+	raised := raiseTime(snap, next.token)
+	tl.mark(next.won, "%s wins, token %d", next.node, next.token)
+	tl.mark(raised, "fence raised to %d by %s", next.token, next.node)
+	tl.mark(ended.ended, "%s ends its term (%s)", old.node, ended.reason)
+	if fin.Finished != nil {
+		tl.mark(*fin.Finished, "slot %s %s under token %d, attempt %d", stamp(run.slot), fin.Status, fin.Token, fin.Attempt)
+	}
+	fencedLog := fencedWrites(readLog(d.replicas[old.node].log), delAt)
+	byToken := map[int64]int{}
+	for _, i := range snap.invoicesOf(run.slot) {
+		byToken[i.Token]++
+	}
+	tl.figure("overlap_ms", ms(ended.ended.Sub(next.won)))
+	tl.figure("tokens", fmt.Sprintf("%d->%d", old.token, next.token))
+	tl.figure("writes_fenced_log", fencedLog)
+	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.staleErrors()-stale)
+	tl.figure("rows_old_token", byToken[old.token])
+	tl.figure("rows_new_token", byToken[next.token])
+	if !ended.ended.After(next.won) {
+		t.Errorf("%s ended its term at %s, before %s won at %s: the scenario did not make two leaders overlap",
+			old.node, stamp(ended.ended), next.node, stamp(next.won))
+	}
+	if fencedLog < 1 {
+		t.Errorf("%s logged no fenced write after its key was deleted: want its next write refused", old.node)
+	}
+	if fin.Status != "succeeded" || fin.Token != next.token {
+		t.Errorf("slot %s: %s under token %d, want succeeded under %d", stamp(run.slot), fin.Status, fin.Token, next.token)
+	}
+	tl.print()
+	d.check(invoicesJob, w.clients)
+}
