@@ -96,6 +96,7 @@ func (l ledger) RecordMany(ctx context.Context, token int64, node string, outs [
 func (l ledger) Complete(ctx context.Context, token int64, c jobs.Completion) error {
 	_, err := l.s.Complete(ctx, token, fence.Completion{
 		RunID: c.RunID, Job: c.Job, Status: fence.Status(c.Status), Error: c.Error, Output: c.Output, Reason: c.Reason,
+		Attempt: c.Attempt,
 	})
 	return fencedErr(err)
 }

@@ -45,9 +45,10 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 			RETURNING r.run_id`),
 		slotRow: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.job = $1 AND r.scheduled_at = $2 AND r.manual = $3`),
 		complete: q(`UPDATE {s}.runs AS r
-			SET status = c.status, finished_at = $7, error = c.error, output = c.output, reason = c.reason
-			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-				AS c(run_id, job, status, error, output, reason)
+			SET status = c.status, finished_at = $7, error = c.error, output = c.output, reason = c.reason,
+				attempt = GREATEST(r.attempt, c.attempt)
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::integer[])
+				AS c(run_id, job, status, error, output, reason, attempt)
 			WHERE r.run_id = c.run_id AND r.job = c.job AND r.status = 'running'
 			RETURNING r.run_id`),
 		runRows: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.run_id = ANY($1::bigint[])`),
@@ -221,6 +222,7 @@ func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs
 	var (
 		runIDs                                 []int64
 		jobs, statuses, errs, outputs, reasons []string
+		attempts                               []int32
 	)
 	for _, c := range cs {
 		runIDs = append(runIDs, c.RunID)
@@ -229,11 +231,12 @@ func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs
 		errs = append(errs, c.Error)
 		outputs = append(outputs, c.Output)
 		reasons = append(reasons, c.Reason)
+		attempts = append(attempts, int32(c.Attempt))
 	}
 	ids := make(map[int64]bool, len(cs))
 	var runs []Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
-		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now).Query(collectIDs(ids))
+		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now, attempts).Query(collectIDs(ids))
 		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs))
 	})
 	if err != nil {

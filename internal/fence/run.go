@@ -93,6 +93,9 @@ type Completion struct {
 	Error  string
 	Output string
 	Reason string
+	// Attempt is how many attempts the run made; the ledger keeps the larger of it and its own
+	// count, which misses retries made while the store was unreachable. 0 keeps the ledger's.
+	Attempt int
 }
 
 // Outcome records a slot that ends without running.

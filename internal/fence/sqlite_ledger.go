@@ -112,9 +112,10 @@ func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, 
 			return err
 		}
 		for _, c := range cs {
-			n, err := execN(ctx, tx, `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7
+			n, err := execN(ctx, tx, `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7,
+				attempt = MAX(attempt, $8)
 				WHERE run_id = $1 AND job = $2 AND status = 'running'`,
-				c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason)
+				c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason, c.Attempt)
 			if err != nil {
 				return err
 			}

@@ -11,11 +11,13 @@ import (
 // missed for one job; a longer outage of a frequent job records the newest one with a note.
 const maxMissedRecords = 1000
 
-// pending is a slot waiting to run: a fresh one to claim, or an orphan of an older leader to
-// take over.
+// pending is a slot waiting to run: a fresh one to claim, a run this term claimed ahead, or an
+// orphan of an older leader to take over.
 type pending struct {
-	slot   SlotKey
-	orphan *LedgerRun
+	js      *jobState // nil: looked up by name
+	slot    SlotKey
+	claimed *LedgerRun
+	orphan  *LedgerRun
 }
 
 // catchupPlan is what a new leader does about one job's past slots.
@@ -23,6 +25,7 @@ type catchupPlan struct {
 	run    []pending    // to run, oldest first
 	missed []Outcome    // slots never started, recorded missed without running
 	close  []Completion // orphans finished as missed without running
+	ahead  []LedgerRun  // orphans of slots still to come, claimed ahead by an older leader
 }
 
 // planCatchup decides, for one job, what to do with the slots due before now: those within the
@@ -72,31 +75,39 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 		}
 	}
 
-	// Misfire policy on the window's candidates.
+	// Misfire policy on the window's candidates that never started. An orphan of the window
+	// was started by an older leader (or claimed just before it fired): it is always finished,
+	// whatever the policy, so a slot interrupted by a failover is never left half done.
+	var fresh []int
+	for i, c := range candidates {
+		if c.orphan == nil {
+			fresh = append(fresh, i)
+		}
+	}
 	keep := map[int]bool{}
 	switch spec.Misfire {
 	case MisfireAll:
-		for i := range candidates {
+		for _, i := range fresh {
 			keep[i] = true
 		}
 	case MisfireOnce:
-		if len(candidates) > 0 {
-			keep[len(candidates)-1] = true
+		if len(fresh) > 0 {
+			keep[fresh[len(fresh)-1]] = true
 		}
 	}
 	for i, c := range candidates {
 		switch {
-		case keep[i]:
+		case keep[i] || c.orphan != nil:
 			plan.run = append(plan.run, c)
-		case c.orphan != nil:
-			plan.close = append(plan.close, orphanMissed(*c.orphan, fmt.Sprintf("left running by an older leader; misfire %s", spec.Misfire)))
 		default:
 			plan.missed = append(plan.missed, Outcome{Slot: c.slot, Status: StatusMissed, Reason: fmt.Sprintf("no leader at the slot; misfire %s", spec.Misfire)})
 		}
 	}
 
-	// The other orphans: manual runs are always finished (someone asked for them); scheduled
-	// ones older than the window, of a disabled job, or no longer on its schedule are closed.
+	// The other orphans: manual runs are always finished (someone asked for them); a scheduled
+	// slot still to come was claimed ahead by an older leader, and the firing loop takes it over
+	// when the slot fires; scheduled ones older than the window, of a disabled job, or no longer
+	// on its schedule are closed.
 	handled := make(map[int64]bool, len(candidates))
 	for _, c := range candidates {
 		if c.orphan != nil {
@@ -109,6 +120,8 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 		case o.Slot.Manual:
 			o := o
 			plan.run = append(plan.run, pending{slot: o.Slot, orphan: &o})
+		case spec.Enabled && spec.fireAt(o.Slot.At).After(now) && spec.onSchedule(o.Slot.At):
+			plan.ahead = append(plan.ahead, o)
 		case !o.Slot.At.After(from):
 			plan.close = append(plan.close, orphanMissed(o, "left running by an older leader, before the catch-up window"))
 		default:

@@ -7,6 +7,8 @@ import "time"
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
+	// AfterFunc calls f in its own goroutine after d, unless the timer is stopped first.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Timer is a one-shot timer of a Clock.
@@ -23,6 +25,9 @@ func (RealClock) Now() time.Time { return time.Now() }
 
 // NewTimer returns a time.Timer.
 func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// AfterFunc returns time.AfterFunc(d, f).
+func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }
 
 type realTimer struct{ t *time.Timer }
 

@@ -20,6 +20,7 @@ type fakeTimer struct {
 	c       *fakeClock
 	at      time.Time
 	ch      chan time.Time
+	fn      func() // AfterFunc's
 	stopped bool
 	fired   bool
 }
@@ -32,14 +33,28 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
+func (c *fakeClock) NewTimer(d time.Duration) Timer { return c.newTimer(d, nil) }
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer { return c.newTimer(d, f) }
+
+func (c *fakeClock) newTimer(d time.Duration, fn func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
+	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1), fn: fn}
 	if d <= 0 {
-		t.fired = true
-		t.ch <- c.now
+		t.fire(c.now)
 		return t
+	}
+	if len(c.timers) >= 64 && len(c.timers)&(len(c.timers)-1) == 0 {
+		// Drop stopped timers now and then: a busy loop stops one per event.
+		kept := c.timers[:0]
+		for _, x := range c.timers {
+			if !x.stopped {
+				kept = append(kept, x)
+			}
+		}
+		clear(c.timers[len(kept):])
+		c.timers = kept
 	}
 	c.timers = append(c.timers, t)
 	return t
@@ -55,8 +70,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 		switch {
 		case t.stopped:
 		case !t.at.After(c.now):
-			t.fired = true
-			t.ch <- c.now
+			t.fire(c.now)
 		default:
 			kept = append(kept, t)
 		}
@@ -75,6 +89,16 @@ func (c *fakeClock) Pending() int {
 		}
 	}
 	return n
+}
+
+// fire sends on the timer's channel, or calls its function in a goroutine of its own.
+func (t *fakeTimer) fire(now time.Time) {
+	t.fired = true
+	if t.fn != nil {
+		go t.fn()
+		return
+	}
+	t.ch <- now
 }
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }

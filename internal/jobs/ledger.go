@@ -50,12 +50,13 @@ type Outcome struct {
 
 // Completion finishes a running run.
 type Completion struct {
-	RunID  int64
-	Job    string
-	Status Status
-	Error  string
-	Output string
-	Reason string
+	Attempt int // attempts made; the ledger keeps the larger of this and its own count
+	RunID   int64
+	Job     string
+	Status  Status
+	Error   string
+	Output  string
+	Reason  string
 }
 
 // Ledger is the run ledger as the runner uses it. Every write carries the term's token and is
@@ -82,4 +83,14 @@ type Ledger interface {
 	Last(ctx context.Context, jobs []string) (map[string]LedgerRun, error)
 	// Orphans returns the runs of jobs left running under a token older than their fence.
 	Orphans(ctx context.Context, jobs []string) ([]LedgerRun, error)
+}
+
+// BatchCompleter is an optional extension of a Ledger: one fenced round trip finishes many
+// runs. A runner whose Ledger has it writes the outcomes of runs that end together in batches
+// (a herd of short jobs), instead of one Complete per run.
+type BatchCompleter interface {
+	// CompleteMany finishes runs like Complete; done[i] reports whether cs[i] was finished
+	// (false: it was no longer running). A write refused by the fence fails the whole batch
+	// with an error wrapping ErrFenced.
+	CompleteMany(ctx context.Context, token int64, cs []Completion) (done []bool, err error)
 }

@@ -37,10 +37,25 @@ type Options struct {
 	MaxBackoff time.Duration
 	// WriteTimeout bounds a ledger write made on behalf of one run. Default 30s.
 	WriteTimeout time.Duration
+	// ClaimAhead is how long before a slot fires the runner claims it in the ledger, in one
+	// batch with the other slots due by then, so that firing makes no round trip; a herd that
+	// takes longer than this to claim is claimed earlier (see preclaim.go). Default 1s;
+	// negative: each slot is claimed when it fires.
+	ClaimAhead time.Duration
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term
 // and returns when the term ends. Between terms the Runner holds only the table.
+//
+// A term is one goroutine, the firing loop, which owns the term's state; everything else
+// reaches it through messages. Each job has one pending slot at a time. It waits in the claim
+// queue until shortly before it fires (ClaimAhead), is then claimed in the ledger, fenced, in one
+// ClaimMany with the other slots due by then, and moves to the fire heap; when it fires the loop
+// only decides pause and overlap again and starts a goroutine (preclaim.go, fire.go). So a fire
+// makes no round trip to the store and costs O(log n) in the table size n. Runs that end
+// together have their outcomes written together, in CompleteMany batches, when the Ledger is a
+// BatchCompleter (completer.go). A new term first raises every fence and catches up on missed
+// slots (takeover.go, catchup.go).
 type Runner struct {
 	opts  Options
 	lg    *zap.Logger
@@ -70,6 +85,9 @@ func New(table []Spec, opts Options) (*Runner, error) {
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.ClaimAhead == 0 {
+		opts.ClaimAhead = defaultClaimAhead
 	}
 	r := &Runner{opts: opts, lg: opts.Logger, clock: opts.Clock}
 	specs, err := checkTable(table)

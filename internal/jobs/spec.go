@@ -48,6 +48,11 @@ func (s *Spec) fireAt(slot time.Time) time.Time {
 	return slot.Add(Jitter(s.Name, slot, s.Jitter))
 }
 
+// onSchedule reports whether at is one of the job's slots.
+func (s *Spec) onSchedule(at time.Time) bool {
+	return s.Schedule.Next(at.Add(-time.Nanosecond)).At.Equal(at)
+}
+
 // validate checks what the runner relies on; the configuration layer reports user errors.
 func (s *Spec) validate() error {
 	var errs []error

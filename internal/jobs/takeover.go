@@ -7,7 +7,47 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
+
+// takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
+func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+		t.addJob(s)
+	}
+	if err := t.raiseAll(ctx, names); err != nil {
+		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
+	}
+	now := t.r.clock.Now()
+	if err := t.catchUp(ctx, specs, now); err != nil {
+		return err
+	}
+	for _, s := range specs {
+		t.schedule(t.jobs[s.Name], now)
+	}
+	t.lg.Info("leading", zap.Int("jobs", len(specs)))
+	return nil
+}
+
+// raiseParts is how many RaiseAll calls a large table's fences are raised with at once.
+const raiseParts = 4
+
+// raiseAll raises the fences of names to the term's token; a large table in parallel parts,
+// since each part waits mostly on round trips to the store.
+func (t *term) raiseAll(ctx context.Context, names []string) error {
+	if len(names) < 4*maxClaimBatch/10 {
+		return t.r.opts.Ledger.RaiseAll(ctx, names, t.token)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	size := (len(names) + raiseParts - 1) / raiseParts
+	for lo := 0; lo < len(names); lo += size {
+		part := names[lo:min(lo+size, len(names))]
+		g.Go(func() error { return t.r.opts.Ledger.RaiseAll(gctx, part, t.token) })
+	}
+	return g.Wait()
+}
 
 // catchUp handles the slots due before now that no run finished: per job, planCatchup decides;
 // then the missed slots are recorded in one batch, orphans closed, and the runs to make
@@ -20,17 +60,32 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		widest = max(widest, s.Catchup)
 	}
 	ledger := t.r.opts.Ledger
-	window, err := ledger.Window(ctx, names, now.Add(-widest), now)
-	if err != nil {
-		return t.takeoverErr("read the ledger window", err)
-	}
-	last, err := ledger.Last(ctx, names)
-	if err != nil {
-		return t.takeoverErr("read the last runs", err)
-	}
-	orphans, err := ledger.Orphans(ctx, names)
-	if err != nil {
-		return t.takeoverErr("read orphaned runs", err)
+	// The three reads are independent: they go in parallel.
+	var (
+		window, orphans []LedgerRun
+		last            map[string]LedgerRun
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if window, err = ledger.Window(gctx, names, now.Add(-widest), now); err != nil {
+			return t.takeoverErr("read the ledger window", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if last, err = ledger.Last(gctx, names); err != nil {
+			return t.takeoverErr("read the last runs", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if orphans, err = ledger.Orphans(gctx, names); err != nil {
+			return t.takeoverErr("read orphaned runs", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	windowOf := map[string][]LedgerRun{}
 	for _, r := range window {
@@ -57,6 +112,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 			continue
 		}
 		missed = append(missed, plan.missed...)
+		for _, o := range plan.ahead {
+			t.jobs[s.Name].orphanAhead(o)
+		}
 		closes = append(closes, plan.close...)
 		if len(plan.run) == 0 {
 			continue
@@ -80,19 +138,16 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		first = append(first, plan.run[0])
 		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
 	}
-	for _, c := range closes {
-		err := ledger.Complete(ctx, t.token, c)
-		if errors.Is(err, ErrFenced) {
-			return t.fenced(c.Job, err)
-		}
-		if err != nil {
-			t.lg.Warn("close orphaned run", zap.String("job", c.Job), zap.Int64("run_id", c.RunID), zap.Error(err))
-		}
+	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
+	// first two go on beside the claims, which launch runs and so stay on the loop goroutine.
+	w, wctx := errgroup.WithContext(ctx)
+	w.Go(func() error { return t.closeRuns(wctx, closes) })
+	w.Go(func() error { return t.record(wctx, missed) })
+	err := t.start(ctx, first)
+	if werr := w.Wait(); werr != nil {
+		return werr
 	}
-	if err := t.record(ctx, missed); err != nil {
-		return err
-	}
-	return t.start(ctx, first)
+	return err
 }
 
 func (t *term) takeoverErr(what string, err error) error {

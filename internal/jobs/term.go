@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,15 +34,30 @@ type term struct {
 	token int64
 	lg    *zap.Logger
 
-	jobs  map[string]*jobState
-	heap  fireHeap
-	cmds  chan func()
-	done  chan runDone
-	runs  int // runs started and not yet reported done
-	fence chan error
+	jobs     map[string]*jobState
+	heap     fireHeap // slots to fire, by fire time
+	cmds     chan func()
+	done     chan runDone
+	doneMany chan []runDone // from the completer
+	runs     int            // runs started and not yet reported done
+	ended    bool           // the term is over: no run may start
+	launched int            // runs started in the term
+	fence    chan error
 
-	runsCtx    context.Context
-	cancelRuns context.CancelCauseFunc
+	// Claiming ahead (preclaim.go).
+	ahead         time.Duration // Options.ClaimAhead; negative: slots are claimed when they fire
+	queue         claimQueue    // scheduled slots not yet claimed
+	pendingClaims [][]*fireEntry
+	claiming      int // claim batches in flight
+	claims        chan *claimBatch
+	claimCtx      context.Context
+
+	completer *completer // nil when the Ledger has no CompleteMany
+
+	// runsCtx carries the values of the term's context without its cancellation; the runs
+	// and the writes made for them hang off it. Each run has its own cancel function (in
+	// jobState.active), so starting one does not register it with a shared parent.
+	runsCtx context.Context
 
 	draining  bool
 	drainIdle chan struct{} // closed when draining and no run is left
@@ -50,11 +67,25 @@ type term struct {
 
 // jobState is what the loop knows of one job in this term.
 type jobState struct {
+	ord     int // the job's place in the term's table, which orders slots due together
 	spec    *Spec
 	active  map[int64]*activeRun
 	queue   []pending // slots waiting for the current run (overlap queue, misfire all)
 	entry   *fireEntry
 	removed bool // dropped from the table by a reload; kept until its runs end
+
+	starting int // runs dispatch is about to start
+
+	// Runs an older leader claimed ahead for slots still to come, by slot (Unix µs): when such
+	// a slot fires without a claim of this term, it is taken over, or closed if it must not run.
+	ahead map[int64]LedgerRun
+}
+
+func (js *jobState) orphanAhead(r LedgerRun) {
+	if js.ahead == nil {
+		js.ahead = map[int64]LedgerRun{}
+	}
+	js.ahead[r.Slot.At.UnixMicro()] = r
 }
 
 type activeRun struct {
@@ -64,22 +95,31 @@ type activeRun struct {
 
 // runDone reports the end of a run to the loop.
 type runDone struct {
+	js     *jobState
 	job    string
 	runID  int64
 	fenced error // non-nil when the store refused the token
 }
 
 func newTerm(r *Runner, token int64) *term {
-	return &term{
-		r:      r,
-		token:  token,
-		lg:     r.lg.With(zap.Int64("token", token)),
-		jobs:   map[string]*jobState{},
-		cmds:   make(chan func()),
-		done:   make(chan runDone),
-		fence:  make(chan error, 1),
-		exited: make(chan struct{}),
+	t := &term{
+		r:        r,
+		token:    token,
+		lg:       r.lg.With(zap.Int64("token", token)),
+		jobs:     map[string]*jobState{},
+		cmds:     make(chan func()),
+		done:     make(chan runDone),
+		doneMany: make(chan []runDone),
+		fence:    make(chan error, 1),
+		exited:   make(chan struct{}),
+		ahead:    r.opts.ClaimAhead,
+		queue:    newClaimQueue(),
+		claims:   make(chan *claimBatch, maxClaimsInFlight),
 	}
+	if _, ok := r.opts.Ledger.(BatchCompleter); ok {
+		t.completer = newCompleter(t)
+	}
+	return t
 }
 
 // send runs fn on the loop goroutine; false if the term has ended.
@@ -94,14 +134,31 @@ func (t *term) send(fn func()) bool {
 
 func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 	defer close(t.exited)
-	t.runsCtx, t.cancelRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	t.claimCtx = ctx
+	t.runsCtx = context.WithoutCancel(ctx)
+	stopCompleter := make(chan struct{})
+	var completerDone sync.WaitGroup
+	if t.completer != nil {
+		completerDone.Go(func() { t.completer.run(stopCompleter) })
+	}
 	defer func() {
-		// Leadership is over (or in doubt): stop every run at once and wait for them. Their
-		// ledger rows stay running, for the next leader to take over.
+		// Leadership is over (or in doubt): stop every run at once and wait for them, and for
+		// the claims in flight. The ledger rows of runs cut off, and of slots claimed ahead,
+		// stay running, for the next leader to take over.
+		t.ended = true
 		t.cancelRuns(errTermEnded)
-		for t.runs > 0 {
-			t.runDone(<-t.done)
+		for t.runs > 0 || t.claiming > 0 {
+			select {
+			case d := <-t.done:
+				t.runDone(d)
+			case ds := <-t.doneMany:
+				t.runsDone(ds)
+			case <-t.claims:
+				t.claiming--
+			}
 		}
+		close(stopCompleter)
+		completerDone.Wait()
 	}()
 	if err := t.takeOver(ctx, specs); err != nil {
 		return err
@@ -111,8 +168,8 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 			timer  Timer
 			timerC <-chan time.Time
 		)
-		if len(t.heap) > 0 && !t.draining {
-			timer = t.r.clock.NewTimer(t.heap[0].at.Sub(t.r.clock.Now()))
+		if wake := t.wake(); !wake.IsZero() {
+			timer = t.r.clock.NewTimer(wake.Sub(t.r.clock.Now()))
 			timerC = timer.C()
 		}
 		err := t.step(ctx, timerC)
@@ -136,31 +193,37 @@ func (t *term) step(ctx context.Context, timerC <-chan time.Time) error {
 		fn()
 	case d := <-t.done:
 		t.runDone(d)
+	case ds := <-t.doneMany:
+		t.runsDone(ds)
+	case b := <-t.claims:
+		return t.claimed(ctx, b)
 	case <-timerC:
 		return t.fireDue(ctx)
 	}
 	return nil
 }
 
-// takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
-func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
-	names := make([]string, len(specs))
-	for i, s := range specs {
-		names[i] = s.Name
-		t.jobs[s.Name] = &jobState{spec: s, active: map[int64]*activeRun{}}
+// wake is when the loop next has something to do on its own: fire the earliest slot, or claim
+// slots ahead. Zero: nothing.
+func (t *term) wake() time.Time {
+	if t.draining {
+		return time.Time{}
 	}
-	if err := t.r.opts.Ledger.RaiseAll(ctx, names, t.token); err != nil {
-		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
+	var at time.Time
+	if len(t.heap) > 0 {
+		at = t.heap[0].at
 	}
-	now := t.r.clock.Now()
-	if err := t.catchUp(ctx, specs, now); err != nil {
-		return err
+	if t.ahead >= 0 && len(t.queue.heap) > 0 {
+		if _, w := t.queue.plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
+			at = w
+		}
 	}
-	for _, s := range specs {
-		t.schedule(t.jobs[s.Name], now)
-	}
-	t.lg.Info("leading", zap.Int("jobs", len(specs)))
-	return nil
+	return at
+}
+
+// addJob adds a job of the table to the term.
+func (t *term) addJob(s *Spec) {
+	t.jobs[s.Name] = &jobState{ord: len(t.jobs), spec: s, active: map[int64]*activeRun{}}
 }
 
 // schedule puts the job's first slot firing after now on the heap.
@@ -176,8 +239,7 @@ func (t *term) schedule(js *jobState, now time.Time) {
 			return
 		}
 		if at := js.spec.fireAt(sl.At); at.After(now) {
-			js.entry = &fireEntry{at: at, slot: SlotKey{Job: js.spec.Name, At: sl.At}}
-			heap.Push(&t.heap, js.entry)
+			t.enqueue(js, &fireEntry{at: at, slot: SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
 			return
 		}
 		after = sl.At
@@ -190,161 +252,19 @@ func (t *term) scheduleAfter(js *jobState, slot time.Time) {
 		return
 	}
 	if sl := js.spec.Schedule.Next(slot); !sl.At.IsZero() {
-		js.entry = &fireEntry{at: js.spec.fireAt(sl.At), slot: SlotKey{Job: js.spec.Name, At: sl.At}}
-		heap.Push(&t.heap, js.entry)
+		t.enqueue(js, &fireEntry{at: js.spec.fireAt(sl.At), slot: SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
 	}
 }
 
-// fireDue dispatches every slot whose time has come and schedules each job's next slot.
-func (t *term) fireDue(ctx context.Context) error {
-	now := t.r.clock.Now()
-	var due []pending
-	for len(t.heap) > 0 && !t.heap[0].at.After(now) {
-		e := heap.Pop(&t.heap).(*fireEntry)
-		js := t.jobs[e.slot.Job]
-		if e.retry != nil {
-			due = append(due, *e.retry)
-			continue
-		}
-		if js == nil || js.entry != e {
-			continue // superseded by a reload
-		}
-		js.entry = nil
-		due = append(due, pending{slot: e.slot})
-		t.scheduleAfter(js, e.slot.At)
+// enqueue makes e the job's next slot: in the claim queue, or on the fire heap when slots are
+// claimed as they fire.
+func (t *term) enqueue(js *jobState, e *fireEntry) {
+	js.entry = e
+	if t.ahead < 0 {
+		heap.Push(&t.heap, e)
+		return
 	}
-	return t.dispatch(ctx, due)
-}
-
-// dispatch applies pause and overlap to due slots, then starts the ones that should run.
-func (t *term) dispatch(ctx context.Context, due []pending) error {
-	var (
-		start   []pending
-		records []Outcome
-	)
-	starting := map[string]int{}
-	for _, p := range due {
-		js := t.jobs[p.slot.Job]
-		if js == nil {
-			continue
-		}
-		if !p.slot.Manual && p.orphan == nil && t.r.opts.Paused != nil && t.r.opts.Paused(js.spec.Name) {
-			records = append(records, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: "paused"})
-			continue
-		}
-		if len(js.active)+starting[js.spec.Name] > 0 {
-			switch js.spec.Overlap {
-			case OverlapSkip:
-				records = append(records, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: "overlap: the previous run is still running"})
-				continue
-			case OverlapQueue:
-				js.queue = append(js.queue, p)
-				continue
-			case OverlapReplace:
-				for _, a := range js.active {
-					a.cancel(errReplaced)
-				}
-			}
-		}
-		starting[js.spec.Name]++
-		start = append(start, p)
-	}
-	if err := t.record(ctx, records); err != nil {
-		return err
-	}
-	return t.start(ctx, start)
-}
-
-// record stores slots that end without running; a failure other than the fence is logged
-// (the slots stay without a row, and a later leader records them missed).
-func (t *term) record(ctx context.Context, outs []Outcome) error {
-	if len(outs) == 0 {
-		return nil
-	}
-	err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs)
-	if errors.Is(err, ErrFenced) {
-		return t.fenced(outs[0].Slot.Job, err)
-	}
-	if err != nil {
-		t.lg.Warn("record slots", zap.Int("slots", len(outs)), zap.Error(err))
-		return nil
-	}
-	for _, o := range outs {
-		t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
-		if h := t.r.opts.Hooks.Recorded; h != nil {
-			h(o.Slot.Job, o.Status)
-		}
-	}
-	return nil
-}
-
-// start claims fresh slots in one batch and takes over orphans, then launches their runs. A
-// ledger failure other than the fence puts the slots back to be retried shortly.
-func (t *term) start(ctx context.Context, ps []pending) error {
-	var fresh []SlotKey
-	for _, p := range ps {
-		if p.orphan != nil {
-			if err := t.reclaim(ctx, *p.orphan); err != nil {
-				return err
-			}
-			continue
-		}
-		fresh = append(fresh, p.slot)
-	}
-	if len(fresh) == 0 {
-		return nil
-	}
-	claimed, err := t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh)
-	switch {
-	case errors.Is(err, ErrFenced):
-		return t.fenced(fresh[0].Job, err)
-	case err != nil:
-		t.retryLater(fresh, err)
-		return nil
-	}
-	t.failures = 0
-	for _, c := range claimed {
-		switch {
-		case c.Written:
-			t.launch(c.Run)
-		case c.Run.Status == StatusRunning && c.Run.Token < t.token:
-			if err := t.reclaim(ctx, c.Run); err != nil {
-				return err
-			}
-		default:
-			t.lg.Info("slot already has a run", zap.String("job", c.Run.Slot.Job), zap.Time("slot", c.Run.Slot.At),
-				zap.String("status", string(c.Run.Status)), zap.Int64("run_token", c.Run.Token))
-		}
-	}
-	return nil
-}
-
-// reclaim takes over a run an older leader left running, and runs it again.
-func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
-	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
-	switch {
-	case errors.Is(err, ErrFenced):
-		return t.fenced(orphan.Slot.Job, err)
-	case err != nil:
-		t.lg.Warn("take over run", zap.String("job", orphan.Slot.Job), zap.Time("slot", orphan.Slot.At), zap.Int64("run_id", orphan.RunID), zap.Error(err))
-		return nil
-	}
-	t.lg.Info("run taken over", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
-		zap.Int64("old_token", orphan.Token), zap.Int("attempt", run.Attempt))
-	t.launch(run)
-	return nil
-}
-
-// retryLater puts slots whose claim failed back on the heap, with a growing delay.
-func (t *term) retryLater(slots []SlotKey, err error) {
-	t.failures++
-	delay := min(retryDelay<<min(t.failures-1, 10), maxRetryDelay)
-	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", delay), zap.Int("failures", t.failures), zap.Error(err))
-	at := t.r.clock.Now().Add(delay)
-	for _, s := range slots {
-		p := pending{slot: s}
-		heap.Push(&t.heap, &fireEntry{at: at, slot: s, retry: &p})
-	}
+	t.queue.push(e)
 }
 
 // fenced reports that the store refused this term's token: the term must end.
@@ -355,22 +275,67 @@ func (t *term) fenced(job string, err error) error {
 	return fmt.Errorf("job %q: the store refused token %d, a newer leader exists: %w", job, t.token, err)
 }
 
+// launchYield is how many runs the loop starts before it lets them run: in a herd of short runs
+// the loop would otherwise create every goroutine before the first one ran, and the memory of a
+// herd would grow with its size instead of with the runs actually in progress.
+const launchYield = 64
+
 // launch starts the run's goroutine.
-func (t *term) launch(run LedgerRun) {
-	js := t.jobs[run.Slot.Job]
+func (t *term) launch(js *jobState, run LedgerRun) {
+	if t.launched++; t.launched%launchYield == 0 {
+		runtime.Gosched()
+	}
+	if js == nil {
+		js = t.jobs[run.Slot.Job]
+	}
 	ctx, cancel := context.WithCancelCause(t.runsCtx)
+	if t.ended {
+		cancel(errTermEnded)
+	}
 	js.active[run.RunID] = &activeRun{run: run, cancel: cancel}
 	t.runs++
 	go func() {
 		defer cancel(nil)
-		t.done <- t.execute(ctx, js.spec, run)
+		d, f := t.execute(ctx, js.spec, run)
+		d.js = js
+		if f != nil {
+			f.done.js = js
+		}
+		switch {
+		case f == nil:
+			t.done <- d
+		case t.completer != nil:
+			t.completer.add(*f)
+		default:
+			t.complete(ctx, f)
+			t.done <- f.done
+		}
 	}()
+}
+
+// cancelRuns cancels every run of the term with cause.
+func (t *term) cancelRuns(cause error) {
+	for _, js := range t.jobs {
+		for _, a := range js.active {
+			a.cancel(cause)
+		}
+	}
+}
+
+// runsDone is runDone for runs whose outcomes were written together.
+func (t *term) runsDone(ds []runDone) {
+	for _, d := range ds {
+		t.runDone(d)
+	}
 }
 
 // runDone removes a finished run and starts the next queued slot of its job.
 func (t *term) runDone(d runDone) {
 	t.runs--
-	js := t.jobs[d.job]
+	js := d.js
+	if js == nil {
+		js = t.jobs[d.job]
+	}
 	delete(js.active, d.runID)
 	if d.fenced != nil {
 		select {
@@ -385,7 +350,7 @@ func (t *term) runDone(d runDone) {
 		}
 		return
 	}
-	if len(js.active) == 0 && len(js.queue) > 0 && t.runsCtx.Err() == nil {
+	if len(js.active) == 0 && len(js.queue) > 0 && !t.ended {
 		next := js.queue[0]
 		js.queue = js.queue[1:]
 		if err := t.start(t.runsCtx, []pending{next}); err != nil {
@@ -395,73 +360,4 @@ func (t *term) runDone(d runDone) {
 			}
 		}
 	}
-}
-
-// drain stops firing; idle is closed once no run is left.
-func (t *term) drain(idle chan struct{}) {
-	t.draining = true
-	t.heap = t.heap[:0]
-	for _, js := range t.jobs {
-		js.entry, js.queue = nil, nil
-	}
-	if t.runs == 0 {
-		close(idle)
-		return
-	}
-	t.drainIdle = idle
-	t.lg.Info("draining", zap.Int("runs", t.runs))
-}
-
-// trigger starts the manual run of job at slot at.
-func (t *term) trigger(job string, at time.Time) error {
-	js := t.jobs[job]
-	if js == nil || js.removed {
-		return fmt.Errorf("trigger %q: no such job", job)
-	}
-	if t.draining {
-		return fmt.Errorf("trigger %q: shutting down", job)
-	}
-	at = at.UTC().Truncate(time.Microsecond)
-	t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", at))
-	return t.dispatch(t.runsCtx, []pending{{slot: SlotKey{Job: job, At: at, Manual: true}}})
-}
-
-// reload applies a new table: new jobs get their fences raised, changed ones new timers.
-func (t *term) reload(specs []*Spec) {
-	now := t.r.clock.Now()
-	var added []string
-	keep := map[string]bool{}
-	for _, s := range specs {
-		keep[s.Name] = true
-		js := t.jobs[s.Name]
-		if js == nil {
-			added = append(added, s.Name)
-			t.jobs[s.Name] = &jobState{spec: s, active: map[int64]*activeRun{}}
-			continue
-		}
-		old := js.spec
-		js.spec, js.removed = s, false
-		if !sameTiming(old, s) || js.entry == nil {
-			js.entry = nil // its heap entry is now stale and skipped
-			t.schedule(js, now)
-		}
-	}
-	for name, js := range t.jobs {
-		if !keep[name] {
-			js.removed, js.entry, js.queue = true, nil, nil
-		}
-	}
-	if len(added) > 0 {
-		if err := t.r.opts.Ledger.RaiseAll(t.runsCtx, added, t.token); err != nil {
-			t.lg.Error("raise fences of new jobs; they will not run in this term", zap.Strings("jobs", added), zap.Error(err))
-			for _, n := range added {
-				t.jobs[n].removed = true
-			}
-		} else {
-			for _, n := range added {
-				t.schedule(t.jobs[n], now)
-			}
-		}
-	}
-	t.lg.Info("table reloaded", zap.Int("jobs", len(specs)), zap.Strings("added", added))
 }

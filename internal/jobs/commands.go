@@ -1,0 +1,82 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The commands below run on the loop goroutine, sent there by the Runner's Drain, Trigger and
+// SetTable.
+
+// drain stops firing; idle is closed once no run is left.
+func (t *term) drain(idle chan struct{}) {
+	t.draining = true
+	t.heap = t.heap[:0]
+	t.queue.reset()
+	t.pendingClaims = nil
+	for _, js := range t.jobs {
+		js.entry, js.queue = nil, nil
+	}
+	if t.runs == 0 {
+		close(idle)
+		return
+	}
+	t.drainIdle = idle
+	t.lg.Info("draining", zap.Int("runs", t.runs))
+}
+
+// trigger starts the manual run of job at slot at.
+func (t *term) trigger(job string, at time.Time) error {
+	js := t.jobs[job]
+	if js == nil || js.removed {
+		return fmt.Errorf("trigger %q: no such job", job)
+	}
+	if t.draining {
+		return fmt.Errorf("trigger %q: shutting down", job)
+	}
+	at = at.UTC().Truncate(time.Microsecond)
+	t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", at))
+	return t.dispatch(t.runsCtx, []pending{{slot: SlotKey{Job: job, At: at, Manual: true}}})
+}
+
+// reload applies a new table: new jobs get their fences raised, changed ones new timers.
+func (t *term) reload(specs []*Spec) {
+	now := t.r.clock.Now()
+	var added []string
+	keep := map[string]bool{}
+	for _, s := range specs {
+		keep[s.Name] = true
+		js := t.jobs[s.Name]
+		if js == nil {
+			added = append(added, s.Name)
+			t.addJob(s)
+			continue
+		}
+		old := js.spec
+		js.spec, js.removed = s, false
+		if !sameTiming(old, s) || js.entry == nil {
+			js.entry = nil // its heap entry is now stale and skipped
+			t.schedule(js, now)
+		}
+	}
+	for name, js := range t.jobs {
+		if !keep[name] {
+			js.removed, js.entry, js.queue = true, nil, nil
+		}
+	}
+	if len(added) > 0 {
+		if err := t.r.opts.Ledger.RaiseAll(t.runsCtx, added, t.token); err != nil {
+			t.lg.Error("raise fences of new jobs; they will not run in this term", zap.Strings("jobs", added), zap.Error(err))
+			for _, n := range added {
+				t.jobs[n].removed = true
+			}
+		} else {
+			for _, n := range added {
+				t.schedule(t.jobs[n], now)
+			}
+		}
+	}
+	t.lg.Info("table reloaded", zap.Int("jobs", len(specs)), zap.Strings("added", added))
+}

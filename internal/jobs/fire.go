@@ -1,0 +1,285 @@
+package jobs
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+)
+
+// Reasons recorded for slots that end without running.
+const (
+	reasonPaused      = "paused"
+	reasonOverlapSkip = "overlap: the previous run is still running"
+	reasonReloaded    = "the job's schedule changed before the slot"
+)
+
+// fireDue dispatches every slot whose time has come and schedules each job's next slot. A slot
+// whose claim ahead is still in flight fires when the answer comes.
+func (t *term) fireDue(ctx context.Context) error {
+	now := t.r.clock.Now()
+	t.claimAhead(now)
+	var (
+		due    []pending
+		closes []Completion
+		fired  []*fireEntry
+	)
+	for len(t.heap) > 0 && !t.heap[0].at.After(now) {
+		e := heap.Pop(&t.heap).(*fireEntry)
+		if e.retry != nil {
+			due = append(due, *e.retry)
+			continue
+		}
+		js := e.js
+		if js.entry != e {
+			// Superseded by a reload: a run claimed ahead for it is closed.
+			e.dropped = true
+			if e.claim == claimDone && e.written {
+				closes = append(closes, Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: StatusSkipped, Reason: reasonReloaded})
+			}
+			continue
+		}
+		js.entry = nil
+		fired = append(fired, e)
+		if e.claim == claimSent {
+			e.late = true
+			continue
+		}
+		if p, ok := t.firing(e); ok {
+			due = append(due, p)
+		}
+	}
+	if err := t.closeRuns(ctx, closes); err != nil {
+		return err
+	}
+	if err := t.dispatch(ctx, due); err != nil {
+		return err
+	}
+	// The next slots are computed after the runs started, off their path.
+	for _, e := range fired {
+		t.scheduleAfter(e.js, e.slot.At)
+	}
+	return nil
+}
+
+// dispatch applies pause and overlap to due slots, then starts the ones that should run. A slot
+// that must not run is recorded skipped; one claimed ahead (or an orphan) is completed skipped.
+func (t *term) dispatch(ctx context.Context, due []pending) error {
+	var (
+		start   = make([]pending, 0, len(due))
+		records []Outcome
+		closes  []Completion
+	)
+	skip := func(p pending, reason string) {
+		switch {
+		case p.claimed != nil:
+			closes = append(closes, Completion{RunID: p.claimed.RunID, Job: p.slot.Job, Status: StatusSkipped, Reason: reason})
+		case p.orphan != nil:
+			closes = append(closes, Completion{RunID: p.orphan.RunID, Job: p.slot.Job, Status: StatusSkipped, Reason: reason})
+		default:
+			records = append(records, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: reason})
+		}
+	}
+	for _, p := range due {
+		js := p.js
+		if js == nil {
+			js = t.jobs[p.slot.Job]
+		}
+		if js == nil {
+			continue
+		}
+		p.js = js
+		if !p.slot.Manual && t.paused(js.spec.Name) {
+			skip(p, reasonPaused)
+			continue
+		}
+		if len(js.active)+js.starting > 0 {
+			switch js.spec.Overlap {
+			case OverlapSkip:
+				skip(p, reasonOverlapSkip)
+				continue
+			case OverlapQueue:
+				js.queue = append(js.queue, p)
+				continue
+			case OverlapReplace:
+				for _, a := range js.active {
+					a.cancel(errReplaced)
+				}
+			}
+		}
+		js.starting++
+		start = append(start, p)
+	}
+	for _, p := range start {
+		p.js.starting = 0
+	}
+	if err := t.record(ctx, records); err != nil {
+		return err
+	}
+	if err := t.closeRuns(ctx, closes); err != nil {
+		return err
+	}
+	return t.start(ctx, start)
+}
+
+// record stores slots that end without running; a failure other than the fence is logged
+// (the slots stay without a row, and a later leader records them missed).
+func (t *term) record(ctx context.Context, outs []Outcome) error {
+	if len(outs) > maxClaimBatch {
+		for lo := 0; lo < len(outs); lo += maxClaimBatch {
+			if err := t.record(ctx, outs[lo:min(lo+maxClaimBatch, len(outs))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(outs) == 0 {
+		return nil
+	}
+	err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs)
+	if errors.Is(err, ErrFenced) {
+		return t.fenced(outs[0].Slot.Job, err)
+	}
+	if err != nil {
+		t.lg.Warn("record slots", zap.Int("slots", len(outs)), zap.Error(err))
+		return nil
+	}
+	for _, o := range outs {
+		t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
+		if h := t.r.opts.Hooks.Recorded; h != nil {
+			h(o.Slot.Job, o.Status)
+		}
+	}
+	return nil
+}
+
+// closeRuns finishes runs that end without running (claimed ahead, or orphans), in one batch
+// when the ledger can. A failure other than the fence is logged: the runs stay running, and a
+// later leader closes them.
+func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	errs := t.completeAll(ctx, cs)
+	for i, c := range cs {
+		switch err := errs[i]; {
+		case errors.Is(err, ErrFenced):
+			return t.fenced(c.Job, err)
+		case err != nil:
+			t.lg.Warn("close run", zap.String("job", c.Job), zap.Int64("run_id", c.RunID), zap.String("status", string(c.Status)), zap.Error(err))
+		default:
+			t.lg.Info("run closed", zap.String("job", c.Job), zap.Int64("run_id", c.RunID), zap.String("status", string(c.Status)), zap.String("reason", c.Reason))
+			if h := t.r.opts.Hooks.Recorded; h != nil {
+				h(c.Job, c.Status)
+			}
+		}
+	}
+	return nil
+}
+
+// start claims fresh slots in one batch, takes over orphans and launches the runs, those claimed
+// ahead at once. A ledger failure other than the fence puts the slots back to be retried shortly.
+func (t *term) start(ctx context.Context, ps []pending) error {
+	var fresh []SlotKey
+	for _, p := range ps {
+		switch {
+		case p.claimed != nil:
+			t.launch(p.js, *p.claimed)
+		case p.orphan != nil:
+			if err := t.reclaim(ctx, *p.orphan); err != nil {
+				return err
+			}
+		default:
+			fresh = append(fresh, p.slot)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if len(fresh) <= maxClaimBatch {
+		claimed, err := t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh)
+		return t.claimedNow(ctx, fresh, claimed, err)
+	}
+	// A large batch (a takeover's catch-up) is claimed in parts, maxClaimsInFlight at once; the
+	// runs are launched here, on the loop goroutine.
+	type part struct {
+		slots   []SlotKey
+		claimed []Claimed
+		err     error
+	}
+	var parts []*part
+	for lo := 0; lo < len(fresh); lo += maxClaimBatch {
+		parts = append(parts, &part{slots: fresh[lo:min(lo+maxClaimBatch, len(fresh))]})
+	}
+	var g errgroup.Group
+	g.SetLimit(maxClaimsInFlight)
+	for _, p := range parts {
+		g.Go(func() error {
+			p.claimed, p.err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, p.slots)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, p := range parts {
+		if err := t.claimedNow(ctx, p.slots, p.claimed, p.err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimedNow launches the runs of fresh slots claimed now.
+func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claimed, err error) error {
+	switch {
+	case errors.Is(err, ErrFenced):
+		return t.fenced(fresh[0].Job, err)
+	case err != nil:
+		t.retryLater(fresh, err)
+		return nil
+	}
+	t.failures = 0
+	for _, c := range claimed {
+		switch {
+		case c.Written:
+			t.launch(nil, c.Run)
+		case c.Run.Status == StatusRunning && c.Run.Token < t.token:
+			if err := t.reclaim(ctx, c.Run); err != nil {
+				return err
+			}
+		default:
+			t.lg.Info("slot already has a run", zap.String("job", c.Run.Slot.Job), zap.Time("slot", c.Run.Slot.At),
+				zap.String("status", string(c.Run.Status)), zap.Int64("run_token", c.Run.Token))
+		}
+	}
+	return nil
+}
+
+// reclaim takes over a run an older leader left running, and runs it again.
+func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
+	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
+	switch {
+	case errors.Is(err, ErrFenced):
+		return t.fenced(orphan.Slot.Job, err)
+	case err != nil:
+		t.lg.Warn("take over run", zap.String("job", orphan.Slot.Job), zap.Time("slot", orphan.Slot.At), zap.Int64("run_id", orphan.RunID), zap.Error(err))
+		return nil
+	}
+	t.lg.Info("run taken over", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
+		zap.Int64("old_token", orphan.Token), zap.Int("attempt", run.Attempt))
+	t.launch(nil, run)
+	return nil
+}
+
+// retryLater puts slots whose claim failed back on the heap, with a growing delay.
+func (t *term) retryLater(slots []SlotKey, err error) {
+	t.failures++
+	delay := min(retryDelay<<min(t.failures-1, 10), maxRetryDelay)
+	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", delay), zap.Int("failures", t.failures), zap.Error(err))
+	at := t.r.clock.Now().Add(delay)
+	for _, s := range slots {
+		p := pending{slot: s}
+		heap.Push(&t.heap, &fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
+	}
+}

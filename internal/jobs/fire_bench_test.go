@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// nopLedger answers every call at once and remembers nothing: what is left is the runner's own
+// cost.
+type nopLedger struct{ id atomic.Int64 }
+
+func (l *nopLedger) RaiseAll(context.Context, []string, int64) error { return nil }
+func (l *nopLedger) ClaimMany(_ context.Context, token int64, _ string, slots []SlotKey) ([]Claimed, error) {
+	out := make([]Claimed, len(slots))
+	for i, s := range slots {
+		out[i] = Claimed{Run: LedgerRun{RunID: l.id.Add(1), Slot: s, Status: StatusRunning, Token: token, Attempt: 1}, Written: true}
+	}
+	return out, nil
+}
+func (l *nopLedger) Reclaim(context.Context, int64, string, SlotKey) (LedgerRun, error) {
+	return LedgerRun{}, fmt.Errorf("no orphans here")
+}
+func (l *nopLedger) RecordMany(context.Context, int64, string, []Outcome) error { return nil }
+func (l *nopLedger) Complete(context.Context, int64, Completion) error          { return nil }
+func (l *nopLedger) CompleteMany(_ context.Context, _ int64, cs []Completion) ([]bool, error) {
+	done := make([]bool, len(cs))
+	for i := range done {
+		done[i] = true
+	}
+	return done, nil
+}
+func (l *nopLedger) NextAttempt(context.Context, int64, string, int64) (int, error) { return 2, nil }
+func (l *nopLedger) Window(context.Context, []string, time.Time, time.Time) ([]LedgerRun, error) {
+	return nil, nil
+}
+func (l *nopLedger) Last(context.Context, []string) (map[string]LedgerRun, error) { return nil, nil }
+func (l *nopLedger) Orphans(context.Context, []string) ([]LedgerRun, error)       { return nil, nil }
+
+// BenchmarkRunner_Herd measures the runner's own cost of firing a herd: n jobs due at the same
+// instant, claimed ahead, started, their no-op runs completed, on a ledger that costs nothing.
+// One op is one herd; fire-ns is the cost per fire, which should grow as O(log n).
+//
+//	go test -run '^$' -bench RunnerHerd -benchtime 20x ./internal/jobs/
+func BenchmarkRunner_Herd(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			var finished atomic.Int64
+			exec := execFunc(func(context.Context, Run) (string, error) { return "", nil })
+			table := make([]Spec, n)
+			sched := mustSchedule(b, "@every 1m")
+			for i := range table {
+				table[i] = Spec{Name: fmt.Sprintf("job%06d", i), Schedule: sched, Executor: exec, Timeout: time.Hour,
+					Overlap: OverlapSkip, Misfire: MisfireSkip, Enabled: true}
+			}
+			// Half a second past the claim time of the first herd, at 12:01.
+			clock := newFakeClock(t0.Add(59*time.Second + 500*time.Millisecond))
+			r, err := New(table, Options{Node: "bench", Ledger: &nopLedger{}, Clock: clock, Logger: discardLogger(),
+				Hooks: Hooks{Finished: func(string, Status, time.Duration) { finished.Add(1) }}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = r.Lead(ctx, 1) })
+			defer func() { cancel(); wg.Wait() }()
+			b.ResetTimer()
+			for i := range b.N {
+				waitFor(b, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
+				clock.Advance(500 * time.Millisecond) // the slot
+				want := int64((i + 1) * n)
+				for finished.Load() < want {
+					time.Sleep(50 * time.Microsecond)
+				}
+				waitFor(b, "idle", func() bool { return clock.Pending() == 1 && r.claimedAhead() == -1 })
+				clock.Advance(59*time.Second + 500*time.Millisecond) // the next herd's claim time
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "fire-ns")
+		})
+	}
+}
+
+// discardLogger is the daemon's JSON logging at info level, written nowhere: the encoding is
+// paid, the terminal is not.
+func discardLogger() *zap.Logger {
+	cfg := zap.NewProductionEncoderConfig()
+	cfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder // as the daemon logs
+	enc := zapcore.NewJSONEncoder(cfg)
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zapcore.InfoLevel))
+}
+
+// claimedAhead counts the slots on the fire heap whose claim is answered; -1 when the heap is
+// empty and no run is left.
+func (r *Runner) claimedAhead() int {
+	r.mu.Lock()
+	t := r.current
+	r.mu.Unlock()
+	if t == nil {
+		return 0
+	}
+	got := make(chan int, 1)
+	if !t.send(func() {
+		k := 0
+		if len(t.heap) == 0 && t.runs == 0 {
+			k = -1
+		}
+		for _, e := range t.heap {
+			if e.claim == claimDone {
+				k++
+			}
+		}
+		got <- k
+	}) {
+		return 0
+	}
+	return <-got
+}

@@ -1,0 +1,297 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+func (l *fakeLedger) claimCalls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.claims
+}
+
+// countingExec counts its runs.
+type countingExec struct{ n atomic.Int32 }
+
+func (c *countingExec) Execute(context.Context, Run) (string, error) { c.n.Add(1); return "ok", nil }
+
+func TestRunner_ClaimsAhead(t *testing.T) {
+	exec := &countingExec{}
+	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, nil))
+	h.lead(token)
+	// 12:00:59.5: the 12:01 slot is claimed (ClaimAhead 1s) and has not run.
+	h.advance(29*time.Second+500*time.Millisecond, 1)
+	rows := h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+	if rows[0].Status != StatusRunning || !rows[0].Slot.At.Equal(t0.Add(time.Minute)) || rows[0].Token != token {
+		t.Fatalf("rows=%+v, want the 12:01 slot claimed running with token %d", rows, token)
+	}
+	if n := exec.n.Load(); n != 0 {
+		t.Fatalf("%d runs before the slot", n)
+	}
+	claims := h.ledger.claimCalls()
+	h.advance(500*time.Millisecond, 1)
+	h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	if got := h.ledger.claimCalls(); got != claims {
+		t.Fatalf("%d claims when the slot fired, want none", got-claims)
+	}
+}
+
+func TestRunner_ClaimedAheadIsDecidedAgainAtFireTime(t *testing.T) {
+	t.Run("Paused", func(t *testing.T) {
+		exec := &countingExec{}
+		h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, nil))
+		h.lead(token)
+		h.advance(29*time.Second+500*time.Millisecond, 1)
+		h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+		h.paused.Store(true)
+		h.advance(500*time.Millisecond, 1)
+		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+		if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
+			t.Fatalf("rows=%+v runs=%d, want the claimed slot completed skipped (paused), not run", rows, exec.n.Load())
+		}
+	})
+	t.Run("OverlapSkip", func(t *testing.T) {
+		b := newBlocker()
+		h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", b, nil))
+		h.lead(token)
+		h.advance(29*time.Second+500*time.Millisecond, 1)
+		h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+		// A manual run starts between the claim and the slot.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.runner.Trigger(ctx, "job", t0.Add(59*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		<-b.started
+		h.advance(500*time.Millisecond, 2)
+		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+		for _, r := range rows {
+			if r.Status == StatusSkipped && (r.Slot.Manual || r.Completion.Reason != reasonOverlapSkip) {
+				t.Fatalf("rows=%+v, want the 12:01 slot skipped for overlap", rows)
+			}
+		}
+		close(b.release)
+	})
+}
+
+func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   time.Duration // when the next leader takes over, after 12:00
+	}{
+		{"BeforeTheSlot", 59*time.Second + 800*time.Millisecond},
+		{"AfterTheSlot", 70 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var ran []Run
+			exec := execFunc(func(_ context.Context, r Run) (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				ran = append(ran, r)
+				return "ok", nil
+			})
+			job := spec(t, "job", exec, nil)
+			h := newHarness(t, t0.Add(30*time.Second), job)
+			h.lead(token)
+			h.advance(29*time.Second+500*time.Millisecond, 1)
+			h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+			if err := h.stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The next leader, on the same ledger.
+			clock := newFakeClock(t0.Add(tc.at))
+			next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			result := make(chan error, 1)
+			go func() { result <- next.Lead(ctx, token+1) }()
+			defer func() {
+				cancel()
+				if err := <-result; err != nil {
+					t.Errorf("Lead=%v", err)
+				}
+			}()
+			if tc.at < time.Minute {
+				waitFor(t, "armed timer", func() bool { return clock.Pending() == 1 })
+				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != StatusRunning {
+					t.Fatalf("rows=%+v: the slot claimed ahead must be left for the firing loop", rows)
+				}
+				clock.Advance(time.Minute - tc.at)
+			}
+			rows := h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			if rows[0].Token != token+1 || rows[0].Attempt != 2 || !rows[0].Slot.At.Equal(t0.Add(time.Minute)) {
+				t.Fatalf("rows=%+v, want the 12:01 slot taken over by token %d", rows, token+1)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ran) != 1 || ran[0].Token != token+1 {
+				t.Fatalf("runs=%+v, want one run by the next leader", ran)
+			}
+		})
+	}
+}
+
+func TestRunner_ReloadClosesSlotClaimedAhead(t *testing.T) {
+	exec := &countingExec{}
+	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, nil))
+	h.lead(token)
+	h.advance(29*time.Second+500*time.Millisecond, 1)
+	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+	err := h.runner.SetTable([]Spec{spec(t, "job", exec, func(s *Spec) { s.Schedule = mustSchedule(t, "@every 90s") })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "reload", func() bool { return h.clock.Pending() == 1 })
+	h.advance(500*time.Millisecond, 1)
+	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+	if rows[0].Completion.Reason != reasonReloaded || exec.n.Load() != 0 {
+		t.Fatalf("rows=%+v runs=%d", rows, exec.n.Load())
+	}
+}
+
+// batchLedger is a fakeLedger with CompleteMany.
+type batchLedger struct {
+	*fakeLedger
+	batches atomic.Int32
+	singles atomic.Int32
+}
+
+func (l *batchLedger) Complete(ctx context.Context, token int64, c Completion) error {
+	l.singles.Add(1)
+	return l.fakeLedger.Complete(ctx, token, c)
+}
+
+func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]bool, error) {
+	l.batches.Add(1)
+	l.mu.Lock()
+	for _, c := range cs {
+		if err := l.check(c.Job, token); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+	}
+	l.mu.Unlock()
+	done := make([]bool, len(cs))
+	for i, c := range cs {
+		done[i] = l.fakeLedger.Complete(ctx, token, c) == nil
+	}
+	return done, nil
+}
+
+func TestRunner_BatchedCompletions(t *testing.T) {
+	const n = 200
+	gate := make(chan struct{})
+	exec := execFunc(func(context.Context, Run) (string, error) { <-gate; return "ok", nil })
+	var table []Spec
+	for i := range n {
+		table = append(table, spec(t, fmt.Sprintf("job%03d", i), exec, nil))
+	}
+	led := &batchLedger{fakeLedger: newFakeLedger()}
+	clock := newFakeClock(t0.Add(30 * time.Second))
+	var fired atomic.Int32
+	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
+		Hooks: Hooks{Fired: func(string, time.Duration) { fired.Add(1) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- r.Lead(ctx, token) }()
+	waitFor(t, "leading", func() bool { return clock.Pending() == 1 })
+	clock.Advance(time.Minute)
+	waitFor(t, "all fired", func() bool { return fired.Load() == n })
+	close(gate) // the herd ends together
+	waitFor(t, "all recorded", func() bool {
+		done := 0
+		for i := range n {
+			done += count(led.snapshot(fmt.Sprintf("job%03d", i)), StatusSucceeded)
+		}
+		return done == n
+	})
+	cancel()
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	if b, s := led.batches.Load(), led.singles.Load(); b == 0 || int(b)+int(s) >= n {
+		t.Fatalf("%d batches and %d single completions for %d runs ending together", b, s, n)
+	}
+}
+
+func TestClaimQueue_Plan(t *testing.T) {
+	herd := time.Date(2026, 3, 2, 2, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		n         int
+		rate      float64
+		wantWake  time.Time
+		claimedAt time.Time // a time at which the herd is claimed
+		earlyAt   time.Time // a time at which it is not yet
+	}{
+		{"OneSlot", 1, 20000, herd.Add(-time.Second - 50*time.Microsecond), herd.Add(-time.Second), herd.Add(-1100 * time.Millisecond)},
+		{"Herd", 100000, 20000, herd.Add(-6 * time.Second), herd.Add(-6 * time.Second), herd.Add(-6100 * time.Millisecond)},
+		{"HugeHerdIsBounded", 10000000, 20000, herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead - time.Millisecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newClaimQueue()
+			q.rate = tc.rate
+			for i := range min(tc.n, 10) {
+				q.push(&fireEntry{at: herd, slot: SlotKey{Job: fmt.Sprint(i), At: herd}, js: &jobState{ord: i}})
+			}
+			q.count[herd.Unix()] = tc.n
+			if _, wake := q.plan(herd.Add(-time.Hour), time.Second); !wake.Equal(tc.wantWake) {
+				t.Fatalf("wake=%s, want %s", wake, tc.wantWake)
+			}
+			if by, _ := q.plan(tc.claimedAt, time.Second); !herd.Before(by) {
+				t.Fatalf("at %s: claim by %s, want the herd at %s included", tc.claimedAt, by, herd)
+			}
+			if by, _ := q.plan(tc.earlyAt, time.Second); herd.Before(by) {
+				t.Fatalf("at %s: claim by %s, want the herd at %s left for later", tc.earlyAt, by, herd)
+			}
+		})
+	}
+}
+
+func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
+	exec := &countingExec{}
+	job := spec(t, "job", exec, nil)
+	h := newHarness(t, t0.Add(30*time.Second), job)
+	h.lead(token)
+	h.advance(29*time.Second+500*time.Millisecond, 1)
+	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The next leader takes over before the slot, with the job paused.
+	clock := newFakeClock(t0.Add(59*time.Second + 800*time.Millisecond))
+	next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t),
+		Paused: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- next.Lead(ctx, token+1) }()
+	defer func() {
+		cancel()
+		if err := <-result; err != nil {
+			t.Errorf("Lead=%v", err)
+		}
+	}()
+	waitFor(t, "armed timer", func() bool { return clock.Pending() == 1 })
+	clock.Advance(200 * time.Millisecond)
+	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+	if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
+		t.Fatalf("rows=%+v runs=%d, want the slot claimed ahead by the old leader closed skipped (paused)", rows, exec.n.Load())
+	}
+}
