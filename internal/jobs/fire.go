@@ -182,18 +182,22 @@ func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
 // start claims fresh slots in one batch, takes over orphans and launches the runs, those claimed
 // ahead at once. A ledger failure other than the fence puts the slots back to be retried shortly.
 func (t *term) start(ctx context.Context, ps []pending) error {
-	var fresh []SlotKey
+	var (
+		fresh   []SlotKey
+		orphans []LedgerRun
+	)
 	for _, p := range ps {
 		switch {
 		case p.claimed != nil:
 			t.launch(p.js, *p.claimed)
 		case p.orphan != nil:
-			if err := t.reclaim(ctx, *p.orphan); err != nil {
-				return err
-			}
+			orphans = append(orphans, *p.orphan)
 		default:
 			fresh = append(fresh, p.slot)
 		}
+	}
+	if err := t.reclaimAll(ctx, orphans); err != nil {
+		return err
 	}
 	if len(fresh) == 0 {
 		return nil
@@ -256,9 +260,48 @@ func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claime
 	return nil
 }
 
+// maxReclaimsInFlight bounds the concurrent Reclaim calls of a takeover with many orphans.
+const maxReclaimsInFlight = 8
+
+// reclaimAll takes over runs older leaders left running, and runs them again. The ledger takes
+// them over one call each: many orphans (a takeover after a herd was cut off) go in parallel,
+// and their runs are launched here, on the loop goroutine.
+func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
+	if len(orphans) <= 1 {
+		for _, o := range orphans {
+			if err := t.reclaim(ctx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	runs := make([]LedgerRun, len(orphans))
+	errs := make([]error, len(orphans))
+	var g errgroup.Group
+	g.SetLimit(maxReclaimsInFlight)
+	for i, o := range orphans {
+		g.Go(func() error {
+			runs[i], errs[i] = t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, o.Slot)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, o := range orphans {
+		if err := t.reclaimed(o, runs[i], errs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reclaim takes over a run an older leader left running, and runs it again.
 func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
 	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
+	return t.reclaimed(orphan, run, err)
+}
+
+// reclaimed launches a run taken over, or reports why it could not be.
+func (t *term) reclaimed(orphan, run LedgerRun, err error) error {
 	switch {
 	case errors.Is(err, ErrFenced):
 		return t.fenced(orphan.Slot.Job, err)

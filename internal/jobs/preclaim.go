@@ -20,15 +20,18 @@ import (
 // checked again at fire time: a slot claimed ahead that must not run after all is completed
 // skipped with its reason.
 //
-// Herds: a claim of many slots takes time (a few hundred thousand slots per second on Postgres).
-// The queue counts its slots per second of fire time and claims a second's slots early enough to
-// claim them, and every earlier one, at the claim rate it measured, before they fire; at most
-// maxClaimLead ahead.
+// Herds: a claim of many slots takes time (tens of thousands of slots a second on Postgres, ten
+// thousand on SQLite). The queue counts its slots per second of fire time and claims a second's slots
+// early enough to claim them, and every earlier one, at the claim rate it measured, before they
+// fire; at most maxClaimLead ahead. Batches hold at most maxClaimBatch slots: a fenced batch
+// takes a lock per job, and Postgres's shared lock table holds about 6,400 by default.
 //
 // A slot claimed ahead by a term that ends before the slot fires stays running in the ledger
 // under that term's token, as a run cut off by a crash does. The next leader takes it over: at
-// catch-up if the slot is due by then, else when the slot fires (planCatchup leaves it alone,
-// and the claim finds it running under an older token).
+// catch-up if the slot is due by then (misfire policy, like any orphan), else when the slot
+// fires: planCatchup leaves such an orphan to the firing loop, which reclaims it (attempt 2) or,
+// if the job is paused or busy by then, closes it skipped. The run's started_at in the ledger is
+// the claim's time, up to ClaimAhead (and a herd's lead) before its slot.
 
 // Bounds of claiming ahead.
 const (

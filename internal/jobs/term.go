@@ -322,15 +322,41 @@ func (t *term) cancelRuns(cause error) {
 	}
 }
 
-// runsDone is runDone for runs whose outcomes were written together.
+// runsDone is runDone for runs whose outcomes were written together; the slots queued behind
+// them start together, in one claim.
 func (t *term) runsDone(ds []runDone) {
+	var next []pending
 	for _, d := range ds {
-		t.runDone(d)
+		if p, ok := t.finishRun(d); ok {
+			next = append(next, p)
+		}
 	}
+	t.startQueued(next)
 }
 
 // runDone removes a finished run and starts the next queued slot of its job.
 func (t *term) runDone(d runDone) {
+	if p, ok := t.finishRun(d); ok {
+		t.startQueued([]pending{p})
+	}
+}
+
+// startQueued starts slots taken from their jobs' queues.
+func (t *term) startQueued(ps []pending) {
+	if len(ps) == 0 {
+		return
+	}
+	if err := t.start(t.runsCtx, ps); err != nil {
+		select {
+		case t.fence <- err:
+		default:
+		}
+	}
+}
+
+// finishRun removes a finished run and returns the next slot queued for its job, if it is to
+// start now.
+func (t *term) finishRun(d runDone) (pending, bool) {
 	t.runs--
 	js := d.js
 	if js == nil {
@@ -348,16 +374,12 @@ func (t *term) runDone(d runDone) {
 			close(t.drainIdle)
 			t.drainIdle = nil
 		}
-		return
+		return pending{}, false
 	}
 	if len(js.active) == 0 && len(js.queue) > 0 && !t.ended {
 		next := js.queue[0]
 		js.queue = js.queue[1:]
-		if err := t.start(t.runsCtx, []pending{next}); err != nil {
-			select {
-			case t.fence <- err:
-			default:
-			}
-		}
+		return next, true
 	}
+	return pending{}, false
 }
