@@ -10,8 +10,8 @@
 // orphan over and runs it again (an interrupted slot is always finished), records one slot
 // missed and runs the latest after it: per job one fence raised, one run taken over, one slot
 // recorded, one claimed. Two ledgers are compared: the daemon's adapter (one
-// Window query per job, one Complete per run) and the batched one (one Window query, and
-// CompleteMany).
+// Window query per job, one Complete and one Reclaim per run) and the batched one (one Window
+// query, CompleteMany, and a ReclaimMany written here in SQL as a proposal for the store).
 package catchup
 
 import (
@@ -294,6 +294,11 @@ func (l *timedLedger) Complete(ctx context.Context, token int64, c jobs.Completi
 
 // batchedTimed is timedLedger keeping CompleteMany.
 type batchedTimed struct{ *timedLedger }
+
+func (l batchedTimed) ReclaimMany(ctx context.Context, token int64, node string, slots []jobs.SlotKey) ([]jobs.LedgerRun, []bool, error) {
+	defer l.add("ReclaimMany", time.Now())
+	return l.Ledger.(jobs.BatchReclaimer).ReclaimMany(ctx, token, node, slots)
+}
 
 func (l batchedTimed) CompleteMany(ctx context.Context, token int64, cs []jobs.Completion) ([]bool, error) {
 	defer l.add("CompleteMany", time.Now())

@@ -8,8 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the SQLite driver of the batched Window
 
@@ -20,17 +24,20 @@ import (
 var (
 	_ jobs.Ledger         = (*Ledger)(nil)
 	_ jobs.BatchCompleter = Batched{}
+	_ jobs.BatchReclaimer = Batched{}
 )
 
 // Ledger is the store as the runner's ledger, translated exactly as the daemon does it: Window
 // reads one job at a time.
 type Ledger struct{ S *fence.Store }
 
-// Batched is Ledger with CompleteMany, and with a Window that reads every job in one query
-// through its own connection to the same database.
+// Batched is Ledger with CompleteMany, and with a Window that reads every job in one query and
+// a ReclaimMany that takes over many orphans in one fenced transaction, both through its own
+// connection to the same database (on SQLite ReclaimMany reclaims one run at a time).
 type Batched struct {
 	*Ledger
 	window func(ctx context.Context, jobs []string, from, to time.Time) ([]jobs.LedgerRun, error)
+	pool   *pgxpool.Pool // nil on SQLite
 	close  func()
 }
 
@@ -46,7 +53,7 @@ func Open(ctx context.Context, s *fence.Store, dsn, path string) (Batched, error
 		if err != nil {
 			return b, fmt.Errorf("connect for the batched window: %w", err)
 		}
-		b.window, b.close = pgWindow(pool), pool.Close
+		b.window, b.pool, b.close = pgWindow(pool), pool, pool.Close
 		return b, nil
 	}
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
@@ -80,6 +87,77 @@ func (b Batched) CompleteMany(ctx context.Context, token int64, cs []jobs.Comple
 		done[i] = r.Written
 	}
 	return done, nil
+}
+
+// ReclaimMany takes over many orphans in one transaction that first enters their jobs' fences
+// (the store's fence_check_all), as the store's own writes do.
+func (b Batched) ReclaimMany(ctx context.Context, token int64, node string, slots []jobs.SlotKey) ([]jobs.LedgerRun, []bool, error) {
+	runs := make([]jobs.LedgerRun, len(slots))
+	taken := make([]bool, len(slots))
+	if b.pool == nil {
+		for i, sl := range slots {
+			r, err := b.Reclaim(ctx, token, node, sl)
+			if errors.Is(err, jobs.ErrFenced) {
+				return nil, nil, err
+			}
+			runs[i], taken[i] = r, err == nil
+		}
+		return runs, taken, nil
+	}
+	sorted := slices.Clone(slots)
+	slices.SortFunc(sorted, func(a, b jobs.SlotKey) int { return strings.Compare(a.Job, b.Job) })
+	names := make([]string, len(sorted))
+	ats := make([]time.Time, len(sorted))
+	manual := make([]bool, len(sorted))
+	for i, sl := range sorted {
+		names[i], ats[i], manual[i] = sl.Job, sl.At.UTC().Truncate(time.Microsecond), sl.Manual
+	}
+	type key struct {
+		job    string
+		at     int64
+		manual bool
+	}
+	got := map[key]jobs.LedgerRun{}
+	err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT scheduler.fence_check_all($1::text[], $2)`, names, token); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `UPDATE scheduler.runs AS r
+			SET token = $4, node = $5, attempt = r.attempt + 1, started_at = now()
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			WHERE r.job = i.job AND r.scheduled_at = i.at AND r.manual = i.manual
+				AND r.status = 'running' AND r.token <> $4
+			RETURNING r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.attempt`,
+			names, ats, manual, token, node)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				r      jobs.LedgerRun
+				status string
+			)
+			if err := rows.Scan(&r.RunID, &r.Slot.Job, &r.Slot.At, &r.Slot.Manual, &status, &r.Token, &r.Attempt); err != nil {
+				return err
+			}
+			r.Status, r.Slot.At = jobs.Status(status), r.Slot.At.UTC()
+			got[key{r.Slot.Job, r.Slot.At.UnixMicro(), r.Slot.Manual}] = r
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "JF001" {
+			return nil, nil, fmt.Errorf("reclaim %d runs with token %d: %w: %w", len(slots), token, jobs.ErrFenced, err)
+		}
+		return nil, nil, fmt.Errorf("reclaim %d runs with token %d: %w", len(slots), token, err)
+	}
+	for i, sl := range slots {
+		r, ok := got[key{sl.Job, sl.At.UTC().Truncate(time.Microsecond).UnixMicro(), sl.Manual}]
+		runs[i], taken[i] = r, ok
+	}
+	return runs, taken, nil
 }
 
 func pgWindow(pool *pgxpool.Pool) func(ctx context.Context, names []string, from, to time.Time) ([]jobs.LedgerRun, error) {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -277,6 +278,35 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 	}
 	runs := make([]LedgerRun, len(orphans))
 	errs := make([]error, len(orphans))
+	if br, ok := t.r.opts.Ledger.(BatchReclaimer); ok {
+		for lo := 0; lo < len(orphans); lo += maxClaimBatch {
+			part := orphans[lo:min(lo+maxClaimBatch, len(orphans))]
+			slots := make([]SlotKey, len(part))
+			for i, o := range part {
+				slots[i] = o.Slot
+			}
+			got, taken, err := br.ReclaimMany(ctx, t.token, t.r.opts.Node, slots)
+			if err == nil && (len(got) != len(part) || len(taken) != len(part)) {
+				err = fmt.Errorf("the ledger answered %d takeovers for %d runs", len(got), len(part))
+			}
+			for i := range part {
+				switch {
+				case err != nil:
+					errs[lo+i] = err
+				case !taken[i]:
+					errs[lo+i] = fmt.Errorf("run %d of job %q is no longer an orphan", part[i].RunID, part[i].Slot.Job)
+				default:
+					runs[lo+i] = got[i]
+				}
+			}
+		}
+		for i, o := range orphans {
+			if err := t.reclaimed(o, runs[i], errs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var g errgroup.Group
 	g.SetLimit(maxReclaimsInFlight)
 	for i, o := range orphans {

@@ -94,3 +94,13 @@ type BatchCompleter interface {
 	// with an error wrapping ErrFenced.
 	CompleteMany(ctx context.Context, token int64, cs []Completion) (done []bool, err error)
 }
+
+// BatchReclaimer is an optional extension of a Ledger: one fenced round trip takes over many
+// orphans. A runner whose Ledger has it takes over the orphans of a takeover in batches instead
+// of one Reclaim each.
+type BatchReclaimer interface {
+	// ReclaimMany takes over the runs of slots left running under older tokens, like Reclaim:
+	// runs[i] is slots[i]'s run as this call left it and taken[i] whether this call took it
+	// over. A write refused by the fence fails the whole batch with an error wrapping ErrFenced.
+	ReclaimMany(ctx context.Context, token int64, node string, slots []SlotKey) (runs []LedgerRun, taken []bool, err error)
+}

@@ -160,11 +160,12 @@ func TestRunner_ReloadClosesSlotClaimedAhead(t *testing.T) {
 	}
 }
 
-// batchLedger is a fakeLedger with CompleteMany.
+// batchLedger is a fakeLedger with CompleteMany and ReclaimMany.
 type batchLedger struct {
 	*fakeLedger
-	batches atomic.Int32
-	singles atomic.Int32
+	batches  atomic.Int32
+	singles  atomic.Int32
+	reclaims atomic.Int32
 }
 
 func (l *batchLedger) Complete(ctx context.Context, token int64, c Completion) error {
@@ -293,5 +294,65 @@ func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
 	if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
 		t.Fatalf("rows=%+v runs=%d, want the slot claimed ahead by the old leader closed skipped (paused)", rows, exec.n.Load())
+	}
+}
+
+// ReclaimMany on the batch fake: the runs of slots left running under older tokens.
+func (l *batchLedger) ReclaimMany(_ context.Context, token int64, _ string, slots []SlotKey) ([]LedgerRun, []bool, error) {
+	l.reclaims.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range slots {
+		if err := l.check(s.Job, token); err != nil {
+			return nil, nil, err
+		}
+	}
+	runs := make([]LedgerRun, len(slots))
+	taken := make([]bool, len(slots))
+	for i, s := range slots {
+		if r, ok := l.runs[idOf(s)]; ok && r.Status == StatusRunning && r.Token < token {
+			r.Token, r.Attempt = token, r.Attempt+1
+			runs[i], taken[i] = *r, true
+		}
+	}
+	return runs, taken, nil
+}
+
+func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
+	const n = 50
+	var table []Spec
+	for i := range n {
+		table = append(table, spec(t, fmt.Sprintf("job%02d", i), execFunc(succeed), func(s *Spec) { s.Misfire = MisfireSkip }))
+	}
+	led := &batchLedger{fakeLedger: newFakeLedger()}
+	for i := range n {
+		// The old leader (token 5) was cut off in the middle of the 12:00 herd.
+		led.put(LedgerRun{Slot: SlotKey{Job: fmt.Sprintf("job%02d", i), At: t0}, Status: StatusRunning, Token: 5, Attempt: 1})
+	}
+	clock := newFakeClock(t0.Add(30 * time.Second))
+	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- r.Lead(ctx, token) }()
+	waitFor(t, "orphans finished", func() bool {
+		done := 0
+		for i := range n {
+			for _, row := range led.snapshot(fmt.Sprintf("job%02d", i)) {
+				if row.Status == StatusSucceeded && row.Token == token && row.Attempt == 2 {
+					done++
+				}
+			}
+		}
+		return done == n
+	})
+	cancel()
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	if got := led.reclaims.Load(); got != 1 {
+		t.Fatalf("%d ReclaimMany calls for %d orphans, want 1", got, n)
 	}
 }
