@@ -24,7 +24,7 @@ type Config struct {
 	// Margin is how long before the lease could expire on the server the
 	// leader steps down when no renewal succeeded. Zero means
 	// max(TTL/5, 500ms) of the granted TTL. It must be below 2/3 of TTL, so
-	// that at least one renewal (every TTL/3) fits before the deadline.
+	// that renewals and their retries fit before the deadline.
 	Margin time.Duration
 	// Now reads the clock for renewal bookkeeping and Term.Since. Nil means
 	// time.Now. Deadlines are compared with values from Now, so a custom
@@ -64,10 +64,10 @@ const minMargin = 500 * time.Millisecond
 // between us and the etcd leader, which at the 100 ppm of a poor crystal is
 // 1 ms over 10 s. TTL/5 scales the margin for long TTLs, where longer GC
 // pauses and slower hosts are likelier to be tolerated. For every TTL of at
-// least 1 s the result stays below 2/3 of the TTL, so the renewal sent TTL/3
-// after the last one can still move the deadline: with TTL 5 s the leader
-// steps down 4 s after the last successful renewal was sent, after two
-// further renewals failed.
+// least 1 s the result stays below 2/3 of the TTL, so the next renewal
+// (renewEvery) and its retries can still move the deadline: with TTL 5 s the
+// leader steps down 4 s after the last successful renewal was sent, after
+// the renewal sent 2.5 s after it and two retries failed.
 func defaultMargin(ttl time.Duration) time.Duration {
 	return max(ttl/5, minMargin)
 }

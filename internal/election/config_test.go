@@ -63,3 +63,26 @@ func TestDefaultMargin(t *testing.T) {
 		}
 	}
 }
+
+func TestRenewEvery(t *testing.T) {
+	tests := []struct {
+		ttl, margin, want time.Duration
+	}{
+		{time.Second, 500 * time.Millisecond, 333 * time.Millisecond},
+		{2 * time.Second, 500 * time.Millisecond, time.Second},
+		{5 * time.Second, time.Second, 2500 * time.Millisecond},
+		{15 * time.Second, 3 * time.Second, 7500 * time.Millisecond},
+		{3 * time.Second, 1900 * time.Millisecond, 733 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		got := renewEvery(tt.ttl, tt.margin)
+		if got.Round(time.Millisecond) != tt.want {
+			t.Errorf("renewEvery(%v, %v) = %v, want %v", tt.ttl, tt.margin, got, tt.want)
+		}
+		// A third of the time from a renewal to the deadline is left for
+		// retrying the next one.
+		if left := tt.ttl - tt.margin - got; left*2 < got {
+			t.Errorf("renewEvery(%v, %v) = %v leaves %v before the deadline, want at least half of it", tt.ttl, tt.margin, got, left)
+		}
+	}
+}

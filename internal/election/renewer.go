@@ -28,7 +28,7 @@ type renewer struct {
 	onRenew func(sent time.Time, ttl time.Duration)
 	lg      *zap.Logger
 
-	every time.Duration // renewal interval, TTL/3 of the last TTL seen; only run uses it
+	every time.Duration // renewal interval for the last TTL seen (renewEvery); only run uses it
 
 	mu   sync.Mutex
 	book renewals
@@ -56,6 +56,21 @@ func (r *renewals) expired(now time.Time) bool {
 	return !now.Before(r.deadline)
 }
 
+// renewEvery returns the renewal interval for a lease of TTL ttl whose term ends margin before
+// it could expire.
+//
+// The interval decides how fast a crashed leader is replaced: the server expires the lease TTL
+// after the last renewal reached it, and a crash falls on average half an interval after that
+// renewal, so the next leader waits TTL − every/2 (plus the server's expiry scan). Renewing
+// often buys nothing but a later takeover. It also decides how much room a slow renewal has:
+// after a renewal sent at t the term ends at t + TTL − margin, and the next renewal is sent at
+// t + every, retried until then. The interval is therefore TTL/2, but never more than two
+// thirds of the time to the deadline, so that a third of it is left for retries (at TTL 2 s and
+// the default margin: every 1 s, deadline 1.5 s; at TTL 1 s: every 333 ms, deadline 500 ms).
+func renewEvery(ttl, margin time.Duration) time.Duration {
+	return max(min(ttl/2, (ttl-margin)*2/3), ttl/10)
+}
+
 // newRenewer returns a renewer for lease id, granted with TTL ttl by a
 // request sent at granted: the grant counts as the first renewal, and is
 // reported to onRenew (which may be nil) like one.
@@ -68,7 +83,7 @@ func newRenewer(lease clientv3.Lease, id clientv3.LeaseID, granted time.Time, tt
 		onRenew: onRenew,
 		lg:      lg,
 		book:    renewals{margin: margin},
-		every:   ttl / 3,
+		every:   renewEvery(ttl, margin),
 	}
 	r.book.renewed(granted, ttl)
 	if onRenew != nil {
@@ -92,7 +107,7 @@ func (r *renewer) alive(now time.Time) bool {
 	return !r.book.expired(now)
 }
 
-// run renews the lease every TTL/3 until ctx is done, the deadline passes
+// run renews the lease every renewEvery until ctx is done, the deadline passes
 // without a successful renewal, or a renewal finds the lease gone. In the
 // last two cases it calls lose with a *LostError before returning.
 func (r *renewer) run(ctx context.Context, lose func(error)) {
@@ -129,7 +144,7 @@ func (r *renewer) run(ctx context.Context, lose func(error)) {
 			r.mu.Lock()
 			r.book.renewed(sent, ttl)
 			r.mu.Unlock()
-			r.every = ttl / 3
+			r.every = renewEvery(ttl, r.book.margin)
 			if r.onRenew != nil {
 				r.onRenew(sent, ttl)
 			}
