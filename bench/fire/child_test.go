@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"scheduler/bench/ledger"
+	"scheduler/cmd/scheduler/adapt"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 )
@@ -195,14 +195,9 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 	if err := store.Migrate(ctx); err != nil {
 		return r, err
 	}
-	batched, err := ledger.Open(ctx, store, c.DSN, c.Path)
-	if err != nil {
-		return r, err
-	}
-	defer batched.Close()
-	var led jobs.Ledger = batched
+	var led jobs.Ledger = adapt.Ledger{Store: store}
 	if !c.Batch {
-		led = ledger.Unbatched{Ledger: batched}
+		led = unbatched{led}
 	}
 	rec := newRecorder((c.Herds + 2) * c.Jobs)
 	exec := execFunc(func(_ context.Context, run jobs.Run) (string, error) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"scheduler/cmd/scheduler/adapt"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -133,12 +134,12 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, fencer{d.store}, &http.Client{}, d.environ)
+	table, err := buildTable(d.cfg, adapt.Fencer{Store: d.store}, &http.Client{}, d.environ)
 	if err != nil {
 		return err
 	}
 	d.runner, err = jobs.New(table, jobs.Options{
-		Node: d.cfg.Node, Ledger: ledger{d.store}, Logger: d.lg.Named("runner"),
+		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(),
 	})
 	if err != nil {
@@ -334,7 +335,7 @@ func (d *daemon) reload(ctx context.Context) {
 	cfg, err := LoadConfig(d.path, d.environ)
 	if err == nil {
 		var table []jobs.Spec
-		if table, err = buildTable(cfg, fencer{d.store}, &http.Client{}, d.environ); err == nil {
+		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, &http.Client{}, d.environ); err == nil {
 			err = d.runner.SetTable(table)
 		}
 	}

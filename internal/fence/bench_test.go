@@ -22,8 +22,9 @@ import (
 // (An op of BenchmarkWrite is one transaction of every variant; one of
 // BenchmarkLedger is one batch claimed and completed.)
 //
-// They use the shared test cluster (fsync=off, so commits cost CPU rather
-// than disk flushes and the fence's own cost is what differs).
+// Each benchmark starts a Postgres cluster of its own with default settings
+// (testenv.MustPostgres: fsync on, so every commit waits for a WAL flush, as
+// in production), not the shared test cluster, which runs with fsync off.
 
 // rtCounter is a pgx tracer counting round trips: one per query or batch,
 // plus one per statement preparation.
@@ -95,7 +96,7 @@ func parallel(b *testing.B, writers, n int, unit string, rt *rtCounter, op func(
 // like fenced, which separates the fence's own cost from the round trip the
 // batching saves.
 func BenchmarkWrite(b *testing.B) {
-	dsn := testenv.MustDatabase(b)
+	dsn := testenv.MustPostgres(b).CreateDatabase(b)
 	rt := &rtCounter{}
 	s := mustOpen(b, Config{DSN: dsn, MaxConns: 20, tracer: rt})
 	ctx := context.Background()
@@ -262,7 +263,7 @@ type variant struct {
 func BenchmarkLedger(b *testing.B) {
 	rt := &rtCounter{}
 	stores := map[string]*Store{
-		"postgres": mustOpen(b, Config{DSN: testenv.MustDatabase(b), MaxConns: 20, tracer: rt}),
+		"postgres": mustOpen(b, Config{DSN: testenv.MustPostgres(b).CreateDatabase(b), MaxConns: 20, tracer: rt}),
 		"sqlite":   mustOpen(b, Config{Path: filepath.Join(b.TempDir(), "bench.db")}),
 	}
 	var slotSeq atomic.Int64

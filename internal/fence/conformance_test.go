@@ -67,6 +67,10 @@ func TestConformance(t *testing.T) {
 			t.Run("OrphanedRunDetectedAndReclaimed", func(t *testing.T) { testOrphans(t, b.fresh(t)) })
 			t.Run("TokenRegressionGuard", func(t *testing.T) { testRegression(t, b.fresh(t)) })
 			t.Run("Ledger", func(t *testing.T) { testLedger(t, b.fresh(t)) })
+			t.Run("ReclaimMany", func(t *testing.T) { testReclaimMany(t, b.fresh(t)) })
+			t.Run("ReclaimManyChunks", func(t *testing.T) { testReclaimManyChunks(t, b.fresh(t)) })
+			t.Run("WindowOfManyJobs", func(t *testing.T) { testWindowMany(t, b.fresh(t)) })
+			t.Run("StartedAtOfClaimsAhead", func(t *testing.T) { testStartedAt(t, b.fresh(t)) })
 			t.Run("TxPlaceholders", func(t *testing.T) { testTxPlaceholders(t, b.fresh(t)) })
 			t.Run("StatementErrors", func(t *testing.T) { testStatementErrors(t, b.fresh(t)) })
 		})
@@ -197,8 +201,11 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 	if !errors.Is(err, ErrSlotTaken) || !errors.As(err, &taken) {
 		t.Fatalf("claim of a claimed slot: err %v, want ErrSlotTaken", err)
 	}
-	if taken.Run.Status != StatusRunning || taken.Run.Token != 7 || taken.Run.Node != winners[slots[0].key()][0] {
-		t.Fatalf("taken run = %+v, want running with token 7 by %v", taken.Run, winners[slots[0].key()])
+	if taken.Run.Status != StatusRunning || taken.Run.Token != 7 || taken.Run.Slot() != slots[0] {
+		t.Fatalf("taken run = %+v, want running with token 7", taken.Run)
+	}
+	if r := stored(t, s, slots[0]); r.Node != winners[slots[0].key()][0] {
+		t.Fatalf("stored run = %+v, want the claim by %v", r, winners[slots[0].key()])
 	}
 	// Duplicates within one call are claimed once.
 	dup := Slot{Job: "job0", At: base.Add(-time.Hour)}
@@ -225,8 +232,11 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Attempt != 1 || run.Status != StatusRunning || run.StartedAt == nil || run.FinishedAt != nil {
+	if run.Attempt != 1 || run.Status != StatusRunning {
 		t.Fatalf("claimed run = %+v", run)
+	}
+	if r := stored(t, s, slot); r.StartedAt == nil || r.FinishedAt != nil || r.Node != "old-leader" {
+		t.Fatalf("stored claimed run = %+v", r)
 	}
 	done, err := s.Claim(ctx, 10, "old-leader", other)
 	if err != nil {
@@ -260,7 +270,7 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if err != nil {
 		t.Fatalf("reclaim: %v", err)
 	}
-	if re.RunID != run.RunID || re.Attempt != 2 || re.Token != 20 || re.Node != "new-leader" || re.Status != StatusRunning {
+	if re.RunID != run.RunID || re.Attempt != 2 || re.Token != 20 || stored(t, s, slot).Node != "new-leader" || re.Status != StatusRunning {
 		t.Fatalf("reclaimed run = %+v, want run %d attempt 2 token 20 on new-leader", re, run.RunID)
 	}
 	if o, err := s.Orphans(ctx); err != nil || len(o) != 0 {

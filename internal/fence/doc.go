@@ -46,6 +46,19 @@
 // request behind a waiting exclusive one, so a stream of old writers cannot
 // starve a raise.
 //
+// A batch of the ledger (ClaimMany, RecordMany, ReclaimMany, CompleteMany)
+// enters the fences of all its jobs with fence_check_all. When every fence
+// already equals the token, as after the leader's RaiseAll, it takes the
+// shared locks of all the jobs in one statement and reads all their fences
+// in a later one: each job's read still follows the grant of its own lock,
+// in a snapshot taken after it, so the argument above holds job by job.
+// The locks are taken in the byte order of the job names, the order in
+// which fence_raise (and so RaiseAll) takes its exclusive ones, so a batch
+// and a raise cannot deadlock. Any other case (a fence below the token,
+// which the batch then raises, or an isolation level above READ COMMITTED)
+// takes one fence_check per job. Three statements for a batch of 1,000
+// jobs cost about 2 ms of server time where 1,000 calls cost about 15 ms.
+//
 // Three ways to get this wrong are kept out by tests that run the ordering
 // checks against broken variants and expect them to fail: row locks with
 // FOR KEY SHARE instead of FOR SHARE (an UPDATE of a non-key column does not
@@ -113,8 +126,9 @@
 //
 // A new leader calls RaiseAll with every job before it runs anything: once
 // it returns, no write of an earlier term can commit, and Orphans lists the
-// runs those terms left running (Reclaim takes one over, Complete closes
-// it). If a stored fence is above the new token, RaiseAll refuses with a
+// runs those terms left running (Reclaim or ReclaimMany takes them over,
+// Complete or CompleteMany closes them). Window reads the ledger's recent
+// runs of every job in one query, for catch-up. If a stored fence is above the new token, RaiseAll refuses with a
 // *RegressionError: etcd's revisions went backwards (restored from an old
 // snapshot without --bump-revision, or a new cluster), and its message says
 // how to repair etcd (etcdutl snapshot restore --bump-revision ...
@@ -135,10 +149,14 @@
 // succeeded, failed, skipped, missed, fenced), start and finish times, error,
 // a bounded output excerpt (MaxExcerpt characters) and a reason. Claims,
 // records and completions are fenced writes of one round trip each, and
-// take many slots or runs at once (ClaimMany, RecordMany, CompleteMany). A
-// run left running under a token other than its job's fence is an orphan.
-// History, Last (the status command) and Window (catch-up) read the slot's
-// unique index.
+// take many slots or runs at once (ClaimMany, RecordMany, ReclaimMany,
+// CompleteMany; ReclaimMany in transactions of up to 1,000 slots). The
+// batches read back each run's key (run id, slot, status, token, attempt),
+// not every column. A run left running under a token other than its job's
+// fence is an orphan. A claim made ahead of its slot records the slot's
+// time as the run's start. History and Last (the status command) read the
+// slot's unique index; Window (catch-up) reads the runs of many jobs in one
+// query.
 //
 // # Migrations
 //

@@ -31,7 +31,7 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("manual run at a scheduled slot's time: %v", err)
 	}
 	got, err := s.Record(ctx, 5, "n1", Outcome{Slot: Slot{Job: "inv", At: at(5)}, Status: StatusSkipped, Reason: "overlap: skip"})
-	if err != nil || got.Status != StatusSkipped || got.Attempt != 0 || got.StartedAt != nil || got.FinishedAt == nil || got.Reason != "overlap: skip" {
+	if err != nil || got.Status != StatusSkipped || got.Attempt != 0 || got.Slot().key() != (Slot{Job: "inv", At: at(5)}).key() {
 		t.Fatalf("record skipped = %+v (err %v)", got, err)
 	}
 	res, err := s.RecordMany(ctx, 5, "n1", []Outcome{
@@ -95,11 +95,15 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 	if !slices.EqualFunc(slots, want, time.Time.Equal) {
 		t.Fatalf("history slots = %v, want %v", slots, want)
 	}
+	if r := hist[1]; r.Reason != "overlap: skip" || r.StartedAt != nil || r.FinishedAt == nil {
+		t.Fatalf("history: skipped slot = %+v, want reason %q, never started, finished", r, "overlap: skip")
+	}
 	if all, _ := s.History(ctx, "inv", 100); len(all) != 7 {
 		t.Fatalf("full history has %d runs, want 7", len(all))
 	}
-	// Window: scheduled runs in [from, to], oldest first.
-	win, err := s.Window(ctx, "inv", at(1), at(3))
+	// Window: scheduled runs in [from, to].
+	win, err := s.Window(ctx, []string{"inv"}, at(1), at(3))
+	slices.SortFunc(win, func(a, b Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
 	if err != nil || len(win) != 3 || !win[0].ScheduledAt.Equal(at(1)) || win[0].Manual || !win[2].ScheduledAt.Equal(at(3)) {
 		t.Fatalf("window = %+v (err %v), want the 3 scheduled runs of hours 1..3", win, err)
 	}

@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,12 +90,17 @@ func TestMigrate_Concurrent(t *testing.T) {
 func TestCheckSchema_Behind(t *testing.T) {
 	s, _ := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
-	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `DELETE FROM scheduler.goose_db_version WHERE version_id = 3`); err != nil {
+	versions, err := s.versions()
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := s.CheckSchema(ctx)
-	if !errors.Is(err, ErrSchemaBehind) || !strings.Contains(err.Error(), "[3]") {
-		t.Fatalf("check with version 3 missing: err %v, want ErrSchemaBehind listing [3]", err)
+	newest := versions[len(versions)-1]
+	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `DELETE FROM scheduler.goose_db_version WHERE version_id = $1`, newest); err != nil {
+		t.Fatal(err)
+	}
+	err = s.CheckSchema(ctx)
+	if want := fmt.Sprintf("[%d]", newest); !errors.Is(err, ErrSchemaBehind) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("check with version %d missing: err %v, want ErrSchemaBehind listing %s", newest, err, want)
 	}
 	t.Logf("message: %v", err)
 	if err := s.Migrate(ctx); err != nil {

@@ -11,42 +11,53 @@ import (
 )
 
 // ledgerStatements are the ledger's Postgres statements. Every write is one
-// batch: BEGIN, the fence check of the jobs involved, the write, a read of
-// the rows concerned (a new statement, so it sees rows that a concurrent
-// claimer committed while the write waited for it) and COMMIT, in one round
-// trip.
+// batch: BEGIN, the fence check of the jobs involved, the write (returning
+// what it wrote), a read of the other rows concerned (a new statement, so
+// it sees rows that a concurrent claimer committed while the write waited
+// for it) and COMMIT, in one round trip.
 type ledgerStatements struct {
-	claim, record, slotRows, reclaim, slotRow, complete, runRows, nextAttempt string
-	window, history, lastOf, lastAll, orphansOf, orphansAll                   string
+	claim, record, slotRows, reclaim, complete, runRows, nextAttempt string
+	window, history, lastOf, lastAll, orphansOf, orphansAll          string
 }
 
-// runCols are the columns scanRun reads, in order.
-const runCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.node, r.attempt,
-	r.started_at, r.finished_at, r.error, r.output, r.reason`
+// keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
+// Result). runCols are every column, which scanPgRun reads.
+const (
+	keyCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.attempt`
+	runCols = keyCols + `, r.node, r.started_at, r.finished_at, r.error, r.output, r.reason`
+)
 
 func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
-	q := func(s string) string { return r.Replace(strings.ReplaceAll(s, "{cols}", runCols)) }
+	q := func(s string) string {
+		return r.Replace(strings.NewReplacer("{cols}", runCols, "{keycols}", keyCols).Replace(s))
+	}
 	return ledgerStatements{
 		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
-			SELECT i.job, i.at, i.manual, 'running', $4, $5, 1, $6
+			SELECT i.job, i.at, i.manual, 'running', $4, $5, 1, GREATEST($6::timestamptz, i.at)
 			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
 			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
-			RETURNING r.run_id`),
+			RETURNING {keycols}`),
 		record: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
 			SELECT i.job, i.at, i.manual, i.status, $6, $7, 0, $8, i.reason
 			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[], $4::text[], $5::text[]) AS i(job, at, manual, status, reason)
 			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
-			RETURNING r.run_id`),
-		slotRows: q(`SELECT {cols} FROM {s}.runs AS r
+			RETURNING {keycols}`),
+		// The rows of the slots that the batch's write did not write (it
+		// returned those): a row version the transaction wrote has its xid.
+		slotRows: q(`SELECT {keycols} FROM {s}.runs AS r
 			JOIN unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
-			ON r.job = i.job AND r.scheduled_at = i.at AND r.manual = i.manual`),
-		reclaim: q(`UPDATE {s}.runs AS r SET token = $4, node = $5, attempt = r.attempt + 1, started_at = $6
-			WHERE r.job = $1 AND r.scheduled_at = $2 AND r.manual = $3 AND r.status = 'running' AND r.token <> $4
-			RETURNING r.run_id`),
-		slotRow: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.job = $1 AND r.scheduled_at = $2 AND r.manual = $3`),
+			ON r.job = i.job AND r.scheduled_at = i.at AND r.manual = i.manual
+			WHERE r.xmin <> pg_current_xact_id()::xid`),
+		reclaim: q(`UPDATE {s}.runs AS r
+			SET token = $4, node = $5, attempt = r.attempt + 1, started_at = GREATEST($6::timestamptz, r.scheduled_at)
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			WHERE r.job = i.job AND r.scheduled_at = i.at AND r.manual = i.manual
+				AND r.status = 'running' AND r.token < $4
+			RETURNING {keycols}`),
 		complete: q(`UPDATE {s}.runs AS r
 			SET status = c.status, finished_at = $7, error = c.error, output = c.output, reason = c.reason,
-				attempt = GREATEST(r.attempt, c.attempt)
+				attempt = GREATEST(r.attempt, c.attempt),
+				started_at = CASE WHEN r.started_at > $7 THEN $7 ELSE r.started_at END
 			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::integer[])
 				AS c(run_id, job, status, error, output, reason, attempt)
 			WHERE r.run_id = c.run_id AND r.job = c.job AND r.status = 'running'
@@ -55,9 +66,8 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 		nextAttempt: q(`UPDATE {s}.runs AS r SET attempt = r.attempt + 1
 			WHERE r.run_id = $1 AND r.job = $2 AND r.status = 'running' AND r.token = $3
 			RETURNING r.attempt`),
-		window: q(`SELECT {cols} FROM {s}.runs AS r
-			WHERE r.job = $1 AND r.scheduled_at BETWEEN $2 AND $3 AND NOT r.manual
-			ORDER BY r.scheduled_at`),
+		window: q(`SELECT {keycols} FROM {s}.runs AS r
+			WHERE r.job = ANY($1::text[]) AND r.scheduled_at BETWEEN $2 AND $3 AND NOT r.manual`),
 		history: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.job = $1
 			ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT $2`),
 		// One index probe per job (a lateral LIMIT 1 on the slot key).
@@ -144,6 +154,16 @@ func collectRuns(runs *[]Run) func(pgx.Rows) error {
 	}
 }
 
+// collectKeyRuns is a batch callback that appends the rows of keyCols to
+// runs.
+func collectKeyRuns(runs *[]Run) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		rs, err := pgx.CollectRows(rows, scanPgKeyRun)
+		*runs = append(*runs, rs...)
+		return err
+	}
+}
+
 // collectIDs is a batch callback that records the returned run ids.
 func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
@@ -158,16 +178,7 @@ func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 
 func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
 	jobs, ats, manual := slotArrays(slots)
-	ids := make(map[int64]bool, len(slots))
-	var runs []Run
-	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
-		b.Queue(p.q.claim, jobs, ats, manual, token, node, now).Query(collectIDs(ids))
-		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&runs))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return results(runs, ids), nil
+	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now)
 }
 
 func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
@@ -184,16 +195,36 @@ func (p *pgBackend) record(ctx context.Context, token int64, node string, now ti
 		statuses = append(statuses, string(o.Status))
 		reasons = append(reasons, o.Reason)
 	}
-	ids := make(map[int64]bool, len(outs))
-	var runs []Run
+	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.record, jobs, ats, manual, statuses, reasons, token, node, now)
+}
+
+func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+	jobs, ats, manual := slotArrays(slots)
+	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.reclaim, jobs, ats, manual, token, node, now)
+}
+
+// slotWrite runs write, a statement over the slots (jobs, ats, manual) that
+// returns the keyCols of the rows it wrote, in one fenced batch, followed by
+// a read of the slots' other rows: found by the write in its way, or
+// committed by a concurrent writer while the write waited for it.
+func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]Result, error) {
+	written := make([]Run, 0, len(jobs))
+	var found []Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
-		b.Queue(p.q.record, jobs, ats, manual, statuses, reasons, token, node, now).Query(collectIDs(ids))
-		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&runs))
+		b.Queue(write, args...).Query(collectKeyRuns(&written))
+		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectKeyRuns(&found))
 	})
 	if err != nil {
 		return nil, err
 	}
-	return results(runs, ids), nil
+	res := make([]Result, 0, len(written)+len(found))
+	for _, r := range written {
+		res = append(res, Result{Run: r, Written: true})
+	}
+	for _, r := range found {
+		res = append(res, Result{Run: r})
+	}
+	return res, nil
 }
 
 // results pairs runs with whether this call wrote them.
@@ -203,19 +234,6 @@ func results(runs []Run, written map[int64]bool) []Result {
 		res[i] = Result{Run: r, Written: written[r.RunID]}
 	}
 	return res
-}
-
-func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slot Slot) (Run, bool, error) {
-	ids := make(map[int64]bool, 1)
-	var runs []Run
-	err := p.fencedBatch(ctx, []string{slot.Job}, token, func(b *pgx.Batch) {
-		b.Queue(p.q.reclaim, slot.Job, slot.At, slot.Manual, token, node, now).Query(collectIDs(ids))
-		b.Queue(p.q.slotRow, slot.Job, slot.At, slot.Manual).Query(collectRuns(&runs))
-	})
-	if err != nil || len(runs) == 0 {
-		return Run{}, false, err
-	}
-	return runs[0], ids[runs[0].RunID], nil
 }
 
 func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
@@ -267,8 +285,12 @@ func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]R
 	return pgx.CollectRows(rows, scanPgRun)
 }
 
-func (p *pgBackend) window(ctx context.Context, job string, from, to time.Time) ([]Run, error) {
-	return p.queryRuns(ctx, p.q.window, job, from, to)
+func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error) {
+	rows, err := p.pool.Query(ctx, p.q.window, jobs, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanPgKeyRun)
 }
 
 func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
@@ -296,14 +318,28 @@ func scanPgRun(row pgx.CollectableRow) (Run, error) {
 		status            string
 		started, finished *time.Time
 	)
-	err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Node, &r.Attempt,
-		&started, &finished, &r.Error, &r.Output, &r.Reason)
+	err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt,
+		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
 	if err != nil {
 		return Run{}, fmt.Errorf("scan run: %w", err)
 	}
 	r.Status = Status(status)
 	r.ScheduledAt = r.ScheduledAt.UTC()
 	r.StartedAt, r.FinishedAt = utcPtr(started), utcPtr(finished)
+	return r, nil
+}
+
+// scanPgKeyRun reads the columns of keyCols.
+func scanPgKeyRun(row pgx.CollectableRow) (Run, error) {
+	var (
+		r      Run
+		status string
+	)
+	if err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
+		return Run{}, fmt.Errorf("scan run: %w", err)
+	}
+	r.Status = Status(status)
+	r.ScheduledAt = r.ScheduledAt.UTC()
 	return r, nil
 }
 

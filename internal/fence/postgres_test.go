@@ -239,7 +239,7 @@ func TestPostgres_LedgerQueriesUseIndexes(t *testing.T) {
 	from, to := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
 	for name, q := range map[string][]any{
 		"history":  {p.q.history, "job7", 20},
-		"window":   {p.q.window, "job7", from, to},
+		"window":   {p.q.window, []string{"job7"}, from, to},
 		"lastOf":   {p.q.lastOf, []string{"job1", "job2"}},
 		"lastAll":  {p.q.lastAll},
 		"orphans":  {p.q.orphansAll},

@@ -78,11 +78,18 @@ type Run struct {
 // Slot returns the run's slot.
 func (r Run) Slot() Slot { return Slot{Job: r.Job, At: r.ScheduledAt, Manual: r.Manual} }
 
-// Result is the outcome for one slot or run of ClaimMany, RecordMany or
-// CompleteMany.
+// Result is the outcome for one slot or run of ClaimMany, RecordMany,
+// ReclaimMany or CompleteMany.
+//
+// The run of a claim, record or reclaim is the run's key: RunID, the slot
+// (Job, ScheduledAt, Manual), Status, Token and Attempt; the other fields
+// stay empty (History and Last have them). A batch reads back only what
+// its caller acts on: a takeover claims, records and takes over thousands
+// of slots, and finished runs in the way may hold excerpts of up to
+// MaxExcerpt characters each.
 type Result struct {
 	Run     Run  // the run as this call left it: written by it, or as found
-	Written bool // this call created (claim, record) or completed the run
+	Written bool // this call created (claim, record), took over (reclaim) or completed the run
 }
 
 // Completion finishes a running run.

@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -81,17 +82,39 @@ func (l *liteBackend) write(ctx context.Context, fn func(tx *sql.Tx) error) erro
 	return nil
 }
 
-// enter checks, and raises if lower, the fences of jobs inside tx.
+// enter checks, and raises if lower, the fences of jobs inside tx. The
+// fences are read in one query; only those below token are written.
 func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, token int64) error {
-	for _, j := range distinct(jobs) {
-		var cur int64
-		err := tx.QueryRowContext(ctx, `SELECT token FROM job_fence WHERE job = $1`, j).Scan(&cur)
+	jobs = distinct(jobs)
+	list, err := json.Marshal(jobs)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT job, token FROM job_fence WHERE job IN (SELECT value FROM json_each($1))`, string(list))
+	if err != nil {
+		return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
+	}
+	fences := make(map[string]int64, len(jobs))
+	for rows.Next() {
+		var (
+			j   string
+			cur int64
+		)
+		if err := rows.Scan(&j, &cur); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
+		}
+		fences[j] = cur
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
+	}
+	for _, j := range jobs {
+		cur, ok := fences[j]
 		switch {
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("read fence of job %q: %w", j, err)
-		case err == nil && cur > token:
+		case ok && cur > token:
 			return &StaleError{Job: j, Token: token, Fence: cur}
-		case err == nil && cur == token:
+		case ok && cur == token:
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO job_fence (job, token, raised_at) VALUES ($1, $2, $3)

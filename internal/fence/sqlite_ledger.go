@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,91 +14,101 @@ import (
 // time inside one IMMEDIATE transaction (a loop costs no round trips here).
 // Times are Unix microseconds.
 
-const liteRunCols = `run_id, job, scheduled_at, manual, status, token, node, attempt,
-	started_at, finished_at, error, output, reason`
+// liteKeyCols are the columns liteKeyRun reads: a run's key (see Result).
+// liteRunCols are every column, which liteRun reads.
+const (
+	liteKeyCols = `run_id, job, scheduled_at, manual, status, token, attempt`
+	liteRunCols = liteKeyCols + `, node, started_at, finished_at, error, output, reason`
+)
 
-const liteSlotRow = `SELECT ` + liteRunCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
+// The statements of the write loops, each prepared once per transaction.
+const (
+	liteSlotRow = `SELECT ` + liteKeyCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
+	liteClaim   = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, started_at)
+		VALUES ($1, $2, $3, 'running', $4, $5, 1, MAX($6, $2))
+		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
+		RETURNING ` + liteKeyCols
+	liteRecord = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
+		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)
+		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
+		RETURNING ` + liteKeyCols
+	liteReclaim = `UPDATE runs SET token = $4, node = $5, attempt = attempt + 1, started_at = MAX($6, scheduled_at)
+		WHERE job = $1 AND scheduled_at = $2 AND manual = $3 AND status = 'running' AND token < $4
+		RETURNING ` + liteKeyCols
+	liteComplete = `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7,
+		attempt = MAX(attempt, $8), started_at = CASE WHEN started_at > $4 THEN $4 ELSE started_at END
+		WHERE run_id = $1 AND job = $2 AND status = 'running'
+		RETURNING ` + liteRunCols
+	liteRunRow = `SELECT ` + liteRunCols + ` FROM runs WHERE run_id = $1`
+)
 
-func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+// slotWrite runs, inside a transaction that entered the fences of slots'
+// jobs, a write statement per slot that returns the row it wrote (if any)
+// and, when it wrote none, reads the slot's row; a slot without a row is
+// left out. Both statements are prepared once for the whole loop.
+func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, write string, args func(i int) []any) ([]Result, error) {
 	res := make([]Result, 0, len(slots))
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		res = res[:0]
 		if err := l.enter(ctx, tx, slotJobs(slots), token); err != nil {
 			return err
 		}
-		for _, s := range slots {
-			n, err := execN(ctx, tx, `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, started_at)
-				VALUES ($1, $2, $3, 'running', $4, $5, 1, $6)
-				ON CONFLICT (job, scheduled_at, manual) DO NOTHING`,
-				s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro())
-			if err != nil {
-				return err
-			}
-			r, err := liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
-			if err != nil {
-				return err
-			}
-			res = append(res, Result{Run: r, Written: n == 1})
-		}
-		return nil
-	})
-	return res, err
-}
-
-func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
-	res := make([]Result, 0, len(outs))
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		res = res[:0]
-		jobs := make([]string, len(outs))
-		for i, o := range outs {
-			jobs[i] = o.Slot.Job
-		}
-		if err := l.enter(ctx, tx, jobs, token); err != nil {
-			return err
-		}
-		for _, o := range outs {
-			s := o.Slot
-			n, err := execN(ctx, tx, `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
-				VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)
-				ON CONFLICT (job, scheduled_at, manual) DO NOTHING`,
-				s.Job, s.At.UnixMicro(), s.Manual, string(o.Status), token, node, now.UnixMicro(), o.Reason)
-			if err != nil {
-				return err
-			}
-			r, err := liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
-			if err != nil {
-				return err
-			}
-			res = append(res, Result{Run: r, Written: n == 1})
-		}
-		return nil
-	})
-	return res, err
-}
-
-func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, s Slot) (Run, bool, error) {
-	var (
-		run       Run
-		reclaimed bool
-	)
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{s.Job}, token); err != nil {
-			return err
-		}
-		n, err := execN(ctx, tx, `UPDATE runs SET token = $4, node = $5, attempt = attempt + 1, started_at = $6
-			WHERE job = $1 AND scheduled_at = $2 AND manual = $3 AND status = 'running' AND token <> $4`,
-			s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro())
+		w, err := tx.PrepareContext(ctx, write)
 		if err != nil {
 			return err
 		}
-		reclaimed = n == 1
-		run, err = liteRun(tx.QueryRowContext(ctx, liteSlotRow, s.Job, s.At.UnixMicro(), s.Manual))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+		defer func() { _ = w.Close() }()
+		sel, err := tx.PrepareContext(ctx, liteSlotRow)
+		if err != nil {
+			return err
 		}
-		return err
+		defer func() { _ = sel.Close() }()
+		for i, s := range slots {
+			r, err := liteKeyRun(w.QueryRowContext(ctx, args(i)...))
+			if err == nil {
+				res = append(res, Result{Run: r, Written: true})
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			r, err = liteKeyRun(sel.QueryRowContext(ctx, s.Job, s.At.UnixMicro(), s.Manual))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				continue
+			case err != nil:
+				return err
+			}
+			res = append(res, Result{Run: r})
+		}
+		return nil
 	})
-	return run, reclaimed, err
+	return res, err
+}
+
+func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+	return l.slotWrite(ctx, token, slots, liteClaim, func(i int) []any {
+		s := slots[i]
+		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro()}
+	})
+}
+
+func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
+	slots := make([]Slot, len(outs))
+	for i, o := range outs {
+		slots[i] = o.Slot
+	}
+	return l.slotWrite(ctx, token, slots, liteRecord, func(i int) []any {
+		o := outs[i]
+		return []any{o.Slot.Job, o.Slot.At.UnixMicro(), o.Slot.Manual, string(o.Status), token, node, now.UnixMicro(), o.Reason}
+	})
+}
+
+func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+	return l.slotWrite(ctx, token, slots, liteReclaim, func(i int) []any {
+		s := slots[i]
+		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro()}
+	})
 }
 
 func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
@@ -111,22 +122,34 @@ func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, 
 		if err := l.enter(ctx, tx, jobs, token); err != nil {
 			return err
 		}
+		upd, err := tx.PrepareContext(ctx, liteComplete)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = upd.Close() }()
+		sel, err := tx.PrepareContext(ctx, liteRunRow)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = sel.Close() }()
 		for _, c := range cs {
-			n, err := execN(ctx, tx, `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7,
-				attempt = MAX(attempt, $8)
-				WHERE run_id = $1 AND job = $2 AND status = 'running'`,
-				c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason, c.Attempt)
-			if err != nil {
+			r, err := liteRun(upd.QueryRowContext(ctx, c.RunID, c.Job, string(c.Status), now.UnixMicro(),
+				c.Error, c.Output, c.Reason, c.Attempt))
+			if err == nil {
+				res = append(res, Result{Run: r, Written: true})
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			r, err := liteRun(tx.QueryRowContext(ctx, `SELECT `+liteRunCols+` FROM runs WHERE run_id = $1`, c.RunID))
+			r, err = liteRun(sel.QueryRowContext(ctx, c.RunID))
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				continue
 			case err != nil:
 				return err
 			}
-			res = append(res, Result{Run: r, Written: n == 1})
+			res = append(res, Result{Run: r})
 		}
 		return nil
 	})
@@ -167,10 +190,26 @@ func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) 
 	return runs, rows.Err()
 }
 
-func (l *liteBackend) window(ctx context.Context, job string, from, to time.Time) ([]Run, error) {
-	return l.queryRuns(ctx, `SELECT `+liteRunCols+` FROM runs
-		WHERE job = $1 AND scheduled_at BETWEEN $2 AND $3 AND manual = 0
-		ORDER BY scheduled_at`, job, from.UnixMicro(), to.UnixMicro())
+func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error) {
+	list, err := json.Marshal(jobs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.r.QueryContext(ctx, `SELECT `+liteKeyCols+` FROM runs
+		WHERE job IN (SELECT value FROM json_each($1)) AND scheduled_at BETWEEN $2 AND $3 AND manual = 0`, string(list), from.UnixMicro(), to.UnixMicro())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var runs []Run
+	for rows.Next() {
+		r, err := liteKeyRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
 }
 
 func (l *liteBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
@@ -252,14 +291,6 @@ func slotJobs(slots []Slot) []string {
 	return jobs
 }
 
-func execN(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 // liteRun reads the columns of liteRunCols.
 func liteRun(row interface{ Scan(...any) error }) (Run, error) {
 	var (
@@ -268,14 +299,29 @@ func liteRun(row interface{ Scan(...any) error }) (Run, error) {
 		status            string
 		started, finished sql.NullInt64
 	)
-	err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Node, &r.Attempt,
-		&started, &finished, &r.Error, &r.Output, &r.Reason)
+	err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt,
+		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
 	if err != nil {
 		return Run{}, err
 	}
 	r.Status = Status(status)
 	r.ScheduledAt = time.UnixMicro(at).UTC()
 	r.StartedAt, r.FinishedAt = microPtr(started), microPtr(finished)
+	return r, nil
+}
+
+// liteKeyRun reads the columns of liteKeyCols.
+func liteKeyRun(row interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r      Run
+		at     int64
+		status string
+	)
+	if err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
+		return Run{}, err
+	}
+	r.Status = Status(status)
+	r.ScheduledAt = time.UnixMicro(at).UTC()
 	return r, nil
 }
 

@@ -1,0 +1,139 @@
+package adapt
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/fence"
+	"scheduler/internal/jobs"
+	"scheduler/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// stores returns a migrated store of each backend: a database on the shared Postgres test
+// cluster and a SQLite file.
+func stores() map[string]func(t *testing.T) *fence.Store {
+	open := func(t *testing.T, cfg fence.Config) *fence.Store {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return map[string]func(t *testing.T) *fence.Store{
+		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
+		"sqlite": func(t *testing.T) *fence.Store {
+			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
+		},
+	}
+}
+
+func TestLedger(t *testing.T) {
+	for name, open := range stores() {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			store := open(t)
+			l := Ledger{Store: store}
+			base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			slots := []jobs.SlotKey{{Job: "a", At: base}, {Job: "b", At: base}, {Job: "a", At: base.Add(time.Minute)}}
+
+			if err := l.RaiseAll(ctx, []string{"a", "b"}, 10); err != nil {
+				t.Fatal(err)
+			}
+			claimed, err := l.ClaimMany(ctx, 10, "old", slots)
+			if err != nil || len(claimed) != 3 || !claimed[0].Written || claimed[0].Run.Slot.Job != "a" || claimed[1].Run.Token != 10 {
+				t.Fatalf("claim = %+v (err %v), want three runs claimed with token 10", claimed, err)
+			}
+			win, err := l.Window(ctx, []string{"a", "b", "c"}, base, base.Add(time.Minute))
+			if err != nil || len(win) != 3 {
+				t.Fatalf("window = %+v (err %v), want the 3 runs of a and b", win, err)
+			}
+			if runs, err := l.Window(ctx, nil, base, base); err != nil || len(runs) != 0 {
+				t.Fatalf("window of no jobs = %+v (err %v)", runs, err)
+			}
+
+			// A new leader raises the fences: every write of the old one is fenced.
+			if err := l.RaiseAll(ctx, []string{"a", "b"}, 20); err != nil {
+				t.Fatal(err)
+			}
+			for op, err := range map[string]error{
+				"ReclaimMany": func() error { _, _, err := l.ReclaimMany(ctx, 10, "old", slots); return err }(),
+				"CompleteMany": func() error {
+					_, err := l.CompleteMany(ctx, 10, []jobs.Completion{{RunID: claimed[0].Run.RunID, Job: "a", Status: jobs.StatusSucceeded}})
+					return err
+				}(),
+				"Complete":    l.Complete(ctx, 10, jobs.Completion{RunID: claimed[0].Run.RunID, Job: "a", Status: jobs.StatusSucceeded}),
+				"ClaimMany":   func() error { _, err := l.ClaimMany(ctx, 10, "old", slots[:1]); return err }(),
+				"RecordMany":  l.RecordMany(ctx, 10, "old", []jobs.Outcome{{Slot: jobs.SlotKey{Job: "b", At: base.Add(time.Hour)}, Status: jobs.StatusMissed}}),
+				"Reclaim":     func() error { _, err := l.Reclaim(ctx, 10, "old", slots[0]); return err }(),
+				"NextAttempt": func() error { _, err := l.NextAttempt(ctx, 10, "a", claimed[0].Run.RunID); return err }(),
+				"Fenced": Fencer{Store: store}.Fenced(ctx, "a", 10, func(context.Context, jobs.Tx) error {
+					return nil
+				}),
+			} {
+				if !errors.Is(err, jobs.ErrFenced) || !errors.Is(err, fence.ErrStale) {
+					t.Errorf("%s with the old token: err %v, want jobs.ErrFenced wrapping fence.ErrStale", op, err)
+				}
+			}
+
+			orphans, err := l.Orphans(ctx, []string{"a", "b"})
+			if err != nil || len(orphans) != 3 {
+				t.Fatalf("orphans = %+v (err %v), want 3", orphans, err)
+			}
+			if runs, taken, err := l.ReclaimMany(ctx, 20, "new", nil); err != nil || len(runs) != 0 || len(taken) != 0 {
+				t.Fatalf("reclaim of nothing = %v %v (err %v)", runs, taken, err)
+			}
+			missing := jobs.SlotKey{Job: "b", At: base.Add(-time.Hour)}
+			runs, taken, err := l.ReclaimMany(ctx, 20, "new", []jobs.SlotKey{slots[1], missing, slots[0]})
+			if err != nil || len(runs) != 3 || !taken[0] || taken[1] || !taken[2] {
+				t.Fatalf("reclaim = %+v %v (err %v), want the two runs taken over and nothing for the missing slot", runs, taken, err)
+			}
+			if r := runs[0]; r.RunID != claimed[1].Run.RunID || r.Attempt != 2 || r.Token != 20 || r.Status != jobs.StatusRunning || !r.Slot.At.Equal(base) {
+				t.Fatalf("run taken over = %+v, want run %d, attempt 2, token 20, running", r, claimed[1].Run.RunID)
+			}
+			if runs[1].RunID != 0 {
+				t.Fatalf("missing slot's run = %+v, want none", runs[1])
+			}
+			// Taken over already: reported as running under our token, not taken.
+			_, taken, err = l.ReclaimMany(ctx, 20, "new", slots[:1])
+			if err != nil || taken[0] {
+				t.Fatalf("second reclaim: taken %v (err %v), want not taken", taken, err)
+			}
+
+			cs := []jobs.Completion{
+				{RunID: runs[0].RunID, Job: "b", Status: jobs.StatusSucceeded},
+				{RunID: runs[2].RunID, Job: "a", Status: jobs.StatusFailed, Error: "boom", Attempt: 3},
+			}
+			if done, err := l.CompleteMany(ctx, 20, cs); err != nil || len(done) != 2 || !done[0] || !done[1] {
+				t.Fatalf("complete = %v (err %v), want both done", done, err)
+			}
+			if done, err := l.CompleteMany(ctx, 20, cs); err != nil || done[0] || done[1] {
+				t.Fatalf("complete again = %v (err %v), want neither done", done, err)
+			}
+			if done, err := l.CompleteMany(ctx, 20, nil); err != nil || len(done) != 0 {
+				t.Fatalf("complete of nothing = %v (err %v)", done, err)
+			}
+			last, err := l.Last(ctx, []string{"a", "b"})
+			if err != nil || last["a"].Attempt != 1 || last["b"].Status != jobs.StatusSucceeded {
+				t.Fatalf("last = %+v (err %v), want a's newest still claimed (attempt 1) and b succeeded", last, err)
+			}
+			hist, err := store.History(ctx, "a", 10)
+			if err != nil || len(hist) != 2 || hist[1].Attempt != 3 || hist[1].Error != "boom" {
+				t.Fatalf("history of a = %+v (err %v), want the failed run with 3 attempts", hist, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+)
+
+// maxReclaimBatch is the most slots one ReclaimMany transaction takes over.
+// A fenced batch holds an advisory lock per job until it commits, and
+// Postgres's shared lock table holds about 6,400 by default
+// (max_locks_per_transaction 64 × max_connections 100).
+const maxReclaimBatch = 1000
+
+// Reclaim takes over an orphan: a run of slot left running under an older
+// token, whose leader can no longer write (its term is fenced out). The run
+// continues under token and node with its attempt increased by one and a
+// new start time: now, or the slot's time if that is later. A slot whose
+// run is finished, or running under token itself (or a newer one), fails
+// with ErrNotOrphaned; a slot without a run fails with ErrNotRunning.
+func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot Slot) (Run, error) {
+	if err := checkSlots(token, node, []Slot{slot}); err != nil {
+		return Run{}, fmt.Errorf("reclaim: %w", err)
+	}
+	slot.At = normTime(slot.At)
+	var res []Result
+	err := s.retry(ctx, slot.Job, token, func() (err error) {
+		res, err = s.b.reclaim(ctx, token, node, s.now(), []Slot{slot})
+		return err
+	})
+	switch {
+	case err != nil:
+		return Run{}, fmt.Errorf("reclaim slot %s of job %q with token %d: %w", slot.At.Format(timeLayout), slot.Job, token, err)
+	case len(res) == 0:
+		return Run{}, fmt.Errorf("reclaim slot %s of job %q: no run: %w", slot.At.Format(timeLayout), slot.Job, ErrNotRunning)
+	case !res[0].Written:
+		run := res[0].Run
+		return run, fmt.Errorf("reclaim slot %s of job %q: run %d is %s with token %d: %w",
+			slot.At.Format(timeLayout), slot.Job, run.RunID, run.Status, run.Token, ErrNotOrphaned)
+	}
+	return res[0].Run, nil
+}
+
+// ReclaimMany takes over many orphans, like Reclaim, in one fenced
+// transaction and one round trip per 1,000 slots, entering the fence of
+// every job involved. Each result says whether the slot's run was taken
+// over (Written) and holds the run as this call left it: taken over, or as
+// found (not running, or already running under token); a slot without a
+// run has a zero Run. The order follows slots; duplicates are taken over
+// once. A stale token fails the call with a *StaleError; the batches before
+// it stay committed, and their runs are orphans again for the next leader.
+func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+	if err := checkSlots(token, node, slots); err != nil {
+		return nil, fmt.Errorf("reclaim: %w", err)
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	all := make([]Slot, len(slots))
+	for i, sl := range slots {
+		sl.At = normTime(sl.At)
+		all[i] = sl
+	}
+	uniq := normSlots(all)
+	res := make([]Result, 0, len(uniq))
+	for lo := 0; lo < len(uniq); lo += maxReclaimBatch {
+		part := uniq[lo:min(lo+maxReclaimBatch, len(uniq))]
+		var got []Result
+		err := s.retry(ctx, part[0].Job, token, func() (err error) {
+			got, err = s.b.reclaim(ctx, token, node, s.now(), part)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reclaim %d slots with token %d: %w", len(part), token, err)
+		}
+		res = append(res, got...)
+	}
+	return expand(all, res), nil
+}
