@@ -8,7 +8,8 @@ COMMIT   ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN      := bin/scheduler
 
-.PHONY: all build run test lint vet fmt-check race bench fuzz clean
+.PHONY: all build run test lint vet fmt-check race bench bench-failover bench-election bench-fire \
+	bench-runner bench-fence bench-catchup fuzz clean
 
 all: build
 
@@ -38,8 +39,27 @@ race:
 lint: fmt-check vet
 	@command -v staticcheck >/dev/null && staticcheck ./... || echo "staticcheck not installed; skipped"
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+# bench: the figures of BENCHMARKS.md, one target per section (about an hour in all, most of it
+# in bench-fire). Each starts its own etcd and PostgreSQL; run them on an otherwise idle machine.
+bench: bench-failover bench-election bench-fire bench-runner bench-fence bench-catchup
+
+bench-failover:
+	$(GO) test -run '^$$' -bench Failover -benchtime 20x -timeout 30m ./bench/failover/
+
+bench-election:
+	$(GO) test -run '^$$' -bench Campaigner -benchtime 10x -timeout 30m ./internal/election/
+
+bench-fire:
+	$(GO) test -run '^$$' -bench Fire -benchtime 1x -count 2 -timeout 90m ./bench/fire/
+
+bench-runner:
+	$(GO) test -run '^$$' -bench Runner_Herd -benchtime 20x -count 3 ./internal/jobs/
+
+bench-fence:
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./internal/fence/
+
+bench-catchup:
+	$(GO) test -run '^$$' -bench Catchup -benchtime 1x -count 5 -timeout 30m ./bench/catchup/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoadConfig -fuzztime 30s ./cmd/scheduler

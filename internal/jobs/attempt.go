@@ -14,26 +14,27 @@ import (
 // It returns the run's outcome to write to the ledger, or nil when the run was cancelled because
 // the term ended or the shutdown grace expired: such a run is left running in the ledger, for
 // the next leader to take over.
-func (t *term) execute(ctx context.Context, spec *Spec, lr LedgerRun) (runDone, *finished) {
-	done := runDone{job: lr.Slot.Job, runID: lr.RunID}
+//
+// It runs at the start of every run's goroutine, so it keeps a small frame: a goroutine starts
+// with a small stack, and one that outgrows it is copied. What only some runs need (retries,
+// interruptions, their log lines) lives in the methods it calls.
+func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finished) {
 	started := t.r.clock.Now()
+	t.unstarted.Add(-1)
 	if h := t.r.opts.Hooks.Fired; h != nil {
 		h(spec.Name, started.Sub(lr.Slot.At))
 	}
-	lg := runLog{lg: t.lg, fields: make([]zap.Field, 4, 8)}
-	lg.fields[0], lg.fields[1], lg.fields[2], lg.fields[3] = zap.String("job", spec.Name), zap.Time("slot", lr.Slot.At), zap.Int64("run_id", lr.RunID), zap.String("node", t.r.opts.Node)
+	done := runDone{job: lr.Slot.Job, runID: lr.RunID}
 	attempt := max(lr.Attempt, 1)
-	slot := lr.Slot.At.In(spec.Schedule.Location())
 	for {
-		run := Run{Job: spec.Name, Slot: slot, Token: t.token, Attempt: attempt, RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Slot.Manual}
-		lg.info("run started", zap.Int("attempt", attempt))
-		out, err := t.attempt(ctx, spec, run)
+		out, err := t.attempt(rc, spec, lr, attempt)
 		c := Completion{RunID: lr.RunID, Job: spec.Name, Output: out, Attempt: attempt}
+		cause := rc.err()
 		switch {
-		case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errReplaced):
-			lg.warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", context.Cause(ctx)))
+		case cause != nil && !errors.Is(cause, errReplaced):
+			t.interrupted(lr, attempt, cause)
 			return done, nil
-		case ctx.Err() != nil:
+		case cause != nil:
 			c.Status, c.Error, c.Reason = StatusFailed, errReplaced.Error(), "overlap: replace"
 		case err == nil:
 			c.Status = StatusSucceeded
@@ -43,43 +44,74 @@ func (t *term) execute(ctx context.Context, spec *Spec, lr LedgerRun) (runDone, 
 		case IsPermanent(err) || attempt > spec.Retries:
 			c.Status, c.Error = StatusFailed, err.Error()
 		default:
-			wait := t.backoff(spec, attempt)
-			lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.Error(err))
-			if !t.sleep(ctx, wait) {
-				continue // cancelled while waiting: the next turn reports it
-			}
-			wctx, cancel := t.writeCtx(ctx)
-			n, err := t.r.opts.Ledger.NextAttempt(wctx, t.token, spec.Name, lr.RunID)
-			cancel()
-			switch {
-			case errors.Is(err, ErrFenced):
-				done.fenced = err
-				lg.warn("retry fenced out", zap.Error(err))
+			next, fenced := t.retry(rc, spec, lr, attempt, err)
+			if fenced != nil {
+				done.fenced = fenced
 				return done, nil
-			case err != nil:
-				lg.warn("record retry", zap.Error(err))
-				attempt++
-			default:
-				// Never count down: a retry made while the store was unreachable was not
-				// recorded there, but it was made.
-				attempt = max(attempt+1, n)
 			}
+			attempt = next
 			continue
 		}
-		took := t.r.clock.Now().Sub(started)
-		return done, &finished{c: c, slot: lr.Slot.At, attempt: attempt, took: took, done: done}
+		return done, &finished{c: c, slot: lr.Slot.At, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
 	}
 }
 
-// runLog logs the lines of one run with its identifying fields; a run logs few lines, so they
-// are encoded with each line rather than kept encoded in a logger of its own.
-type runLog struct {
-	lg     *zap.Logger
-	fields []zap.Field // job, slot, run_id, node; capacity for the fields of a line
+// interrupted logs a run cut off by the end of the term or of the shutdown grace.
+func (t *term) interrupted(lr LedgerRun, attempt int, cause error) {
+	t.runLog(lr).warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
 }
 
-func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, append(l.fields, extra...)...) }
-func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, append(l.fields, extra...)...) }
+// retry waits before the retry of a failed attempt and records it; it returns the next
+// attempt's number, or the fence's refusal (the term is over). A run cancelled while waiting
+// goes on with the same number: the next turn of execute reports the cancellation.
+func (t *term) retry(rc *runCancel, spec *Spec, lr LedgerRun, attempt int, err error) (int, error) {
+	lg := t.runLog(lr)
+	wait := t.backoff(spec, attempt)
+	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.Error(err))
+	if !t.sleep(rc, wait) {
+		return attempt, nil
+	}
+	wctx, cancel := t.writeCtx(t.runsCtx)
+	n, err := t.r.opts.Ledger.NextAttempt(wctx, t.token, spec.Name, lr.RunID)
+	cancel()
+	switch {
+	case errors.Is(err, ErrFenced):
+		lg.warn("retry fenced out", zap.Error(err))
+		return 0, err
+	case err != nil:
+		lg.warn("record retry", zap.Error(err))
+		attempt++
+	default:
+		// Never count down: a retry made while the store was unreachable was not recorded
+		// there, but it was made.
+		attempt = max(attempt+1, n)
+	}
+	// The first attempt's line is written by the loop (logStarted), off the start path.
+	lg.info("run started", zap.Int("attempt", attempt))
+	return attempt, nil
+}
+
+// runLog logs the lines of one run with its identifying fields. The fields are put together
+// only when a line is written: most runs write none of their own (the loop writes their start
+// and end lines).
+type runLog struct {
+	lg    *zap.Logger
+	job   string
+	slot  time.Time
+	runID int64
+	node  string
+}
+
+func (t *term) runLog(lr LedgerRun) runLog {
+	return runLog{lg: t.lg, job: lr.Slot.Job, slot: lr.Slot.At, runID: lr.RunID, node: t.r.opts.Node}
+}
+
+func (l runLog) with(extra []zap.Field) []zap.Field {
+	return append([]zap.Field{zap.String("job", l.job), zap.Time("slot", l.slot), zap.Int64("run_id", l.runID), zap.String("node", l.node)}, extra...)
+}
+
+func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
+func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(extra)...) }
 
 // complete writes one run's outcome. The write is fenced, so a term that lost leadership cannot
 // overwrite what a newer leader decided.
@@ -90,8 +122,23 @@ func (t *term) complete(ctx context.Context, f *finished) {
 	t.finish(f, err)
 }
 
-// finish reports how the write of a run's outcome went.
+// finish settles how the write of a run's outcome went: a refusal by the fence ends the term
+// (through the loop), a written outcome is reported to the Finished hook. The loop logs it
+// (logFinished), so that a run's end line always follows its start line.
 func (t *term) finish(f *finished, err error) {
+	f.err = err
+	switch {
+	case errors.Is(err, ErrFenced):
+		f.done.fenced = err
+	case err == nil:
+		if h := t.r.opts.Hooks.Finished; h != nil {
+			h(f.c.Job, f.c.Status, f.took)
+		}
+	}
+}
+
+// logFinished writes the end line of a run whose outcome write has returned.
+func (t *term) logFinished(f *finished) {
 	c := f.c
 	fields := make([]zap.Field, 0, 9)
 	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID), zap.String("node", t.r.opts.Node),
@@ -99,18 +146,13 @@ func (t *term) finish(f *finished, err error) {
 	if c.Error != "" {
 		fields = append(fields, zap.String("error", c.Error))
 	}
-	switch {
+	switch err := f.err; {
 	case errors.Is(err, ErrFenced):
-		f.done.fenced = err
 		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
-		return
 	case err != nil:
 		t.lg.Error("record run outcome", append(fields, zap.Error(err))...)
-		return
-	}
-	t.lg.Info("run finished", fields...)
-	if h := t.r.opts.Hooks.Finished; h != nil {
-		h(c.Job, c.Status, f.took)
+	default:
+		t.lg.Info("run finished", fields...)
 	}
 }
 
@@ -121,14 +163,16 @@ func (t *term) writeCtx(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // attempt runs the executor once, bounded by the job's timeout on the runner's clock.
-func (t *term) attempt(ctx context.Context, spec *Spec, run Run) (string, error) {
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+func (t *term) attempt(rc *runCancel, spec *Spec, lr LedgerRun, attempt int) (string, error) {
+	actx, cancel, end := rc.begin(t.runsCtx)
+	defer end()
 	timer := t.r.clock.AfterFunc(spec.Timeout, func() { cancel(errRunTimeout) })
 	defer timer.Stop()
+	run := Run{Job: spec.Name, Slot: lr.Slot.At.In(spec.Schedule.Location()), Token: t.token, Attempt: attempt,
+		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Slot.Manual}
 	out, err := spec.Executor.Execute(actx, run)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errRunTimeout) {
-		err = fmt.Errorf("attempt %d timed out after %s: %w", run.Attempt, spec.Timeout, err)
+	if err != nil && rc.err() == nil && errors.Is(context.Cause(actx), errRunTimeout) {
+		err = fmt.Errorf("attempt %d timed out after %s: %w", attempt, spec.Timeout, err)
 	}
 	return out, err
 }
@@ -143,11 +187,13 @@ func (t *term) backoff(spec *Spec, attempt int) time.Duration {
 	return min(d, t.r.opts.MaxBackoff)
 }
 
-// sleep waits d on the runner's clock; false if ctx ended first.
-func (t *term) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d on the runner's clock; false if the run was cancelled first.
+func (t *term) sleep(rc *runCancel, d time.Duration) bool {
 	if d <= 0 {
-		return ctx.Err() == nil
+		return rc.err() == nil
 	}
+	ctx, _, end := rc.begin(t.runsCtx)
+	defer end()
 	timer := t.r.clock.NewTimer(d)
 	defer timer.Stop()
 	select {

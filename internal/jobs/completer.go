@@ -35,6 +35,7 @@ type finished struct {
 	attempt int
 	took    time.Duration
 	done    runDone
+	err     error // the write's answer, set by finish
 }
 
 func newCompleter(t *term) *completer {
@@ -42,9 +43,9 @@ func newCompleter(t *term) *completer {
 }
 
 // add hands f over; the completer reports it to the loop once written.
-func (c *completer) add(f finished) {
+func (c *completer) add(f *finished) {
 	c.mu.Lock()
-	c.q = append(c.q, f)
+	c.q = append(c.q, *f)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -60,6 +61,9 @@ func (c *completer) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		}
+		// A herd's first runs end while later ones are still starting: their outcomes wait
+		// for the starts.
+		c.t.yieldToStarts()
 		for {
 			c.mu.Lock()
 			batch := c.q
@@ -91,6 +95,7 @@ func (c *completer) write(batch []finished) {
 		f := &batch[i]
 		t.finish(f, errs[i])
 		ds[i] = f.done
+		ds[i].out = f
 	}
 	t.doneMany <- ds
 }

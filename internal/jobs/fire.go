@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -27,8 +26,8 @@ func (t *term) fireDue(ctx context.Context) error {
 		closes []Completion
 		fired  []*fireEntry
 	)
-	for len(t.heap) > 0 && !t.heap[0].at.After(now) {
-		e := heap.Pop(&t.heap).(*fireEntry)
+	for len(t.heap) > 0 && !t.heap.peek().at.After(now) {
+		e := t.heap.pop()
 		if e.retry != nil {
 			due = append(due, *e.retry)
 			continue
@@ -59,6 +58,7 @@ func (t *term) fireDue(ctx context.Context) error {
 		return err
 	}
 	// The next slots are computed after the runs started, off their path.
+	t.yieldToStarts()
 	for _, e := range fired {
 		t.scheduleAfter(e.js, e.slot.At)
 	}
@@ -106,7 +106,7 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 				continue
 			case OverlapReplace:
 				for _, a := range js.active {
-					a.cancel(errReplaced)
+					a.cancel.do(errReplaced)
 				}
 			}
 		}
@@ -353,6 +353,6 @@ func (t *term) retryLater(slots []SlotKey, err error) {
 	at := t.r.clock.Now().Add(delay)
 	for _, s := range slots {
 		p := pending{slot: s}
-		heap.Push(&t.heap, &fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
+		t.heap.push(&fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
 	}
 }

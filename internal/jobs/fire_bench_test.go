@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,14 +47,26 @@ func (l *nopLedger) Orphans(context.Context, []string) ([]LedgerRun, error)     
 
 // BenchmarkRunner_Herd measures the runner's own cost of firing a herd: n jobs due at the same
 // instant, claimed ahead, started, their no-op runs completed, on a ledger that costs nothing.
-// One op is one herd; fire-ns is the cost per fire, which should grow as O(log n).
+// One op is one herd; fire-ns is the cost per fire, which should grow as O(log n); start-p50-ms
+// and start-p99-ms are the delays from the herd's fire (the fake clock reaching its slot) to its
+// runs' executors starting, on the real clock.
 //
 //	go test -run '^$' -bench RunnerHerd -benchtime 20x ./internal/jobs/
 func BenchmarkRunner_Herd(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			var finished atomic.Int64
-			exec := execFunc(func(context.Context, Run) (string, error) { return "", nil })
+			var (
+				finished atomic.Int64
+				fireAt   atomic.Int64 // real time of the herd's fire, Unix ns
+				next     atomic.Int64
+				delays   = make([]time.Duration, b.N*n)
+			)
+			exec := execFunc(func(context.Context, Run) (string, error) {
+				if i := next.Add(1) - 1; int(i) < len(delays) {
+					delays[i] = time.Duration(time.Now().UnixNano() - fireAt.Load())
+				}
+				return "", nil
+			})
 			table := make([]Spec, n)
 			sched := mustSchedule(b, "@every 1m")
 			for i := range table {
@@ -74,6 +87,7 @@ func BenchmarkRunner_Herd(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				waitFor(b, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
+				fireAt.Store(time.Now().UnixNano())
 				clock.Advance(500 * time.Millisecond) // the slot
 				want := int64((i + 1) * n)
 				for finished.Load() < want {
@@ -84,6 +98,9 @@ func BenchmarkRunner_Herd(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "fire-ns")
+			slices.Sort(delays)
+			b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "start-p50-ms")
+			b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds())/1000, "start-p99-ms")
 		})
 	}
 }
@@ -112,8 +129,8 @@ func (r *Runner) claimedAhead() int {
 		if len(t.heap) == 0 && t.runs == 0 {
 			k = -1
 		}
-		for _, e := range t.heap {
-			if e.claim == claimDone {
+		for _, it := range t.heap {
+			if it.e.claim == claimDone {
 				k++
 			}
 		}

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"time"
@@ -56,12 +55,12 @@ func newClaimQueue() claimQueue {
 }
 
 func (q *claimQueue) push(e *fireEntry) {
-	heap.Push(&q.heap, e)
+	q.heap.push(e)
 	q.count[e.at.Unix()]++
 }
 
 func (q *claimQueue) pop() *fireEntry {
-	e := heap.Pop(&q.heap).(*fireEntry)
+	e := q.heap.pop()
 	s := e.at.Unix()
 	if q.count[s]--; q.count[s] <= 0 {
 		delete(q.count, s)
@@ -87,8 +86,8 @@ func (q *claimQueue) plan(now time.Time, ahead time.Duration) (by, wake time.Tim
 	if len(q.heap) == 0 {
 		return by, time.Time{}
 	}
-	wake = q.heap[0].at.Add(-ahead)
-	first := q.heap[0].at.Unix()
+	wake = q.heap.peek().at.Add(-ahead)
+	first := q.heap.peek().at.Unix()
 	last := first + int64((ahead+maxClaimLead)/time.Second) + 1
 	cum := 0
 	for s := first; s <= last; s++ {
@@ -131,13 +130,13 @@ func (t *term) claimAhead(now time.Time) {
 	}
 	by, _ := t.queue.plan(now, t.ahead)
 	var batch []*fireEntry
-	for len(t.queue.heap) > 0 && t.queue.heap[0].at.Before(by) {
+	for len(t.queue.heap) > 0 && t.queue.heap.peek().at.Before(by) {
 		e := t.queue.pop()
 		js := e.js
 		if js.entry != e {
 			continue // superseded by a reload
 		}
-		heap.Push(&t.heap, e)
+		t.heap.push(e)
 		if !t.claimable(js) {
 			continue
 		}

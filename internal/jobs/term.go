@@ -1,12 +1,13 @@
 package jobs
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -42,7 +43,10 @@ type term struct {
 	runs     int            // runs started and not yet reported done
 	ended    bool           // the term is over: no run may start
 	launched int            // runs started in the term
-	fence    chan error
+	started  []LedgerRun    // runs launched in this step, whose start lines logStarted writes
+	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
+	unstarted atomic.Int64
+	fence     chan error
 
 	// Claiming ahead (preclaim.go).
 	ahead         time.Duration // Options.ClaimAhead; negative: slots are claimed when they fire
@@ -55,7 +59,7 @@ type term struct {
 	completer *completer // nil when the Ledger has no CompleteMany
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
-	// and the writes made for them hang off it. Each run has its own cancel function (in
+	// and the writes made for them hang off it. Each run has its own runCancel (in
 	// jobState.active), so starting one does not register it with a shared parent.
 	runsCtx context.Context
 
@@ -69,8 +73,8 @@ type term struct {
 type jobState struct {
 	ord     int // the job's place in the term's table, which orders slots due together
 	spec    *Spec
-	active  map[int64]*activeRun
-	queue   []pending // slots waiting for the current run (overlap queue, misfire all)
+	active  []activeRun // runs in progress: few, usually none or one
+	queue   []pending   // slots waiting for the current run (overlap queue, misfire all)
 	entry   *fireEntry
 	removed bool // dropped from the table by a reload; kept until its runs end
 
@@ -89,8 +93,8 @@ func (js *jobState) orphanAhead(r LedgerRun) {
 }
 
 type activeRun struct {
-	run    LedgerRun
-	cancel context.CancelCauseFunc
+	runID  int64
+	cancel *runCancel
 }
 
 // runDone reports the end of a run to the loop.
@@ -98,7 +102,8 @@ type runDone struct {
 	js     *jobState
 	job    string
 	runID  int64
-	fenced error // non-nil when the store refused the token
+	fenced error     // non-nil when the store refused the token
+	out    *finished // the outcome and how its write went; nil for a run cut off
 }
 
 func newTerm(r *Runner, token int64) *term {
@@ -146,6 +151,7 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 		// the claims in flight. The ledger rows of runs cut off, and of slots claimed ahead,
 		// stay running, for the next leader to take over.
 		t.ended = true
+		t.logStarted()
 		t.cancelRuns(errTermEnded)
 		for t.runs > 0 || t.claiming > 0 {
 			select {
@@ -160,7 +166,9 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 		close(stopCompleter)
 		completerDone.Wait()
 	}()
-	if err := t.takeOver(ctx, specs); err != nil {
+	err = t.takeOver(ctx, specs)
+	t.logStarted()
+	if err != nil {
 		return err
 	}
 	for {
@@ -173,6 +181,7 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 			timerC = timer.C()
 		}
 		err := t.step(ctx, timerC)
+		t.logStarted()
 		if timer != nil {
 			timer.Stop()
 		}
@@ -211,7 +220,7 @@ func (t *term) wake() time.Time {
 	}
 	var at time.Time
 	if len(t.heap) > 0 {
-		at = t.heap[0].at
+		at = t.heap.peek().at
 	}
 	if t.ahead >= 0 && len(t.queue.heap) > 0 {
 		if _, w := t.queue.plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
@@ -223,7 +232,7 @@ func (t *term) wake() time.Time {
 
 // addJob adds a job of the table to the term.
 func (t *term) addJob(s *Spec) {
-	t.jobs[s.Name] = &jobState{ord: len(t.jobs), spec: s, active: map[int64]*activeRun{}}
+	t.jobs[s.Name] = &jobState{ord: len(t.jobs), spec: s}
 }
 
 // schedule puts the job's first slot firing after now on the heap.
@@ -261,7 +270,7 @@ func (t *term) scheduleAfter(js *jobState, slot time.Time) {
 func (t *term) enqueue(js *jobState, e *fireEntry) {
 	js.entry = e
 	if t.ahead < 0 {
-		heap.Push(&t.heap, e)
+		t.heap.push(e)
 		return
 	}
 	t.queue.push(e)
@@ -288,15 +297,16 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 	if js == nil {
 		js = t.jobs[run.Slot.Job]
 	}
-	ctx, cancel := context.WithCancelCause(t.runsCtx)
+	rc := &runCancel{}
 	if t.ended {
-		cancel(errTermEnded)
+		rc.do(errTermEnded)
 	}
-	js.active[run.RunID] = &activeRun{run: run, cancel: cancel}
+	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc})
 	t.runs++
+	t.started = append(t.started, run)
+	t.unstarted.Add(1)
 	go func() {
-		defer cancel(nil)
-		d, f := t.execute(ctx, js.spec, run)
+		d, f := t.execute(rc, js.spec, run)
 		d.js = js
 		if f != nil {
 			f.done.js = js
@@ -305,9 +315,10 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 		case f == nil:
 			t.done <- d
 		case t.completer != nil:
-			t.completer.add(*f)
+			t.completer.add(f)
 		default:
-			t.complete(ctx, f)
+			t.complete(t.runsCtx, f)
+			f.done.out = f
 			t.done <- f.done
 		}
 	}()
@@ -317,7 +328,7 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 func (t *term) cancelRuns(cause error) {
 	for _, js := range t.jobs {
 		for _, a := range js.active {
-			a.cancel(cause)
+			a.cancel.do(cause)
 		}
 	}
 }
@@ -362,7 +373,12 @@ func (t *term) finishRun(d runDone) (pending, bool) {
 	if js == nil {
 		js = t.jobs[d.job]
 	}
-	delete(js.active, d.runID)
+	if d.out != nil {
+		t.logFinished(d.out)
+	}
+	if i := slices.IndexFunc(js.active, func(a activeRun) bool { return a.runID == d.runID }); i >= 0 {
+		js.active = slices.Delete(js.active, i, i+1)
+	}
 	if d.fenced != nil {
 		select {
 		case t.fence <- t.fenced(d.job, d.fenced):
@@ -382,4 +398,42 @@ func (t *term) finishRun(d runDone) (pending, bool) {
 		return next, true
 	}
 	return pending{}, false
+}
+
+// maxStartWait bounds how long yieldToStarts holds back work that can wait.
+const maxStartWait = 100 * time.Millisecond
+
+// yieldToStarts lets the runs just launched reach their executors before the caller goes on
+// with work that can wait (the next slots, log lines, outcome writes): on a busy machine that
+// work would otherwise share the processors with a herd still starting. It yields until every
+// launched run has started, or maxStartWait passed.
+func (t *term) yieldToStarts() {
+	var deadline time.Time
+	for i := 0; t.unstarted.Load() > 0; i++ {
+		if i%64 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(maxStartWait)
+			} else if now.After(deadline) {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// logStarted writes the start lines of the runs launched in this step. They are written after
+// the step, when the runs have started, so that a herd does not wait for its own log lines; a
+// run's end line is written when the loop hears of its end, always after.
+func (t *term) logStarted() {
+	if len(t.started) == 0 {
+		return
+	}
+	t.yieldToStarts()
+	for i, run := range t.started {
+		t.lg.Info("run started", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
+			zap.String("node", t.r.opts.Node), zap.Int("attempt", max(run.Attempt, 1)))
+		t.started[i] = LedgerRun{}
+	}
+	t.started = t.started[:0]
 }
