@@ -21,8 +21,8 @@ import (
 //
 // Herds: a claim of many slots takes time (tens of thousands of slots a second on Postgres, ten
 // thousand on SQLite). The queue counts its slots per second of fire time and claims a second's slots
-// early enough to claim them, and every earlier one, at the claim rate it measured, before they
-// fire; at most maxClaimLead ahead. Batches hold at most maxClaimBatch slots: a fenced batch
+// early enough to claim them, and every earlier one, at half the claim rate it measured, before
+// they fire; at most maxClaimLead ahead. Batches hold at most maxClaimBatch slots: a fenced batch
 // takes a lock per job, and Postgres's shared lock table holds about 6,400 by default.
 //
 // A slot claimed ahead by a term that ends before the slot fires stays running in the ledger
@@ -40,6 +40,10 @@ const (
 	maxClaimLead      = 30 * time.Second // how far ahead a herd may be claimed
 	initialClaimRate  = 20000.0          // slots per second assumed before the first measurement
 	minRateSample     = 200              // smallest batch whose duration updates the rate
+	// claimSlack is how much slower than the measured rate claims are planned: the rate is
+	// measured on the batches before, and a herd's claims meet a database (or a machine) that
+	// may be busier by then; a herd's slots claimed late wait for their claims when they fire.
+	claimSlack = 2
 )
 
 // claimQueue holds the scheduled slots not yet claimed, by fire time, and counts them per second
@@ -73,9 +77,10 @@ func (q *claimQueue) reset() {
 	clear(q.count)
 }
 
-// claimTime is how long claiming n slots takes at the measured rate.
+// claimTime is how long claiming n slots is planned to take: at the measured rate, with
+// claimSlack.
 func (q *claimQueue) claimTime(n int) time.Duration {
-	return min(time.Duration(float64(n)/q.rate*float64(time.Second)), maxClaimLead)
+	return min(time.Duration(claimSlack*float64(n)/q.rate*float64(time.Second)), maxClaimLead)
 }
 
 // plan returns, for the queue as it is: by, the fire time before which slots are to be claimed

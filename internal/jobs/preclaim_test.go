@@ -239,8 +239,9 @@ func TestClaimQueue_Plan(t *testing.T) {
 		claimedAt time.Time // a time at which the herd is claimed
 		earlyAt   time.Time // a time at which it is not yet
 	}{
-		{"OneSlot", 1, 20000, herd.Add(-time.Second - 50*time.Microsecond), herd.Add(-time.Second), herd.Add(-1100 * time.Millisecond)},
-		{"Herd", 100000, 20000, herd.Add(-6 * time.Second), herd.Add(-6 * time.Second), herd.Add(-6100 * time.Millisecond)},
+		// Planned at half the rate (claimSlack).
+		{"OneSlot", 1, 20000, herd.Add(-time.Second - 100*time.Microsecond), herd.Add(-time.Second), herd.Add(-1100 * time.Millisecond)},
+		{"Herd", 100000, 20000, herd.Add(-11 * time.Second), herd.Add(-11 * time.Second), herd.Add(-11100 * time.Millisecond)},
 		{"HugeHerdIsBounded", 10000000, 20000, herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead - time.Millisecond)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
