@@ -208,7 +208,7 @@ func (t *term) start(ctx context.Context, ps []pending) error {
 		return t.claimedNow(ctx, fresh, claimed, err)
 	}
 	// A large batch (a takeover's catch-up) is claimed in parts, maxClaimsInFlight at once; the
-	// runs are launched here, on the loop goroutine.
+	// runs of each part are launched here, on the loop goroutine, as soon as it is claimed.
 	type part struct {
 		slots   []SlotKey
 		claimed []Claimed
@@ -218,21 +218,13 @@ func (t *term) start(ctx context.Context, ps []pending) error {
 	for lo := 0; lo < len(fresh); lo += maxClaimBatch {
 		parts = append(parts, &part{slots: fresh[lo:min(lo+maxClaimBatch, len(fresh))]})
 	}
-	var g errgroup.Group
-	g.SetLimit(maxClaimsInFlight)
-	for _, p := range parts {
-		g.Go(func() error {
-			p.claimed, p.err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, p.slots)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	for _, p := range parts {
-		if err := t.claimedNow(ctx, p.slots, p.claimed, p.err); err != nil {
-			return err
-		}
-	}
-	return nil
+	return inParallel(len(parts), maxClaimsInFlight, func(i int) {
+		p := parts[i]
+		p.claimed, p.err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, p.slots)
+	}, func(i int) error {
+		p := parts[i]
+		return t.claimedNow(ctx, p.slots, p.claimed, p.err)
+	})
 }
 
 // claimedNow launches the runs of fresh slots claimed now.
@@ -264,9 +256,9 @@ func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claime
 // maxReclaimsInFlight bounds the concurrent Reclaim calls of a takeover with many orphans.
 const maxReclaimsInFlight = 8
 
-// reclaimAll takes over runs older leaders left running, and runs them again. The ledger takes
-// them over one call each: many orphans (a takeover after a herd was cut off) go in parallel,
-// and their runs are launched here, on the loop goroutine.
+// reclaimAll takes over runs older leaders left running, and runs them again: in batches when
+// the ledger is a BatchReclaimer, else one call each, many orphans (a takeover after a herd was
+// cut off) in parallel. Their runs are launched here, on the loop goroutine.
 func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 	if len(orphans) <= 1 {
 		for _, o := range orphans {
@@ -279,8 +271,13 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 	runs := make([]LedgerRun, len(orphans))
 	errs := make([]error, len(orphans))
 	if br, ok := t.r.opts.Ledger.(BatchReclaimer); ok {
-		for lo := 0; lo < len(orphans); lo += maxClaimBatch {
-			part := orphans[lo:min(lo+maxClaimBatch, len(orphans))]
+		// In parts of maxClaimBatch, maxClaimsInFlight at once; each part's runs are launched
+		// as soon as it is taken over.
+		n := (len(orphans) + maxClaimBatch - 1) / maxClaimBatch
+		bounds := func(k int) (int, int) { return k * maxClaimBatch, min((k+1)*maxClaimBatch, len(orphans)) }
+		return inParallel(n, maxClaimsInFlight, func(k int) {
+			lo, hi := bounds(k)
+			part := orphans[lo:hi]
 			slots := make([]SlotKey, len(part))
 			for i, o := range part {
 				slots[i] = o.Slot
@@ -299,13 +296,15 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 					runs[lo+i] = got[i]
 				}
 			}
-		}
-		for i, o := range orphans {
-			if err := t.reclaimed(o, runs[i], errs[i]); err != nil {
-				return err
+		}, func(k int) error {
+			lo, hi := bounds(k)
+			for i := lo; i < hi; i++ {
+				if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	}
 	var g errgroup.Group
 	g.SetLimit(maxReclaimsInFlight)

@@ -29,8 +29,9 @@ import (
 // under that term's token, as a run cut off by a crash does. The next leader takes it over: at
 // catch-up if the slot is due by then (misfire policy, like any orphan), else when the slot
 // fires: planCatchup leaves such an orphan to the firing loop, which reclaims it (attempt 2) or,
-// if the job is paused or busy by then, closes it skipped. The run's started_at in the ledger is
-// the claim's time, up to ClaimAhead (and a herd's lead) before its slot.
+// if the job is paused or busy by then, closes it skipped. A run claimed ahead is running in the
+// ledger up to ClaimAhead (and a herd's lead) before its slot; the store records its start as
+// the slot's time.
 
 // Bounds of claiming ahead.
 const (
