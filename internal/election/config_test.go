@@ -56,8 +56,8 @@ func TestDefaultMargin(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("defaultMargin(%v) = %v, want %v", tt.ttl, got, tt.want)
 		}
-		// The renewal sent TTL/3 after the last must land before the
-		// deadline, or one late answer would end every term.
+		// The next renewal (renewEvery) must land before the deadline,
+		// or one late answer would end every term.
 		if got >= tt.ttl*2/3 {
 			t.Errorf("defaultMargin(%v) = %v, want below 2/3 of the TTL", tt.ttl, got)
 		}
@@ -65,24 +65,28 @@ func TestDefaultMargin(t *testing.T) {
 }
 
 func TestRenewEvery(t *testing.T) {
+	ms := time.Millisecond
 	tests := []struct {
-		ttl, margin, want time.Duration
+		ttl, margin, rtt, want time.Duration
 	}{
-		{time.Second, 500 * time.Millisecond, 333 * time.Millisecond},
-		{2 * time.Second, 500 * time.Millisecond, time.Second},
-		{5 * time.Second, time.Second, 2500 * time.Millisecond},
-		{15 * time.Second, 3 * time.Second, 7500 * time.Millisecond},
-		{3 * time.Second, 1900 * time.Millisecond, 733 * time.Millisecond},
+		{time.Second, 500 * ms, ms, 333 * ms},
+		{2 * time.Second, 500 * ms, ms, 999 * ms},
+		{2 * time.Second, 500 * ms, 0, time.Second},
+		{2 * time.Second, 500 * ms, 600 * ms, 600 * ms},
+		{5 * time.Second, time.Second, 10 * ms, 2500 * ms},
+		{15 * time.Second, 3 * time.Second, 10 * ms, 7500 * ms},
+		{3 * time.Second, 1900 * ms, ms, 733 * ms},
+		{2 * time.Second, 500 * ms, 2 * time.Second, 200 * ms}, // slower than the TTL: the floor
 	}
 	for _, tt := range tests {
-		got := renewEvery(tt.ttl, tt.margin)
-		if got.Round(time.Millisecond) != tt.want {
-			t.Errorf("renewEvery(%v, %v) = %v, want %v", tt.ttl, tt.margin, got, tt.want)
+		got := renewEvery(tt.ttl, tt.margin, tt.rtt)
+		if got.Round(ms) != tt.want {
+			t.Errorf("renewEvery(%v, %v, %v) = %v, want %v", tt.ttl, tt.margin, tt.rtt, got, tt.want)
 		}
-		// A third of the time from a renewal to the deadline is left for
-		// retrying the next one.
-		if left := tt.ttl - tt.margin - got; left*2 < got {
-			t.Errorf("renewEvery(%v, %v) = %v leaves %v before the deadline, want at least half of it", tt.ttl, tt.margin, got, left)
+		// Unless a round trip alone outlasts the term, the next renewal, answered after a
+		// round trip, still leaves time before the deadline for a retry.
+		if tt.rtt < tt.ttl-tt.margin-tt.ttl/10 && got+tt.rtt >= tt.ttl-tt.margin {
+			t.Errorf("renewEvery(%v, %v, %v) = %v: the renewal is answered after the deadline", tt.ttl, tt.margin, tt.rtt, got)
 		}
 	}
 }

@@ -137,16 +137,21 @@ func watchLease(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, with
 }
 
 // leaderKeyDeleted deletes the leader's election key, as an operator might with etcdctl, while
-// the leader's links to etcd are slow (300 ms): the next candidate wins at once, but the old
-// leader learns of the deletion only when the watch event reaches it. For that while two
-// replicas believe they lead; the old one's next write reads the new fence and is refused, which
-// ends its term. The new leader finishes the slot once.
+// the leader's links to etcd are slow (150 ms each way): the next candidate wins at once, but
+// the old leader learns of the deletion only when the watch event reaches it. For that while
+// two replicas believe they lead; the old one's next write (one every 50 ms) reads the new fence
+// and is refused, which ends its term. The new leader finishes the slot once.
+//
+// The lag comes after the leader was elected, so its renewals meet it unannounced: at TTL 2 s
+// a renewal is sent a second after the last and must be answered within half a second more
+// (TTL − margin), so a round trip slower than that would end the term by the renewal deadline
+// before the key is deleted, which is another scenario (LeaderCutOffFromEtcd).
 func (s *suite) leaderKeyDeleted(t *testing.T) {
-	w := workload{schedule: "@every 10s", every: 10 * time.Second, clients: 10, delay: 100 * time.Millisecond}
+	w := workload{schedule: "@every 10s", every: 10 * time.Second, clients: 20, delay: 50 * time.Millisecond}
 	d := s.deploy(t, deployOptions{jobs: w.yaml()})
 	d.startAll()
 	first := d.waitLeader(0, 30*time.Second)
-	lag := 300 * time.Millisecond
+	lag := 150 * time.Millisecond
 	for _, p := range d.replicas[first.node].etcd {
 		p.setDelay(lag)
 	}
