@@ -51,9 +51,9 @@
 //     by revoking its lease, which deletes the key.
 //   - Session.Done fires between TTL and TTL+1s after the last keep-alive
 //     response, after the server may have expired the lease. The lease is
-//     renewed with KeepAliveOnce (every TTL/2, less for short TTLs: see
-//     renewEvery) and the term ends at (last successful renewal sent + TTL -
-//     margin).
+//     renewed with KeepAliveOnce (every TTL/2, sooner for short TTLs and slow
+//     links: see renewEvery) and the term ends at (last successful renewal
+//     sent + TTL - margin).
 //   - The leader key deleted by an operator, or the lease revoked, ends the
 //     term through a watch on the key and the session.
 //   - Election.Observe may lag or report a candidate that does not lead;
