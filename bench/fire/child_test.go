@@ -131,8 +131,11 @@ func measure(ctx context.Context, c fireCase, h herds, rec *recorder) (fireResul
 		all = append(all, rec.delays[i])
 		byHerd[rec.slots[i]] = append(byHerd[rec.slots[i]], rec.delays[i])
 	}
-	if len(all) != c.Herds*c.Jobs {
-		return r, fmt.Errorf("%d starts in the measured herds, want %d", len(all), c.Herds*c.Jobs)
+	// A runner that does not keep up starts fewer runs in the measured herds than it should:
+	// reported, with the delays of the runs that did start.
+	r.Missing = max(c.Herds*c.Jobs-len(all), 0)
+	if len(all) == 0 {
+		return r, nil
 	}
 	slices.Sort(all)
 	r.Fires = len(all)

@@ -71,7 +71,8 @@ type fireResult struct {
 	HerdP99  []float64 `json:"herd_p99_ms"`
 	CPU      float64   `json:"cpu_us_per_fire"`
 	RSS      float64   `json:"rss_peak_mb"`
-	Late     int       `json:"late"` // runs whose outcome was not written when the next herd was due
+	Late     int       `json:"late"`    // runs whose outcome was not written when the next herd was due
+	Missing  int       `json:"missing"` // runs of the measured herds that did not start by the end
 	Takeover float64   `json:"takeover_s"`
 	HeapMB   float64   `json:"heap_inuse_mb"` // at the end of the last herd
 	StackMB  float64   `json:"stack_sys_mb"`  // stacks held from the runtime, the most ever needed
@@ -161,6 +162,7 @@ func report(b *testing.B, res []fireResult) {
 		sum.CPU += r.CPU
 		sum.RSS = max(sum.RSS, r.RSS)
 		sum.Late += r.Late
+		sum.Missing += r.Missing
 		sum.Takeover += r.Takeover
 		sum.HeapMB = max(sum.HeapMB, r.HeapMB)
 		sum.StackMB = max(sum.StackMB, r.StackMB)
@@ -172,6 +174,7 @@ func report(b *testing.B, res []fireResult) {
 	b.ReportMetric(sum.CPU/k, "cpu-µs/fire")
 	b.ReportMetric(sum.RSS, "rss-MB")
 	b.ReportMetric(float64(sum.Late), "late")
+	b.ReportMetric(float64(sum.Missing), "not-started")
 	b.ReportMetric(sum.Takeover/k, "takeover-s")
 	b.ReportMetric(sum.HeapMB, "heap-MB")
 	b.ReportMetric(sum.StackMB, "stack-MB")

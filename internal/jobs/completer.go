@@ -23,12 +23,12 @@ var errNotRunning = errors.New("the run is no longer running")
 type completer struct {
 	t    *term
 	mu   sync.Mutex
-	q    []finished
+	q    []*finished
 	wake chan struct{}
 }
 
-// finished is a run whose outcome is to be written. It is kept small: a herd's runs may all
-// wait in the completer at once.
+// finished is a run whose outcome is to be written; the completer queues pointers to it. It is
+// kept small: a herd's runs may all wait in the completer at once.
 type finished struct {
 	c       Completion
 	slot    time.Time
@@ -45,7 +45,7 @@ func newCompleter(t *term) *completer {
 // add hands f over; the completer reports it to the loop once written.
 func (c *completer) add(f *finished) {
 	c.mu.Lock()
-	c.q = append(c.q, *f)
+	c.q = append(c.q, f)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -81,7 +81,7 @@ func (c *completer) run(stop <-chan struct{}) {
 	}
 }
 
-func (c *completer) write(batch []finished) {
+func (c *completer) write(batch []*finished) {
 	t := c.t
 	cs := make([]Completion, len(batch))
 	for i, f := range batch {
@@ -91,8 +91,7 @@ func (c *completer) write(batch []finished) {
 	errs := t.completeAll(ctx, cs)
 	cancel()
 	ds := make([]runDone, len(batch))
-	for i := range batch {
-		f := &batch[i]
+	for i, f := range batch {
 		t.finish(f, errs[i])
 		ds[i] = f.done
 		ds[i].out = f

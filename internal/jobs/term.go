@@ -436,4 +436,10 @@ func (t *term) logStarted() {
 		t.started[i] = LedgerRun{}
 	}
 	t.started = t.started[:0]
+	if cap(t.started) > maxKeptStarted {
+		t.started = nil // a herd's worth: not kept until the next herd
+	}
 }
+
+// maxKeptStarted bounds the capacity logStarted keeps between steps.
+const maxKeptStarted = 4096
