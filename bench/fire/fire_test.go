@@ -6,7 +6,7 @@
 // Each case runs in a child process of its own (the test binary run again), so that its CPU time
 // and peak resident memory are its alone:
 //
-//	go test -run '^$' -bench Fire -benchtime 1x -count 5 -timeout 60m ./bench/fire/
+//	go test -run '^$' -bench Fire -benchtime 1x -count 2 -timeout 90m ./bench/fire/
 //
 // Cases: runner=robfig (no ledger), runner=scheduler with the ledger on SQLite and on Postgres
 // (a dedicated cluster with default settings), jobs=1000, 10000, 100000. Every job's schedule is
