@@ -58,11 +58,7 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 	if len(slots) == 0 {
 		return nil, nil
 	}
-	all := make([]Slot, len(slots))
-	for i, sl := range slots {
-		sl.At = normTime(sl.At)
-		all[i] = sl
-	}
+	all := withNormTimes(slots)
 	var res []Result
 	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
 		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all))
@@ -269,6 +265,16 @@ func checkSlots(token int64, node string, slots []Slot) error {
 }
 
 // normSlots returns slots without duplicates.
+// withNormTimes returns a copy of slots with their times as the store keeps them.
+func withNormTimes(slots []Slot) []Slot {
+	all := make([]Slot, len(slots))
+	for i, sl := range slots {
+		sl.At = normTime(sl.At)
+		all[i] = sl
+	}
+	return all
+}
+
 func normSlots(slots []Slot) []Slot {
 	out := make([]Slot, 0, len(slots))
 	seen := make(map[slotKey]bool, len(slots))

@@ -55,11 +55,7 @@ func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots
 	if len(slots) == 0 {
 		return nil, nil
 	}
-	all := make([]Slot, len(slots))
-	for i, sl := range slots {
-		sl.At = normTime(sl.At)
-		all[i] = sl
-	}
+	all := withNormTimes(slots)
 	uniq := normSlots(all)
 	res := make([]Result, 0, len(uniq))
 	for lo := 0; lo < len(uniq); lo += maxReclaimBatch {

@@ -163,11 +163,7 @@ func (l Ledger) Window(ctx context.Context, names []string, from, to time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]jobs.LedgerRun, len(runs))
-	for i, r := range runs {
-		out[i] = toRun(r)
-	}
-	return out, nil
+	return toRuns(runs), nil
 }
 
 // Last returns the newest run of each job that has one.
@@ -189,9 +185,13 @@ func (l Ledger) Orphans(ctx context.Context, names []string) ([]jobs.LedgerRun, 
 	if err != nil {
 		return nil, err
 	}
+	return toRuns(runs), nil
+}
+
+func toRuns(runs []fence.Run) []jobs.LedgerRun {
 	out := make([]jobs.LedgerRun, len(runs))
 	for i, r := range runs {
 		out[i] = toRun(r)
 	}
-	return out, nil
+	return out
 }
