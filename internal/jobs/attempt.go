@@ -99,15 +99,14 @@ type runLog struct {
 	job   string
 	slot  time.Time
 	runID int64
-	node  string
 }
 
 func (t *term) runLog(lr LedgerRun) runLog {
-	return runLog{lg: t.lg, job: lr.Slot.Job, slot: lr.Slot.At, runID: lr.RunID, node: t.r.opts.Node}
+	return runLog{lg: t.lg, job: lr.Slot.Job, slot: lr.Slot.At, runID: lr.RunID}
 }
 
 func (l runLog) with(extra []zap.Field) []zap.Field {
-	return append([]zap.Field{zap.String("job", l.job), zap.Time("slot", l.slot), zap.Int64("run_id", l.runID), zap.String("node", l.node)}, extra...)
+	return append([]zap.Field{zap.String("job", l.job), zap.Time("slot", l.slot), zap.Int64("run_id", l.runID)}, extra...)
 }
 
 func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
@@ -141,7 +140,7 @@ func (t *term) finish(f *finished, err error) {
 func (t *term) logFinished(f *finished) {
 	c := f.c
 	fields := make([]zap.Field, 0, 9)
-	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID), zap.String("node", t.r.opts.Node),
+	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
 		zap.String("status", string(c.Status)), zap.Int("attempt", f.attempt), zap.Duration("took", f.took))
 	if c.Error != "" {
 		fields = append(fields, zap.String("error", c.Error))

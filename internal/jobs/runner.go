@@ -28,6 +28,8 @@ type Options struct {
 	Node   string // written into the ledger with every claim
 	Ledger Ledger
 	Clock  Clock // nil: RealClock
+	// Logger receives the runner's lines, which carry the job, slot, run id, attempt and token;
+	// the node is the process logger's to add, once for every line it writes.
 	Logger *zap.Logger
 	// Paused reports whether a job is paused cluster-wide; nil: never. A paused job's slots are
 	// recorded skipped.

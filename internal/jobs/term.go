@@ -432,7 +432,7 @@ func (t *term) logStarted() {
 	t.yieldToStarts()
 	for i, run := range t.started {
 		t.lg.Info("run started", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
-			zap.String("node", t.r.opts.Node), zap.Int("attempt", max(run.Attempt, 1)))
+			zap.Int("attempt", max(run.Attempt, 1)))
 		t.started[i] = LedgerRun{}
 	}
 	t.started = t.started[:0]
