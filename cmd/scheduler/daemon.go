@@ -85,6 +85,13 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened.
+	if usesDataDir(cfg) {
+		lock, err := lockDataDir(cfg.DataDir, cfg.Node)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	endpoints := cfg.Etcd.Endpoints
 	if len(endpoints) == 0 {
 		emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
