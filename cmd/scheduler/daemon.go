@@ -182,6 +182,10 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("trigger requests", d.consumeTriggers, svcCtx)
 	part("replica registration", d.register, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
+	part("etcd version check", func(c context.Context) error {
+		election.CheckServerVersions(c, d.cli, d.lg)
+		return nil
+	}, svcCtx)
 	if d.http != nil {
 		part("http", d.serveHTTP, svcCtx)
 	}
