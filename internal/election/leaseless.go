@@ -170,7 +170,7 @@ func (c *Campaigner) removeLeaseless(ctx context.Context, kv *mvccpb.KeyValue, l
 	if len(value) > maxLoggedValue {
 		value = value[:maxLoggedValue] + "…"
 	}
-	lg.Error("removed a lease-less key that blocked the election; no replica writes such keys: restrict the prefix with etcd roles",
+	lg.Error("removed a lease-less key blocking the campaign",
 		zap.String("key", key), zap.String("value", value),
 		zap.Int64("create_revision", kv.CreateRevision), zap.Int64("mod_revision", kv.ModRevision))
 	return nil

@@ -16,7 +16,7 @@ import (
 )
 
 // removedMsg is the error line of a campaigner that removed a lease-less key.
-const removedMsg = "removed a lease-less key that blocked the election"
+const removedMsg = "removed a lease-less key blocking the campaign"
 
 // removals returns the removal lines logged for key.
 func removals(logs *observer.ObservedLogs, key string) []observer.LoggedEntry {

@@ -190,7 +190,7 @@ func (o *Observer) setLeaseless(stray []Candidate) {
 		if len(value) > maxLoggedValue {
 			value = value[:maxLoggedValue] + "…"
 		}
-		o.lg.Error("lease-less key under the election prefix: no replica writes it, and it blocks every candidate behind it",
+		o.lg.Error("lease-less key under the election prefix",
 			zap.String("key", s.Key), zap.String("value", value), zap.Int64("create_revision", s.Rev),
 			zap.String("remove", RemoveCommand(s.Key)))
 	}
