@@ -84,7 +84,8 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
-	// 4 (deferred, so it runs last): close what was opened.
+	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
+	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
 	if usesDataDir(cfg) {
 		lock, err := lockDataDir(cfg.DataDir, cfg.Node)
 		if err != nil {
