@@ -84,7 +84,15 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
-	// 4 (deferred, so it runs last): close what was opened.
+	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
+	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
+	if usesDataDir(cfg) {
+		lock, err := lockDataDir(cfg.DataDir, cfg.Node)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	endpoints := cfg.Etcd.Endpoints
 	if len(endpoints) == 0 {
 		emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
@@ -175,6 +183,10 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("trigger requests", d.consumeTriggers, svcCtx)
 	part("replica registration", d.register, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
+	part("etcd version check", func(c context.Context) error {
+		election.CheckServerVersions(c, d.cli, d.lg)
+		return nil
+	}, svcCtx)
 	if d.http != nil {
 		part("http", d.serveHTTP, svcCtx)
 	}

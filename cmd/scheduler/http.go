@@ -43,6 +43,12 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	var problems []error
 	if _, err := d.cli.Get(clientv3.WithRequireLeader(ctx), d.cfg.Election.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
 		problems = append(problems, fmt.Errorf("etcd: %w", err))
+	} else if stray, err := readLeaseless(ctx, d.cli, d.cfg.Election.Prefix); err != nil {
+		problems = append(problems, fmt.Errorf("etcd: %w", err))
+	} else {
+		for _, l := range stray {
+			problems = append(problems, errors.New("election: "+l.problem()))
+		}
 	}
 	if err := d.store.CheckSchema(ctx); err != nil {
 		problems = append(problems, fmt.Errorf("store: %w", err))

@@ -22,6 +22,9 @@ type statusDoc struct {
 	Replicas []control.Replica `json:"replicas"`
 	Warnings []string          `json:"warnings"`
 	Jobs     []jobStatus       `json:"jobs"`
+
+	// Leaseless lists keys under the election prefix bound to no lease: each blocks the election.
+	Leaseless []leaselessDoc `json:"leaseless_keys"`
 }
 
 type leaderDoc struct {
@@ -43,7 +46,7 @@ type jobStatus struct {
 // collectStatus reads the leader and the replicas from etcd and the last runs from the store.
 // Parts it cannot read become warnings, so a partial answer still helps an operator.
 func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv3.Client, ctl *control.Store, store *fence.Store, now time.Time) statusDoc {
-	doc := statusDoc{Replicas: []control.Replica{}, Warnings: []string{}, Jobs: []jobStatus{}}
+	doc := statusDoc{Replicas: []control.Replica{}, Warnings: []string{}, Jobs: []jobStatus{}, Leaseless: []leaselessDoc{}}
 	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
 
 	l, err := election.ReadLeader(ctx, cli, prefix)
@@ -57,6 +60,14 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		if !l.Since.IsZero() {
 			since := l.Since.UTC()
 			doc.Leader.Since = &since
+		}
+	}
+	if stray, err := readLeaseless(ctx, cli, prefix); err != nil {
+		warn("read the election keys from etcd: %v", err)
+	} else {
+		doc.Leaseless = stray
+		for _, l := range stray {
+			warn("%s", l.problem())
 		}
 	}
 	if rs, err := ctl.Replicas(ctx); err != nil {

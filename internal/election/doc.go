@@ -56,6 +56,12 @@
 //     sent + TTL - margin).
 //   - The leader key deleted by an operator, or the lease revoked, ends the
 //     term through a watch on the key and the session.
+//   - A key under the prefix without a lease (written by hand: no replica
+//     writes one) is never deleted by an expiry, so every candidate behind
+//     it would wait forever. A campaigning round removes the lease-less keys
+//     before its own, guarded on the key's lease and mod revision, and logs
+//     each at error level; ReadLeader never names one as the leader, and
+//     ReadLeaseless and Observer.Leaseless report them.
 //   - Election.Observe may lag or report a candidate that does not lead;
 //     this package never uses it. ReadLeader and Observer show who holds the
 //     election, for people and metrics, never for deciding to lead.

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
 	"scheduler/internal/testenv"
@@ -64,6 +65,7 @@ type world struct {
 	overlap bool                 // two lead functions ran at once
 	renewed map[string]time.Time // node -> send time of its last successful renewal
 	changed chan struct{}        // closed on every change
+	logs    zapcore.Core         // if set, every node also logs here
 }
 
 func newWorld(t *testing.T, prefix string) *world {
@@ -253,7 +255,11 @@ func (w *world) start(cli *clientv3.Client, name string, opts ...nodeOption) *te
 			w.notify()
 		},
 	}
-	c, err := New(cli, cfg, testLogger(w.t))
+	lg := testLogger(w.t)
+	if w.logs != nil {
+		lg = zap.New(zapcore.NewTee(lg.Core(), w.logs))
+	}
+	c, err := New(cli, cfg, lg)
 	if err != nil {
 		w.t.Fatalf("New(%s): %v", name, err)
 	}

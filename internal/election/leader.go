@@ -58,31 +58,43 @@ func encodeTermRecord(t Term) (string, error) {
 // ReadLeader reads who holds the election prefix right now: the candidate
 // key with the lowest create revision, which is what `etcdctl elect
 // --listen` and Election.Leader report too. It returns ErrNoLeader when
-// there is none.
+// there is none, and also when that key is bound to no lease: no replica
+// writes such a key, and every candidate waits behind it (see
+// ReadLeaseless).
 //
 // A process that holds the election is not necessarily acting as leader:
 // it may be paused, partitioned or still confirming its campaign. The
 // fence, not this answer, decides whose writes count.
 func ReadLeader(ctx context.Context, cli *clientv3.Client, prefix string) (Leader, error) {
-	l, _, err := readLeader(ctx, cli, prefix)
+	l, _, _, err := readLeader(ctx, cli, prefix)
 	return l, err
 }
 
-// readLeader is ReadLeader that also returns the revision it read at.
-func readLeader(ctx context.Context, cli *clientv3.Client, prefix string) (Leader, int64, error) {
+// readLeader is ReadLeader that also returns the lease-less keys under the
+// prefix and the revision it read at.
+func readLeader(ctx context.Context, cli *clientv3.Client, prefix string) (Leader, []Candidate, int64, error) {
 	resp, err := cli.Txn(clientv3.WithRequireLeader(ctx)).Then(
-		clientv3.OpGet(prefix+"/", clientv3.WithFirstCreate()...),
+		clientv3.OpGet(prefix+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
 		clientv3.OpGet(termKey(prefix)),
 	).Commit()
 	if err != nil {
-		return Leader{}, 0, fmt.Errorf("read leader of %s: %w", prefix, err)
+		return Leader{}, nil, 0, fmt.Errorf("read leader of %s: %w", prefix, err)
 	}
 	rev := resp.Header.Revision
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	var stray []Candidate
+	for _, kv := range kvs {
+		if kv.Lease == 0 {
+			stray = append(stray, Candidate{Node: string(kv.Value), Rev: kv.CreateRevision, Key: string(kv.Key)})
+		}
+	}
 	if len(kvs) == 0 {
-		return Leader{}, rev, fmt.Errorf("read leader of %s: %w", prefix, ErrNoLeader)
+		return Leader{}, nil, rev, fmt.Errorf("read leader of %s: %w", prefix, ErrNoLeader)
 	}
 	kv := kvs[0]
+	if kv.Lease == 0 {
+		return Leader{}, stray, rev, fmt.Errorf("read leader of %s: lease-less key %s comes first: %w", prefix, kv.Key, ErrNoLeader)
+	}
 	l := Leader{
 		Node:  string(kv.Value),
 		Token: kv.CreateRevision,
@@ -97,7 +109,7 @@ func readLeader(ctx context.Context, cli *clientv3.Client, prefix string) (Leade
 			l.Since = rec.Since
 		}
 	}
-	return l, rev, nil
+	return l, stray, rev, nil
 }
 
 // Candidate is one key under an election prefix: a replica that leads or

@@ -31,6 +31,7 @@ type Observer struct {
 	cur      Leader
 	ok       bool
 	onChange func(l Leader, ok bool)
+	stray    []Candidate // lease-less keys under the prefix, as last read
 }
 
 // OnChange registers fn to be called, from Run's goroutine, each time the
@@ -62,6 +63,15 @@ func (o *Observer) Current() (l Leader, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.cur, o.ok
+}
+
+// Leaseless returns the keys under the prefix bound to no lease, as last
+// read, oldest first: no replica writes such a key, and each one blocks the
+// candidates behind it until it is removed (see ReadLeaseless).
+func (o *Observer) Leaseless() []Candidate {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Candidate(nil), o.stray...)
 }
 
 // Run keeps the view current until ctx is cancelled, then returns nil.
@@ -120,7 +130,10 @@ func (o *Observer) follow(ctx context.Context) error {
 
 // refresh reads the leader into the view and returns the revision read at.
 func (o *Observer) refresh(ctx context.Context) (int64, error) {
-	l, rev, err := readLeader(ctx, o.cli, o.prefix)
+	l, stray, rev, err := readLeader(ctx, o.cli, o.prefix)
+	if err == nil || errors.Is(err, ErrNoLeader) {
+		o.setLeaseless(stray)
+	}
 	switch {
 	case errors.Is(err, ErrNoLeader):
 		o.set(Leader{}, false)
@@ -156,4 +169,29 @@ func (o *Observer) set(l Leader, ok bool) {
 		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
 	}
 	o.cur, o.ok = l, ok
+}
+
+// setLeaseless records the lease-less keys read, and logs each one at error
+// level when it first appears: it stops the election once it stands before
+// every candidate.
+func (o *Observer) setLeaseless(stray []Candidate) {
+	o.mu.Lock()
+	seen := make(map[string]int64, len(o.stray))
+	for _, s := range o.stray {
+		seen[s.Key] = s.Rev
+	}
+	o.stray = stray
+	o.mu.Unlock()
+	for _, s := range stray {
+		if rev, ok := seen[s.Key]; ok && rev == s.Rev {
+			continue
+		}
+		value := s.Node
+		if len(value) > maxLoggedValue {
+			value = value[:maxLoggedValue] + "…"
+		}
+		o.lg.Error("lease-less key under the election prefix",
+			zap.String("key", s.Key), zap.String("value", value), zap.Int64("create_revision", s.Rev),
+			zap.String("remove", RemoveCommand(s.Key)))
+	}
 }

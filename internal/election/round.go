@@ -85,9 +85,15 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	})
 
 	el = concurrency.NewElection(sess, c.cfg.Prefix)
+	// A lease-less key before ours would keep Campaign waiting forever:
+	// remove such keys while it waits (see sweep).
+	sweepCtx, stopSweep := context.WithCancel(guard)
+	wg.Go(func() { c.sweep(sweepCtx, fmt.Sprintf("%s/%x", c.cfg.Prefix, int64(g.ID)), lg) })
 	// With WithRequireLeader, a member that lost its quorum ends the
 	// campaign's watch instead of leaving it silent.
-	if err := el.Campaign(clientv3.WithRequireLeader(guard), c.cfg.Node); err != nil {
+	err = el.Campaign(clientv3.WithRequireLeader(guard), c.cfg.Node)
+	stopSweep()
+	if err != nil {
 		if ctx.Err() == nil && guard.Err() != nil {
 			err = context.Cause(guard)
 		}

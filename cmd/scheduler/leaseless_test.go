@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/testenv"
+)
+
+// TestDaemon_LeaselessKey: a key put by hand under the election prefix is reported by status,
+// /status and /readyz (503, with the command that removes it) while it exists, is never shown
+// as the leader, and once it blocks the replica's next campaign the replica removes it, says so
+// at error level, and leads again.
+func TestDaemon_LeaselessKey(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	r := c.start("a")
+	var addr string
+	c.wait("a to lead", func() bool {
+		doc := c.status()
+		if doc.Leader == nil || len(doc.Replicas) == 0 {
+			return false
+		}
+		addr = doc.Replicas[0].HTTPAddr
+		return true
+	})
+	first := c.status().Leader
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli := c.etcd.Client(t)
+	fake := "/test/election/0fake"
+	if _, err := cli.Put(ctx, fake, "x"); err != nil {
+		t.Fatal(err)
+	}
+	remove := "etcdctl del " + fake
+
+	c.wait("readyz to fail naming the key", func() bool {
+		code, body := httpGet(t, "http://"+addr+"/readyz")
+		return code == 503 && strings.Contains(body, fake) && strings.Contains(body, remove)
+	})
+	doc := c.status()
+	if len(doc.Leaseless) != 1 || doc.Leaseless[0].Key != fake || doc.Leaseless[0].Value != "x" || doc.Leaseless[0].Remove != remove {
+		t.Fatalf("status leaseless_keys = %+v, want %s with %q", doc.Leaseless, fake, remove)
+	}
+	if doc.Leader == nil || doc.Leader.Token != first.Token {
+		t.Fatalf("status leader = %+v, want a's term %d: the key came after it", doc.Leader, first.Token)
+	}
+	if out := c.cli("status"); !strings.Contains(out, "warning:  lease-less key "+fake) || !strings.Contains(out, remove) {
+		t.Fatalf("status does not warn about %s:\n%s", fake, out)
+	}
+	if _, body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, `"leaseless_keys"`) || !strings.Contains(body, remove) {
+		t.Fatalf("/status does not list %s:\n%.1000s", fake, body)
+	}
+	if !strings.Contains(r.logs.String(), "lease-less key under the election prefix") {
+		t.Fatalf("no log line names the lease-less key:\n%s", r.logs)
+	}
+
+	// The leader key deleted: a's next key is newer than the stray one, which would block it.
+	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatalf("read the leader key: %v", err)
+	}
+	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("a to lead again with a new token", func() bool {
+		doc := c.status()
+		if doc.Leader != nil && doc.Leader.Node == "x" {
+			t.Fatalf("status names the lease-less key's value as the leader: %+v", doc.Leader)
+		}
+		return doc.Leader != nil && doc.Leader.Token > first.Token && len(doc.Leaseless) == 0
+	})
+	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("readyz = %d %s after the key was removed, want 200", code, body)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "removed a lease-less key") || !strings.Contains(logs, fake) {
+		t.Fatalf("no error line says the key was removed:\n%s", logs)
+	}
+}
