@@ -24,7 +24,7 @@
 -- SHARE, so a raise committed after the transaction's snapshot fails the
 -- check with SQLSTATE 40001 instead of passing unseen.
 -- +goose StatementBegin
-CREATE FUNCTION {{.Schema}}.fence_verify(job text, token bigint) RETURNS bigint
+CREATE OR REPLACE FUNCTION {{.Schema}}.fence_verify(job text, token bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE STRICT SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -65,8 +65,8 @@ REVOKE EXECUTE ON FUNCTION {{.Schema}}.fence_verify(text, bigint) FROM PUBLIC;
 -- the role migrating (the scheduler's own), PUBLIC included. A role that
 -- could call fence_check (the job-role recipe of earlier releases) is given
 -- fence_verify instead, so that its scripts only change the function they
--- call. A grant this role cannot revoke (made by another grantor) fails the
--- migration rather than leaving the fence open.
+-- call. CASCADE also takes the grants that a grantee with the grant option
+-- made in turn.
 -- +goose StatementBegin
 DO $do$
 DECLARE
@@ -85,27 +85,15 @@ BEGIN
         ORDER BY 1, 2
     LOOP
         IF g.grantee = 0 THEN
-            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', g.fn);
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC CASCADE', g.fn);
         ELSE
-            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', g.fn, (SELECT r.rolname FROM pg_roles AS r WHERE r.oid = g.grantee));
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I CASCADE', g.fn, (SELECT r.rolname FROM pg_roles AS r WHERE r.oid = g.grantee));
             IF g.fn = raising[1] THEN
                 EXECUTE format('GRANT EXECUTE ON FUNCTION {{.Schema}}.fence_verify(text, bigint) TO %I',
                     (SELECT r.rolname FROM pg_roles AS r WHERE r.oid = g.grantee));
             END IF;
         END IF;
     END LOOP;
-
-    SELECT p.oid::regprocedure AS fn, a.grantee::regrole AS grantee, a.grantor::regrole AS grantor INTO g
-    FROM pg_proc AS p, aclexplode(p.proacl) AS a
-    WHERE p.oid = ANY (raising) AND a.privilege_type = 'EXECUTE'
-      AND a.grantee <> p.proowner
-      AND a.grantee <> (SELECT r.oid FROM pg_roles AS r WHERE r.rolname = current_user)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'fence: % may still execute %, granted by %', g.grantee, g.fn, g.grantor
-            USING ERRCODE = '42501',
-                  HINT = format('connect as %s, run REVOKE EXECUTE ON FUNCTION %s FROM %s, then migrate again', g.grantor, g.fn, g.grantee);
-    END IF;
 END
 $do$;
 -- +goose StatementEnd
