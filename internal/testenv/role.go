@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// MustRole creates the login role name (made unique on the cluster) for the database of dsn, a
+// MustRole creates a login role named after name (made unique on the cluster) for the database of dsn, a
 // DSN that MustDatabase returned, and runs setup there as the superuser, each statement with
 // {role} replaced by the role's quoted name. It returns the database's DSN for the new role. In
 // tb.Cleanup the role's objects and grants are dropped, and then the role.
@@ -19,10 +21,11 @@ func MustRole(tb testing.TB, dsn, name string, setup ...string) string {
 	if err != nil {
 		tb.Fatalf("testenv: role %s: parse dsn: %v", name, err)
 	}
-	role := name + "_" + strings.TrimPrefix(u.Path, "/")
-	if len(role) > 63 {
-		role = role[len(role)-63:]
-	}
+	// Roles belong to the cluster, not to the database: the database's
+	// name, hashed, keeps the name unique and short.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(u.Path))
+	role := fmt.Sprintf("%s_%08x", name, h.Sum32())
 	quoted := pgx.Identifier{role}.Sanitize()
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
