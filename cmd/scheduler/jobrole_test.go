@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -105,5 +107,49 @@ func TestSQLJob_RecommendedSetup(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM stock_scans`); n != 1 {
 		t.Fatalf("after a stale run: %d rows, want 1", n)
+	}
+}
+
+// TestDaemon_JobDSN: a replica with store.job_dsn runs its sql jobs on that connection, as its
+// role, and never logs the job DSN's password.
+func TestDaemon_JobDSN(t *testing.T) {
+	dsn := testenv.MustDatabase(t)
+	c := newCluster(t, dsn, "")
+	jobDSN := testenv.MustRole(t, dsn, "scheduler_jobs",
+		`ALTER ROLE {role} NOINHERIT`,
+		`GRANT USAGE ON SCHEMA scheduler TO {role}`,
+		`GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint) TO {role}`,
+		`GRANT INSERT ON public.stock_scans TO {role}`)
+	const secret = "j0b-Pa55word"
+	u, err := url.Parse(jobDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), secret)
+	c.writeConfig(testJobs + `  - name: whoami
+    schedule: "* * * * * *"
+    type: sql
+    sql: "INSERT INTO stock_scans (sku, quantity) SELECT current_user, 1"
+    misfire: skip
+`)
+	body, err := os.ReadFile(c.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withJobDSN := strings.Replace(string(body), "store: {dsn: ", fmt.Sprintf("store: {job_dsn: %q, dsn: ", u.String()), 1)
+	if err := os.WriteFile(c.path, []byte(withJobDSN), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.start("a")
+	c.wait("whoami runs", func() bool { return countStatus(c.history("whoami"), fence.StatusSucceeded) >= 1 })
+	db := openDB(t, "pgx", dsn)
+	if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = '`+u.User.Username()+`'`); n < 1 {
+		t.Fatalf("no row written as %s: the sql job did not run on the job connection", u.User.Username())
+	}
+	if strings.Contains(r.logs.String(), secret) || strings.Contains(c.cli("status", "--json"), secret) {
+		t.Fatal("the job DSN's password appears in the logs or the status")
+	}
+	if !strings.Contains(r.logs.String(), "sql jobs run on their own connection") {
+		t.Fatal("the replica does not say that sql jobs run on the job connection")
 	}
 }
