@@ -109,6 +109,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
 	if cfg.Store.JobDSN != "" {
 		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
+	} else if j := roleWithoutJobDSN(cfg); j != "" {
+		lg.Warn("sql job roles are no boundary without store.job_dsn: the statements can RESET ROLE to the scheduler's own",
+			zap.String("job", j))
 	}
 	if err := d.build(); err != nil {
 		return err

@@ -63,6 +63,20 @@ func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Cli
 	return nil, fmt.Errorf("unknown type %q", j.Type)
 }
 
+// roleWithoutJobDSN names a sql job that has a role while sql jobs run on the scheduler's own
+// connection, or returns "".
+func roleWithoutJobDSN(cfg *Config) string {
+	if cfg.Store.JobDSN != "" {
+		return ""
+	}
+	for _, j := range cfg.Jobs {
+		if j.Type == "sql" && j.Role != "" {
+			return j.Name
+		}
+	}
+	return ""
+}
+
 // tableHash is a short stable digest of the job table, which replicas publish so that status
 // can warn when they run different configurations.
 func tableHash(cfg *Config) string {

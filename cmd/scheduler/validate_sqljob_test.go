@@ -65,3 +65,19 @@ func TestLoadConfig_SQLJobRole(t *testing.T) {
 		}
 	})
 }
+
+// TestRoleWithoutJobDSN: the daemon warns about a sql job's role only while sql jobs run on the
+// scheduler's own connection.
+func TestRoleWithoutJobDSN(t *testing.T) {
+	cfg := &Config{Jobs: []Job{
+		{Name: "e", JobSpec: JobSpec{Type: "exec", Role: "ignored"}},
+		{Name: "s", JobSpec: JobSpec{Type: "sql", Role: "nightly"}},
+	}}
+	if got := roleWithoutJobDSN(cfg); got != "s" {
+		t.Fatalf("roleWithoutJobDSN = %q, want s", got)
+	}
+	cfg.Store.JobDSN = "postgres://jobs@db/app"
+	if got := roleWithoutJobDSN(cfg); got != "" {
+		t.Fatalf("with a job DSN: roleWithoutJobDSN = %q, want none", got)
+	}
+}
