@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// dmlTag matches the command tags whose count is of rows written.
+var dmlTag = regexp.MustCompile(`^(INSERT|UPDATE|DELETE|MERGE) `)
 
 // errTxEnded reports statements that ended the fenced transaction.
 var errTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran after that was not fenced")

@@ -3,7 +3,6 @@ package fence
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -62,6 +61,3 @@ func (s *Store) FencedStatements(ctx context.Context, job string, token int64, s
 	})
 	return n, err
 }
-
-// dmlTag matches the command tags whose count is of rows written.
-var dmlTag = regexp.MustCompile(`^(INSERT|UPDATE|DELETE|MERGE) `)
