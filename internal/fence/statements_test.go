@@ -114,3 +114,30 @@ func TestPostgres_FencedStatementsOnJobDSN(t *testing.T) {
 		t.Fatalf("a role not granted to the job connection's: err %v, want set role refused", err)
 	}
 }
+
+// TestPostgres_FencedStatementsRole: on the store's own connection a role limits the statements
+// to that role's rights (SET LOCAL ROLE), but is no boundary: RESET ROLE returns to the store's
+// own role, which is why the recommended setup adds Config.JobDSN.
+func TestPostgres_FencedStatementsRole(t *testing.T) {
+	s, dsn := mustPostgresStore(t, Config{})
+	ctx := testCtx(t)
+	role := testenv.RoleName(testenv.MustRole(t, dsn, "ingest_job",
+		`GRANT INSERT ON public.stock_scans TO {role}`))
+	as := func(text string) error {
+		_, err := s.FencedStatements(ctx, "job", 10, Statements{Text: text, Role: role})
+		return err
+	}
+	if err := as(`INSERT INTO stock_scans (sku, quantity) SELECT current_user, 1`); err != nil {
+		t.Fatalf("the role's own write: %v", err)
+	}
+	if err := as(`INSERT INTO invoices (client_id, month, amount, token) VALUES (1, 'm', 1, 10)`); sqlState(err) != "42501" {
+		t.Fatalf("a write the role was not granted: err %v, want permission denied", err)
+	}
+	if err := as(`RESET ROLE; INSERT INTO invoices (client_id, month, amount, token) VALUES (2, 'm', 1, 10)`); err != nil {
+		t.Fatalf("RESET ROLE on the store's own connection: %v (documented as no boundary)", err)
+	}
+	var who string
+	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT sku FROM stock_scans`).Scan(&who); err != nil || who != role {
+		t.Fatalf("the statements ran as %q (err %v), want %q", who, err, role)
+	}
+}
