@@ -67,6 +67,11 @@ type StoreConfig struct {
 	DSN string `mapstructure:"dsn"`
 	// Schema is the Postgres schema of the scheduler's own tables. Default: scheduler.
 	Schema string `mapstructure:"schema"`
+	// JobDSN is an optional second PostgreSQL connection string, on which sql jobs run: a login
+	// role with no rights on the scheduler's schema beyond USAGE and EXECUTE on fence_verify, so
+	// that a job's SQL cannot write the scheduler's tables. Empty: sql jobs run on DSN, as the
+	// scheduler's own role. Needs DSN.
+	JobDSN string `mapstructure:"job_dsn"`
 }
 
 // HTTPConfig configures the health, metrics and status server.
@@ -114,6 +119,9 @@ type JobSpec struct {
 	Dir string `mapstructure:"dir"`
 	// SQL holds the statements of a sql job, run in one fenced transaction.
 	SQL string `mapstructure:"sql"`
+	// Role is the Postgres role a sql job's statements run under (SET LOCAL ROLE after the fence
+	// check): a lower-case identifier. Empty: the connection's own role. Needs a Postgres store.
+	Role string `mapstructure:"role"`
 	// URL, Method and Headers describe the request of an http job. Method defaults to POST.
 	URL     string            `mapstructure:"url"`
 	Method  string            `mapstructure:"method"`
@@ -155,12 +163,14 @@ func defaultSettings() map[string]any {
 		"election.ttl":           "5s",
 		"store.dsn":              "",
 		"store.schema":           "scheduler",
+		"store.job_dsn":          "",
 		"http.addr":              "127.0.0.1:8080",
 		"log.level":              "info",
 		"log.format":             "json",
 		"shutdown_grace":         "30s",
 		"defaults.timezone":      "UTC",
 		"defaults.method":        "POST",
+		"defaults.role":          "",
 		"defaults.timeout":       "1h",
 		"defaults.retries":       0,
 		"defaults.retry_backoff": "10s",

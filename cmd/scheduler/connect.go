@@ -49,7 +49,7 @@ func dialEtcd(cfg *Config, lg *zap.Logger) (*clientv3.Client, error) {
 
 // openStore opens the configured Postgres store, or the embedded SQLite one in data_dir.
 func openStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
-	fc := fence.Config{DSN: cfg.Store.DSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
+	fc := fence.Config{DSN: cfg.Store.DSN, JobDSN: cfg.Store.JobDSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
 	if cfg.Store.DSN == "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)

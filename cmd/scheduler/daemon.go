@@ -115,6 +115,12 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
 		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
+	if cfg.Store.JobDSN != "" {
+		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
+	} else if j := roleWithoutJobDSN(cfg); j != "" {
+		lg.Warn("sql job roles are no boundary without store.job_dsn: the statements can RESET ROLE to the scheduler's own",
+			zap.String("job", j))
+	}
 	if err := d.build(); err != nil {
 		return err
 	}
@@ -142,7 +148,7 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, adapt.Fencer{Store: d.store}, &http.Client{}, d.environ)
+	table, err := buildTable(d.cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ)
 	if err != nil {
 		return err
 	}
@@ -347,7 +353,7 @@ func (d *daemon) reload(ctx context.Context) {
 	cfg, err := LoadConfig(d.path, d.environ)
 	if err == nil {
 		var table []jobs.Spec
-		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, &http.Client{}, d.environ); err == nil {
+		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ); err == nil {
 			err = d.runner.SetTable(table)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // buildTable turns the configured jobs into the runner's table: schedules parsed in their
-// zones and an executor per job type. Builtin and sql jobs write through f.
-func buildTable(cfg *Config, f jobs.Fencer, client *http.Client, environ []string) ([]jobs.Spec, error) {
+// zones and an executor per job type. Builtin jobs write through f, sql jobs through sr.
+func buildTable(cfg *Config, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) ([]jobs.Spec, error) {
 	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
 		loc, err := time.LoadLocation(j.Timezone)
@@ -25,7 +25,7 @@ func buildTable(cfg *Config, f jobs.Fencer, client *http.Client, environ []strin
 		if err != nil {
 			return nil, fmt.Errorf("job %q: schedule: %w", j.Name, err)
 		}
-		exec, err := newExecutor(j, f, client, environ)
+		exec, err := newExecutor(j, f, sr, client, environ)
 		if err != nil {
 			return nil, fmt.Errorf("job %q: %w", j.Name, err)
 		}
@@ -39,7 +39,7 @@ func buildTable(cfg *Config, f jobs.Fencer, client *http.Client, environ []strin
 	return specs, nil
 }
 
-func newExecutor(j Job, f jobs.Fencer, client *http.Client, environ []string) (jobs.Executor, error) {
+func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) (jobs.Executor, error) {
 	switch j.Type {
 	case "builtin":
 		switch j.Builtin {
@@ -56,11 +56,25 @@ func newExecutor(j Job, f jobs.Fencer, client *http.Client, environ []string) (j
 	case "exec":
 		return jobs.NewExec(jobs.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ})
 	case "sql":
-		return jobs.NewSQL(f, j.SQL)
+		return jobs.NewSQL(sr, jobs.SQLConfig{Statements: j.SQL, Role: j.Role})
 	case "http":
 		return jobs.NewHTTP(client, jobs.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers})
 	}
 	return nil, fmt.Errorf("unknown type %q", j.Type)
+}
+
+// roleWithoutJobDSN names a sql job that has a role while sql jobs run on the scheduler's own
+// connection, or returns "".
+func roleWithoutJobDSN(cfg *Config) string {
+	if cfg.Store.JobDSN != "" {
+		return ""
+	}
+	for _, j := range cfg.Jobs {
+		if j.Type == "sql" && j.Role != "" {
+			return j.Name
+		}
+	}
+	return ""
 }
 
 // tableHash is a short stable digest of the job table, which replicas publish so that status
@@ -68,9 +82,9 @@ func newExecutor(j Job, f jobs.Fencer, client *http.Client, environ []string) (j
 func tableHash(cfg *Config) string {
 	lines := make([]string, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
-		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
+		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
 			j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
-			j.SQL, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled))
+			j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled))
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))

@@ -44,6 +44,7 @@ func (c *Config) Validate() []Problem {
 			p.add("store.dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
 		}
 	}
+	c.validateJobStore(&p)
 	if !identifierRE.MatchString(c.Store.Schema) || len(c.Store.Schema) > 63 {
 		p.add("store.schema", "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Store.Schema)
 	}
@@ -70,6 +71,27 @@ func (c *Config) Validate() []Problem {
 		validateJob(&p, key, job)
 	}
 	return p.list
+}
+
+// validateJobStore checks store.job_dsn and the sql jobs' roles, which need a Postgres store.
+func (c *Config) validateJobStore(p *problems) {
+	const needsPostgres = "needs a PostgreSQL store (store.dsn): the embedded SQLite store has no roles"
+	if c.Store.JobDSN != "" {
+		if c.Store.DSN == "" {
+			p.add("store.job_dsn", "%s", needsPostgres)
+		}
+		if _, err := pgx.ParseConfig(c.Store.JobDSN); err != nil {
+			p.add("store.job_dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
+		}
+	}
+	if c.Defaults.Role != "" && c.Store.DSN == "" {
+		p.add("defaults.role", "%s", needsPostgres)
+	}
+	for i, job := range c.Jobs {
+		if job.Role != "" && !job.inherited["role"] && c.Store.DSN == "" {
+			p.add(fmt.Sprintf("jobs[%d].role", i), "%s", needsPostgres)
+		}
+	}
 }
 
 func (c *Config) validateEtcd(p *problems) {

@@ -13,7 +13,7 @@ import (
 var typeKeys = map[string][]string{
 	"builtin": {"builtin", "params"},
 	"exec":    {"command", "env", "dir"},
-	"sql":     {"sql"},
+	"sql":     {"sql", "role"},
 	"http":    {"url", "method", "headers"},
 }
 
@@ -92,7 +92,7 @@ func validateJobType(p *problems, key string, job Job) {
 	set := map[string]bool{
 		"builtin": job.Builtin != "", "params": len(job.Params) > 0,
 		"command": len(job.Command) > 0, "env": len(job.Env) > 0, "dir": job.Dir != "",
-		"sql": job.SQL != "",
+		"sql": job.SQL != "", "role": job.Role != "",
 		"url": job.URL != "", "method": job.Method != "" && !job.inherited["method"], "headers": len(job.Headers) > 0,
 	}
 	for typ, keys := range typeKeys {
@@ -133,6 +133,9 @@ func validateJobType(p *problems, key string, job Job) {
 		if strings.TrimSpace(job.SQL) == "" {
 			p.add(at("sql"), "is required for a sql job: the statements to run")
 		}
+		if job.Role != "" && !job.inherited["role"] {
+			validRole(p, at("role"), job.Role)
+		}
 	case "http":
 		u, err := url.Parse(job.URL)
 		switch {
@@ -171,4 +174,15 @@ func validateDefaults(p *problems, d JobSpec) {
 	p.enum("defaults.overlap", d.Overlap, "skip", "queue", "replace", "allow")
 	p.enum("defaults.misfire", d.Misfire, "skip", "once", "all")
 	p.enum("defaults.method", d.Method, "GET", "POST", "PUT", "PATCH", "DELETE")
+	if d.Role != "" {
+		validRole(p, "defaults.role", d.Role)
+	}
+}
+
+// validRole checks a sql job's role: a lower-case identifier, as CREATE ROLE makes of an
+// unquoted name.
+func validRole(p *problems, key, role string) {
+	if !identifierRE.MatchString(role) || len(role) > 63 {
+		p.add(key, "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", role)
+	}
 }

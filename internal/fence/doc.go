@@ -81,27 +81,38 @@
 // # SQL interface for scripts
 //
 // Exec jobs that write to Postgres themselves fence their transaction with
-// <schema>.fence_check(job text, token bigint) as its first statement:
+// <schema>.fence_verify(job text, token bigint) as its first statement:
 //
 //	psql -X -v ON_ERROR_STOP=1 --single-transaction -v tok="$SCHEDULER_FENCE_TOKEN" -f job.sql
-//	-- job.sql:  SELECT scheduler.fence_check('nightly', :'tok'::bigint);  then the writes
+//	-- job.sql:  SELECT scheduler.fence_verify('nightly', :'tok'::bigint);  then the writes
 //
-// A stale token raises SQLSTATE JF001 ("fenced out: ..."), so psql writes
-// nothing and exits with status 3. Other errors: 22023 for a token <= 0,
-// 55P03 when a raise waited longer than its lock_timeout, and 40001 under
-// REPEATABLE READ or SERIALIZABLE when a raise committed after the
-// transaction's snapshot (fence_check locks the fence row FOR SHARE there;
-// retry). fence_check is VOLATILE (each statement in it takes a new
-// snapshot) and SECURITY DEFINER with a fixed search_path, so a job role
-// needs only:
+// fence_verify only checks: when the token equals the job's fence it takes
+// the job's shared lock until the transaction ends, as a writer of the
+// scheduler does; any other token, and a job without a fence, raises
+// SQLSTATE JF001 ("fenced out: ..."), so psql writes nothing and exits with
+// status 3. It never raises a fence and never creates a row: the leader
+// raised the fences of its jobs when it took over (RaiseAll). Other errors:
+// 22023 for a token <= 0, and 40001 under REPEATABLE READ or SERIALIZABLE
+// when a raise committed after the transaction's snapshot (the fence row is
+// locked FOR SHARE there; retry). It is VOLATILE and SECURITY DEFINER with
+// a fixed search_path, so a job role needs only:
 //
 //	GRANT USAGE ON SCHEMA scheduler TO job_role;
-//	GRANT EXECUTE ON FUNCTION scheduler.fence_check(text, bigint), scheduler.fence_current(text) TO job_role;
+//	GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint) TO job_role;
 //
-// It can then enter and raise fences but not lower them: the table and the
-// other functions are revoked from PUBLIC. fence_admin_reset(job) removes
-// a fence; it runs with the caller's rights (the table's owner) and is for
+// The functions that raise (fence_check, fence_check_all, fence_raise) and
+// the table are for the scheduler's own role, their owner: a role that may
+// call them could raise a fence to a token no leader will hold and so stop
+// the job for good. Migration 5 revokes them from every other grantee.
+// fence_check raises a documented JF001 for an older token too, and takes
+// the exclusive lock to raise a newer one. fence_admin_reset(job) removes a
+// fence; it runs with the caller's rights (the table's owner) and is for
 // operators only (see RegressionError).
+//
+// Store.FencedStatements runs the text of a sql job: on Config.JobDSN when
+// it is set, entering the fence with fence_verify as that connection's
+// role, else on the store's own connection; either way under an optional
+// role (SET LOCAL ROLE) and checked again right before the commit.
 //
 // # Timeouts: a frozen old leader must not block the new one for ever
 //

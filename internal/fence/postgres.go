@@ -17,7 +17,10 @@ import (
 // pgBackend is the Postgres store: the fence functions of migration 1 and
 // the ledger statements of postgres_ledger.go, on a pgx pool.
 type pgBackend struct {
-	pool         *pgxpool.Pool
+	pool *pgxpool.Pool
+	// jobPool, when Config.JobDSN is set, is where sql jobs' statements
+	// run (see FencedStatements).
+	jobPool      *pgxpool.Pool
 	schema       string // plain schema name (validated)
 	raiseTimeout time.Duration
 	q            pgStatements
@@ -35,6 +38,10 @@ type pgStatements struct {
 	// (fence_check's signature); tests use it to run fence variants.
 	check string
 
+	// verify is the check-only fence_verify, how the job connection's
+	// role enters a fence.
+	verify string
+
 	checkAll, raise, fences, fencesAll, reset string
 	ledgerStatements
 }
@@ -43,6 +50,13 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres dsn: %w", err) // pgx redacts the password
+	}
+	var jc *pgxpool.Config
+	if cfg.JobDSN != "" {
+		if jc, err = pgxpool.ParseConfig(cfg.JobDSN); err != nil {
+			return nil, fmt.Errorf("parse postgres job dsn: %w", err)
+		}
+		jobParams(jc, cfg)
 	}
 	switch {
 	case cfg.MaxConns > 0:
@@ -71,7 +85,33 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
 	}
-	return &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: pgSQL(cfg.Schema)}, nil
+	b := &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: pgSQL(cfg.Schema)}
+	if jc != nil {
+		// Not pinged: commands that never run a job do not connect with it.
+		if b.jobPool, err = pgxpool.NewWithConfig(ctx, jc); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("connect to postgres %s for jobs: %w", jc.ConnConfig.Host, err)
+		}
+	}
+	return b, nil
+}
+
+// jobParams sets the job connection's defaults: its sessions are named,
+// and time out idle in a transaction as the store's own do.
+func jobParams(jc *pgxpool.Config, cfg Config) {
+	if !strings.Contains(cfg.JobDSN, "pool_max_conns") {
+		jc.MaxConns = defaultMaxConns
+	}
+	params := jc.ConnConfig.RuntimeParams
+	if params["application_name"] == "" {
+		params["application_name"] = "scheduler-jobs"
+	}
+	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
+		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
+	}
+	if cfg.tracer != nil {
+		jc.ConnConfig.Tracer = cfg.tracer
+	}
 }
 
 // pgSQL returns the statements for schema.
@@ -81,6 +121,7 @@ func pgSQL(schema string) pgStatements {
 		lockShared:       `SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))`,
 		lockKey:          schema + ".job_fence:",
 		gate:             r.Replace(`SELECT 1 / (token = $2)::int FROM {s}.job_fence WHERE job = $1`),
+		verify:           r.Replace(`SELECT {s}.fence_verify($1, $2)`),
 		checkAll:         r.Replace(`SELECT {s}.fence_check_all($1::text[], $2)`),
 		raise:            r.Replace(`SELECT fenced_job, fence FROM {s}.fence_raise($1::text[], $2)`),
 		fences:           r.Replace(`SELECT job, token FROM {s}.job_fence WHERE job = ANY($1::text[])`),
@@ -92,7 +133,13 @@ func pgSQL(schema string) pgStatements {
 
 func (p *pgBackend) dialect() Dialect      { return Postgres }
 func (p *pgBackend) parallelWriters() bool { return true }
-func (p *pgBackend) close()                { p.pool.Close() }
+
+func (p *pgBackend) close() {
+	p.pool.Close()
+	if p.jobPool != nil {
+		p.jobPool.Close()
+	}
+}
 
 func (p *pgBackend) resetHint() string {
 	s := pgx.Identifier{p.schema}.Sanitize()

@@ -26,9 +26,10 @@ func mustPostgresStore(t *testing.T, cfg Config) (*Store, string) {
 	return mustOpen(t, cfg), cfg.DSN
 }
 
-// TestPostgres_StaleSQLState checks the SQL interface: fence_check raises
-// the documented SQLSTATE, and the contract's psql invocation writes
-// nothing and exits non-zero for a stale token.
+// TestPostgres_StaleSQLState checks the SQL interface: fence_check and
+// fence_verify raise the documented SQLSTATE, and the contract's psql
+// invocation, with fence_verify, writes nothing and exits non-zero for a
+// stale token.
 func TestPostgres_StaleSQLState(t *testing.T) {
 	s, dsn := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
@@ -41,7 +42,7 @@ func TestPostgres_StaleSQLState(t *testing.T) {
 		t.Fatalf("fence_check with a stale token: err %v, want SQLSTATE %s", err, StaleErrorCode)
 	}
 
-	script := writeFile(t, "job.sql", `SELECT scheduler.fence_check('nightly', :'tok'::bigint);
+	script := writeFile(t, "job.sql", `SELECT scheduler.fence_verify('nightly', :'tok'::bigint);
 INSERT INTO public.invoices (client_id, month, amount, token) VALUES (1, '2026-03', 12.50, :'tok'::bigint);
 `)
 	out, code := runPsql(t, ctx, dsn, script, "400")
@@ -68,8 +69,9 @@ func countInvoices(t *testing.T, ctx context.Context, s *Store) int {
 	return n
 }
 
-// TestPostgres_JobRole checks that a role granted only EXECUTE on the fence
-// functions can enter and raise fences but not lower them.
+// TestPostgres_JobRole checks that a role granted only EXECUTE on the
+// check-only fence function and fence_current can check a fence but not
+// raise or lower it.
 func TestPostgres_JobRole(t *testing.T) {
 	s, dsn := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
@@ -83,7 +85,7 @@ func TestPostgres_JobRole(t *testing.T) {
 		pgExec(t, ctx, dsn, `DROP ROLE `+r)
 	})
 	pgExec(t, ctx, dsn, `GRANT USAGE ON SCHEMA scheduler TO `+r)
-	pgExec(t, ctx, dsn, `GRANT EXECUTE ON FUNCTION scheduler.fence_check(text, bigint), scheduler.fence_current(text) TO `+r)
+	pgExec(t, ctx, dsn, `GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint), scheduler.fence_current(text) TO `+r)
 	if err := s.RaiseAll(ctx, []string{"nightly"}, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +98,11 @@ func TestPostgres_JobRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fence int64
-	if err := conn.QueryRow(ctx, `SELECT scheduler.fence_check('nightly', 10)`).Scan(&fence); err != nil || fence != 10 {
-		t.Fatalf("job role fence_check: %d, %v", fence, err)
+	if err := conn.QueryRow(ctx, `SELECT scheduler.fence_verify('nightly', 10)`).Scan(&fence); err != nil || fence != 10 {
+		t.Fatalf("job role fence_verify: %d, %v", fence, err)
 	}
 	for _, sql := range []string{
+		`SELECT scheduler.fence_check('nightly', 11)`,
 		`UPDATE scheduler.job_fence SET token = 1 WHERE job = 'nightly'`,
 		`DELETE FROM scheduler.job_fence`,
 		`SELECT scheduler.fence_admin_reset('nightly')`,

@@ -207,3 +207,33 @@ func (l *liteBackend) resetFence(ctx context.Context, job string) error {
 		return err
 	})
 }
+
+// errNoRoles refuses a role on SQLite.
+var errNoRoles = errors.New("sqlite has no roles: a role needs a Postgres store")
+
+func (l *liteBackend) statements(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+	if st.Role != "" {
+		return 0, fmt.Errorf("role %q: %w", st.Role, errNoRoles)
+	}
+	var n int64
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
+			return err
+		}
+		// The driver's RowsAffected is the last statement's; the
+		// connection's running total covers them all.
+		var before, after int64
+		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, st.Text); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+			return err
+		}
+		n = after - before
+		return nil
+	})
+	return n, err
+}

@@ -16,6 +16,11 @@ type Config struct {
 	// DSN is the Postgres connection string (URL or key=value). Empty
 	// selects the embedded SQLite store at Path.
 	DSN string
+	// JobDSN, optional, is a second Postgres connection string on which sql
+	// jobs' statements run (FencedStatements), as a login role with no
+	// rights on the scheduler's schema beyond USAGE and EXECUTE on
+	// fence_verify. It needs DSN; SQLite refuses it.
+	JobDSN string
 	// Path is the SQLite database file, used when DSN is empty. It is
 	// created if missing; its directory must exist.
 	Path string
@@ -62,6 +67,9 @@ func (c Config) withDefaults() (Config, error) {
 	if !schemaPattern.MatchString(c.Schema) {
 		return c, fmt.Errorf("schema %q: want a lower-case identifier matching %s", c.Schema, schemaPattern)
 	}
+	if c.JobDSN != "" && c.DSN == "" {
+		return c, errors.New("a job DSN needs a Postgres store: SQLite has no roles")
+	}
 	if c.DSN == "" && c.Path == "" {
 		return c, errors.New("neither a Postgres DSN nor a SQLite path is set")
 	}
@@ -105,6 +113,9 @@ type backend interface {
 	raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
 	// fences returns the stored fences of jobs (all jobs when empty).
 	fences(ctx context.Context, jobs []string) (map[string]int64, error)
+	// statements runs a sql job's text in one transaction fenced with
+	// token for job and returns the rows it wrote.
+	statements(ctx context.Context, job string, token int64, st Statements) (int64, error)
 	// resetFence removes job's fence.
 	resetFence(ctx context.Context, job string) error
 	// resetHint says how an operator removes every fence of this store.

@@ -75,6 +75,24 @@ func TestPostgres_Traps(t *testing.T) {
 			t.Fatalf("late-writer check: %v", err)
 		}
 	})
+	t.Run("FenceVerifyFunctionIsCorrect", func(t *testing.T) {
+		// The check-only function of job roles, as the writers; the store's
+		// own role raises.
+		v := withCheck(t, dsn, "scheduler.fence_verify")
+		for _, job := range []string{"h", "i"} {
+			if err := s.RaiseAll(ctx, []string{job}, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := checkRaiseWaits(ctx, v, s, "h", 10, func(ctx context.Context) error {
+			return s.RaiseAll(ctx, []string{"h"}, 20)
+		}); err != nil {
+			t.Fatalf("raise-waits check: %v", err)
+		}
+		if err := checkLateWriter(ctx, s, v, holdRaise(s), "i", 10, 20); err != nil {
+			t.Fatalf("late-writer check: %v", err)
+		}
+	})
 	t.Run("ForShareRowLockIsCorrect", func(t *testing.T) {
 		v := withCheck(t, dsn, "mutant.for_share")
 		if err := checkRaiseWaits(ctx, v, v, "a", 10, raiseByWrite(v, "a", 20)); err != nil {
@@ -103,7 +121,7 @@ func TestPostgres_Traps(t *testing.T) {
 	t.Run("RealFunctionIsVolatileSecurityDefiner", func(t *testing.T) {
 		rows, err := s.b.(*pgBackend).pool.Query(ctx, `SELECT p.proname, p.provolatile::text, p.prosecdef
 			FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-			WHERE n.nspname = 'scheduler' AND p.proname IN ('fence_check', 'fence_check_all', 'fence_raise')`)
+			WHERE n.nspname = 'scheduler' AND p.proname IN ('fence_check', 'fence_check_all', 'fence_raise', 'fence_verify')`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +136,8 @@ func TestPostgres_Traps(t *testing.T) {
 				t.Errorf("%s: volatility %q security definer %v, want v and true", name, vol, secdef)
 			}
 			return nil
-		}); err != nil || n != 3 {
-			t.Fatalf("%d functions (err %v), want 3", n, err)
+		}); err != nil || n != 4 {
+			t.Fatalf("%d functions (err %v), want 4", n, err)
 		}
 	})
 }

@@ -7,40 +7,50 @@ import (
 	"strings"
 )
 
-// SQLJob runs configured statements in one fenced transaction on the store, the sql job type.
-//
-// The statements are sent as they are, in one call without arguments, so they may be several
-// separated by semicolons; they commit together or not at all, and only while the run's token is
-// the newest the store has seen for the job. The output is the number of rows affected as the
-// store reports it for the whole text: that of the last statement, on Postgres and on SQLite.
-type SQLJob struct {
-	fencer     Fencer
-	statements string
+// StatementRunner runs the text of a sql job as a whole in one transaction fenced with token for
+// job, under role when it is set, and returns the number of rows the statements wrote. A stale
+// token fails with an error that errors.Is ErrFenced, and nothing commits.
+type StatementRunner interface {
+	FencedStatements(ctx context.Context, job string, token int64, role, statements string) (int64, error)
 }
 
-// NewSQL returns the job running statements through f.
-func NewSQL(f Fencer, statements string) (*SQLJob, error) {
+// SQLConfig configures a sql job.
+type SQLConfig struct {
+	// Statements are one or more statements separated by semicolons.
+	Statements string
+	// Role is the database role the statements run under; empty: the connection's own.
+	Role string
+}
+
+// SQLJob runs configured statements in one fenced transaction on the store, the sql job type.
+//
+// The statements are sent as one text without arguments, so they may be several separated by
+// semicolons; they commit together or not at all, and only while the run's token is the newest
+// the store has seen for the job. The output is the number of rows they inserted, updated or
+// deleted, summed over the statements.
+type SQLJob struct {
+	runner StatementRunner
+	cfg    SQLConfig
+}
+
+// NewSQL returns the job running cfg's statements through r.
+func NewSQL(r StatementRunner, cfg SQLConfig) (*SQLJob, error) {
 	var errs []error
-	if f == nil {
-		errs = append(errs, errors.New("fencer: required"))
+	if r == nil {
+		errs = append(errs, errors.New("statement runner: required"))
 	}
-	if strings.TrimSpace(statements) == "" {
+	if strings.TrimSpace(cfg.Statements) == "" {
 		errs = append(errs, errors.New("sql: statements required"))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &SQLJob{fencer: f, statements: statements}, nil
+	return &SQLJob{runner: r, cfg: cfg}, nil
 }
 
 // Execute runs the statements once for run; see SQLJob.
 func (j *SQLJob) Execute(ctx context.Context, run Run) (string, error) {
-	var n int64
-	err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx Tx) error {
-		var err error
-		n, err = tx.Exec(ctx, j.statements)
-		return err
-	})
+	n, err := j.runner.FencedStatements(ctx, run.Job, run.Token, j.cfg.Role, j.cfg.Statements)
 	if err != nil {
 		return "", fmt.Errorf("sql statements with token %d: %w", run.Token, err)
 	}

@@ -7,67 +7,52 @@ import (
 	"testing"
 )
 
+// runnerFunc is a StatementRunner made of a function. The store's own runner is tested with the
+// daemon's wiring, against real Postgres and SQLite.
+type runnerFunc func(ctx context.Context, job string, token int64, role, statements string) (int64, error)
+
+func (f runnerFunc) FencedStatements(ctx context.Context, job string, token int64, role, statements string) (int64, error) {
+	return f(ctx, job, token, role, statements)
+}
+
 func TestSQLJob(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st *testStore) {
-		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
-		defer cancel()
-		const statements = `
-			INSERT INTO invoices (client_id, month, amount, token) VALUES (1, 'm', 1, 5), (2, 'm', 2, 5);
-			UPDATE invoices SET amount = amount + 10 WHERE month = 'm';`
-		j, err := NewSQL(st.f, statements)
+	run := Run{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"}
+	t.Run("PassesTheRunAndReportsRows", func(t *testing.T) {
+		var got []any
+		j, err := NewSQL(runnerFunc(func(_ context.Context, job string, token int64, role, text string) (int64, error) {
+			got = []any{job, token, role, text}
+			return 4, nil
+		}), SQLConfig{Statements: "DELETE FROM t; INSERT INTO t VALUES (1)", Role: "nightly"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		run := Run{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"}
-
-		t.Run("RunsAllStatementsInOneTransaction", func(t *testing.T) {
-			out, err := j.Execute(ctx, run)
-			if err != nil {
-				t.Fatalf("Execute: %v", err)
+		out, err := j.Execute(context.Background(), run)
+		if err != nil || out != "4 rows affected" {
+			t.Fatalf("Execute = %q, %v; want 4 rows affected", out, err)
+		}
+		want := []any{"adhoc", int64(5), "nightly", "DELETE FROM t; INSERT INTO t VALUES (1)"}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("runner got %v, want %v", got, want)
 			}
-			if out != "2 rows affected" {
-				t.Fatalf("output = %q, want the last statement's 2 rows", out)
-			}
-			if n := st.count(ctx, t, `SELECT COUNT(*) FROM invoices WHERE month = 'm' AND amount > 10`); n != 2 {
-				t.Fatalf("%d invoices written and updated, want 2", n)
-			}
-		})
-
-		t.Run("FailureRollsBackEveryStatement", func(t *testing.T) {
-			bad, err := NewSQL(st.f, `INSERT INTO invoices (client_id, month, amount, token) VALUES (3, 'm', 3, 5);
-				INSERT INTO invoices (client_id, month, amount, token) VALUES (1, 'm', 1, 5);`) // duplicate key
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bad.Execute(ctx, run); err == nil {
-				t.Fatal("Execute succeeded despite a duplicate key")
-			}
-			if n := st.count(ctx, t, `SELECT COUNT(*) FROM invoices WHERE client_id = 3`); n != 0 {
-				t.Fatalf("the first statement of a failed run was kept")
-			}
-		})
-
-		t.Run("FencedOut", func(t *testing.T) {
-			st.raiseFence(ctx, t, "adhoc", 6)
-			before := st.count(ctx, t, `SELECT COUNT(*) FROM invoices`)
-			w, err := NewSQL(st.f, `INSERT INTO invoices (client_id, month, amount, token) VALUES (9, 'late', 1, 5)`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = w.Execute(ctx, run)
-			if !errors.Is(err, ErrFenced) {
-				t.Fatalf("err = %v, want ErrFenced", err)
-			}
-			if after := st.count(ctx, t, `SELECT COUNT(*) FROM invoices`); after != before {
-				t.Fatalf("a fenced-out run wrote %d rows", after-before)
-			}
-		})
+		}
+	})
+	t.Run("KeepsTheFencedError", func(t *testing.T) {
+		j, err := NewSQL(runnerFunc(func(context.Context, string, int64, string, string) (int64, error) {
+			return 0, ErrFenced
+		}), SQLConfig{Statements: "SELECT 1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Execute(context.Background(), run); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "token 5") {
+			t.Fatalf("err = %v, want ErrFenced naming the token", err)
+		}
 	})
 }
 
 func TestNewSQL_Invalid(t *testing.T) {
-	_, err := NewSQL(nil, "  ")
-	if err == nil || !strings.Contains(err.Error(), "fencer: required") || !strings.Contains(err.Error(), "statements required") {
+	_, err := NewSQL(nil, SQLConfig{Statements: "  "})
+	if err == nil || !strings.Contains(err.Error(), "statement runner: required") || !strings.Contains(err.Error(), "statements required") {
 		t.Fatalf("err = %v, want both problems", err)
 	}
 }

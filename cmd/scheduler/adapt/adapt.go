@@ -15,10 +15,11 @@ import (
 )
 
 var (
-	_ jobs.Ledger         = Ledger{}
-	_ jobs.BatchCompleter = Ledger{}
-	_ jobs.BatchReclaimer = Ledger{}
-	_ jobs.Fencer         = Fencer{}
+	_ jobs.Ledger          = Ledger{}
+	_ jobs.BatchCompleter  = Ledger{}
+	_ jobs.BatchReclaimer  = Ledger{}
+	_ jobs.Fencer          = Fencer{}
+	_ jobs.StatementRunner = Statements{}
 )
 
 // fencedErr marks a stale-token refusal of the store as jobs.ErrFenced, keeping the store's
@@ -36,6 +37,16 @@ type Fencer struct{ Store *fence.Store }
 // Fenced runs fn in one transaction of the store fenced with token for job.
 func (f Fencer) Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx jobs.Tx) error) error {
 	return fencedErr(f.Store.Fenced(ctx, job, token, func(tx fence.Tx) error { return fn(ctx, jobTx{tx}) }))
+}
+
+// Statements runs sql jobs' texts in fenced transactions of the store.
+type Statements struct{ Store *fence.Store }
+
+// FencedStatements runs statements in one transaction of the store fenced with token for job,
+// under role when it is set.
+func (s Statements) FencedStatements(ctx context.Context, job string, token int64, role, statements string) (int64, error) {
+	n, err := s.Store.FencedStatements(ctx, job, token, fence.Statements{Text: statements, Role: role})
+	return n, fencedErr(err)
 }
 
 // jobTx narrows a store transaction to what jobs use.

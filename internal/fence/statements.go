@@ -1,0 +1,63 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Statements is the text of a sql job, run as a whole in one fenced
+// transaction by FencedStatements.
+type Statements struct {
+	// Text holds one or more statements separated by semicolons. It must not
+	// end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
+	// fails the run, and what it ran outside the fenced transaction was not
+	// fenced.
+	Text string
+	// Role, when set, is the Postgres role the statements run under: after
+	// the fence is entered the transaction does SET LOCAL ROLE Role. It is
+	// not a boundary on its own (the statements can RESET ROLE); see
+	// Config.JobDSN. SQLite has no roles and refuses it.
+	Role string
+}
+
+// rolePattern is the accepted form of Statements.Role, the form of
+// Config.Schema: a role created with an unquoted lower-case name.
+var rolePattern = schemaPattern
+
+// FencedStatements runs st in one transaction fenced with token for job and
+// commits it if every statement succeeded and the fence let it in. It
+// returns the number of rows the statements inserted, updated or deleted,
+// summed over the statements.
+//
+// On Postgres the text is sent with the simple query protocol, so that it
+// may hold several statements. With Config.JobDSN set it runs on that
+// connection, whose role enters the fence with the check-only
+// fence_verify; otherwise it runs on the store's own connection, entering
+// the fence as Fenced does. Either way the fence is checked again right
+// before the commit, and the session is closed afterwards rather than
+// reused, so nothing the statements set on it (a role, a setting, a
+// session lock) outlives the run. A fence below token is raised by the
+// store's own role, as in Fenced, and the statements run again. On SQLite
+// the text runs inside the single writer's transaction after the fence
+// check.
+//
+// A stale token returns a *StaleError (errors.Is(err, ErrStale)) and
+// nothing commits.
+func (s *Store) FencedStatements(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+	if err := checkJobToken(job, token); err != nil {
+		return 0, fmt.Errorf("fenced statements: %w", err)
+	}
+	if strings.TrimSpace(st.Text) == "" {
+		return 0, fmt.Errorf("fenced statements of job %q: no statements", job)
+	}
+	if st.Role != "" && !rolePattern.MatchString(st.Role) {
+		return 0, fmt.Errorf("fenced statements of job %q: role %q: want a lower-case identifier matching %s", job, st.Role, rolePattern)
+	}
+	var n int64
+	err := s.retry(ctx, job, token, func() (err error) {
+		n, err = s.b.statements(ctx, job, token, st)
+		return err
+	})
+	return n, err
+}
