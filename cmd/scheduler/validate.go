@@ -68,6 +68,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	validateDefaults(&p, c.Defaults)
 
 	seen := map[string]int{}
+	gaps := newGapCache(now)
 	for i, job := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
 		if first, dup := seen[job.Name]; dup && job.Name != "" {
@@ -75,7 +76,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		} else {
 			seen[job.Name] = i
 		}
-		validateJob(&p, key, job, now)
+		validateJob(&p, key, job, gaps)
 	}
 	return p.list
 }

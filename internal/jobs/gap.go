@@ -5,9 +5,10 @@ import "time"
 // GapSpan is how far ahead ShortestGap looks at a cron schedule's slots.
 const GapSpan = 366 * 24 * time.Hour
 
-// GapSlots bounds how many slots ShortestGap looks at: a frequent schedule repeats its pattern
-// of gaps every minute, hour or day, long before a year of its slots has passed.
-const GapSlots = 10_000
+// GapSlots bounds how many slots ShortestGap looks at, so that checking a large table stays
+// quick: a frequent schedule repeats its pattern of gaps every minute, hour or day, long before
+// a year of its slots has passed.
+const GapSlots = 1000
 
 // ShortestGap returns the shortest time between two consecutive slots after from: exactly the
 // period for @every; for a cron schedule, the shortest over the slots of the next GapSpan, at
