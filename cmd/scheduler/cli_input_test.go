@@ -155,3 +155,20 @@ func TestOutput_FitsTheLedger(t *testing.T) {
 		t.Fatalf("excerpt lacks the marker or the tail: ...%q", out[len(out)-60:])
 	}
 }
+
+// TestCLI_StoreUnreadable: a store path that cannot even be looked at (data_dir is a file) is a
+// runtime failure naming the path, and nothing is created in its place.
+func TestCLI_StoreUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(path, []byte("data_dir: data\n"+minimalJob), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "history", "beat", "--config", path)
+	if code != 1 || !strings.Contains(errOut, "store "+filepath.Join(dir, "data", "scheduler.db")) || !strings.Contains(errOut, "not a directory") {
+		t.Fatalf("exit %d, want 1 naming the store path and the cause:\n%s%s", code, out, errOut)
+	}
+}
