@@ -104,22 +104,26 @@ func unknownVariables(env map[string]string, settings []string) []Problem {
 }
 
 // blameVariables names the variable behind each problem whose key, or a key under it, a
-// variable set: the value came from there, not from the file.
-func blameVariables(problems []Problem, fromEnv map[string]string) []Problem {
-	if len(fromEnv) == 0 {
-		return problems
-	}
+// variable set: the value came from there, not from the file. It reports whether any problem
+// lies in the environment, an unknown variable included.
+func blameVariables(problems []Problem, fromEnv map[string]string) ([]Problem, bool) {
 	out := make([]Problem, len(problems))
+	env := false
 	for i, p := range problems {
 		out[i] = p
+		if strings.HasPrefix(p.Key, envPrefix+"_") {
+			env = true
+			continue
+		}
 		for key := p.Key; key != ""; key = parentKey(key) {
 			if name, ok := fromEnv[key]; ok {
 				out[i].Msg = fmt.Sprintf("set by %s: %s", name, p.Msg)
+				env = true
 				break
 			}
 		}
 	}
-	return out
+	return out, env
 }
 
 // parentKey drops the last element of a key path: etcd.tls.ca_file -> etcd.tls,

@@ -45,10 +45,11 @@ func LoadConfig(path string, environ []string) (*Config, error) {
 		}
 	}
 	if len(problems) > 0 {
+		env := false
 		if cfg != nil {
-			problems = blameVariables(problems, cfg.fromEnv)
+			problems, env = blameVariables(problems, cfg.fromEnv)
 		}
-		return nil, &ConfigError{File: path, Problems: problems}
+		return nil, &ConfigError{File: path, Problems: problems, Env: env}
 	}
 	return cfg, nil
 }

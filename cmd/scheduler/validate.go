@@ -83,8 +83,8 @@ func (c *Config) validateAt(now time.Time) []Problem {
 
 func (c *Config) validateEtcd(p *problems) {
 	for i, ep := range c.Etcd.Endpoints {
-		if !validEndpoint(ep) {
-			p.add(fmt.Sprintf("etcd.endpoints[%d]", i), "must be host:port or http(s)://host:port, got %q", ep)
+		if msg := endpointProblem(ep); msg != "" {
+			p.add(fmt.Sprintf("etcd.endpoints[%d]", i), "must be host:port or http(s)://host:port, got %q%s", ep, msg)
 		}
 	}
 	if c.Etcd.DialTimeout <= 0 {
@@ -107,22 +107,36 @@ func (c *Config) validateEtcd(p *problems) {
 	}
 }
 
-func validEndpoint(ep string) bool {
+// endpointProblem says what is wrong with an etcd endpoint, as ": reason" or "" for none
+// beyond the expected form.
+func endpointProblem(ep string) string {
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
 		if err != nil || u.Host == "" {
-			return false
+			return " (not a URL with a host)"
 		}
 		switch u.Scheme {
 		case "unix", "unixs":
-			return true
+			return ""
 		case "http", "https":
-			return u.Port() == "" || checkHostPort(u.Host) == ""
+			if u.Port() == "" {
+				return ""
+			}
+			if msg := checkHostPort(u.Host); msg != "" {
+				return ": " + msg
+			}
+			return ""
 		}
-		return false
+		return fmt.Sprintf(" (scheme %q: want http, https, unix or unixs)", u.Scheme)
 	}
 	host, _, err := net.SplitHostPort(ep)
-	return err == nil && host != "" && checkHostPort(ep) == ""
+	if err != nil || host == "" {
+		return " (not host:port)"
+	}
+	if msg := checkHostPort(ep); msg != "" {
+		return ": " + msg
+	}
+	return ""
 }
 
 // checkHostPort says what is wrong with a host:port address, or returns "". The port is a
