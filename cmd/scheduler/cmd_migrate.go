@@ -21,7 +21,7 @@ func newMigrateCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			store, err := openStore(cmd.Context(), cfg, lg.With(zap.String("node", cfg.Node)))
+			store, err := createStore(cmd.Context(), cfg, lg.With(zap.String("node", cfg.Node)))
 			if err != nil {
 				return err
 			}

@@ -57,7 +57,8 @@ func newNextCmd(c *cli) *cobra.Command {
 					line += fmt.Sprintf("  adjusted: %s does not exist in %s (DST), runs at the first instant after", sl.Nominal, loc)
 				}
 				if job.Jitter > 0 {
-					line += fmt.Sprintf("  fires at %s (jitter)", sl.At.Add(jobs.Jitter(job.Name, sl.At, job.Jitter)).Format("15:04:05.000"))
+					// The date too: a jitter can carry a slot past midnight.
+					line += fmt.Sprintf("  fires at %s (jitter)", sl.At.Add(jobs.Jitter(job.Name, sl.At, job.Jitter)).Format("2006-01-02 15:04:05.000 -07:00 MST"))
 				}
 				fmt.Fprintln(c.stdout, line)
 			}

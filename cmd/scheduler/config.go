@@ -7,8 +7,14 @@ import "time"
 type Config struct {
 	// Node names this replica in the election and in the run ledger. Default: the hostname.
 	Node string `mapstructure:"node"`
-	// DataDir holds the embedded etcd and the embedded SQLite store. Default: ./data.
+	// DataDir holds the embedded etcd and the embedded SQLite store. A relative path is read
+	// from the configuration file's directory. Default: ./data.
 	DataDir string `mapstructure:"data_dir"`
+	// SingleNode declares a deployment of one replica. It allows etcd.endpoints without
+	// store.dsn, which keeps the ledger and the fence in this host's SQLite: with a second
+	// replica each host would keep its own, and every replica could run every slot.
+	// Default: false.
+	SingleNode bool `mapstructure:"single_node"`
 	// Etcd says how to reach the etcd cluster that elects the leader.
 	Etcd EtcdConfig `mapstructure:"etcd"`
 	// Election tunes the leader election.
@@ -26,6 +32,10 @@ type Config struct {
 	Defaults JobSpec `mapstructure:"defaults"`
 	// Jobs is the cron table.
 	Jobs []Job `mapstructure:"jobs"`
+
+	// fromEnv maps the key paths set by SCHEDULER_* variables to those variables, so that a
+	// bad value is blamed on its variable rather than on the file. Nil when none was set.
+	fromEnv map[string]string
 }
 
 // EtcdConfig is the etcd client configuration.
@@ -152,6 +162,7 @@ func defaultSettings() map[string]any {
 	return map[string]any{
 		"node":                   "",
 		"data_dir":               "./data",
+		"single_node":            false,
 		"etcd.endpoints":         []string{},
 		"etcd.dial_timeout":      "5s",
 		"etcd.username":          "",

@@ -69,7 +69,8 @@ func TestConfig_SampleHasEveryKey(t *testing.T) {
 }
 
 func TestLoadConfig_Defaults(t *testing.T) {
-	cfg, err := LoadConfig(writeConfig(t, minimalJob), nil)
+	path := writeConfig(t, minimalJob)
+	cfg, err := LoadConfig(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		t.Fatal("node should default to the hostname")
 	}
 	want := Config{
-		Node: cfg.Node, DataDir: "./data",
+		Node: cfg.Node, DataDir: filepath.Join(filepath.Dir(path), "data"), // next to the file
 		Etcd:          EtcdConfig{Endpoints: []string{}, DialTimeout: 5 * time.Second},
 		Election:      ElectionConfig{Prefix: "/scheduler/election", TTL: 5 * time.Second},
 		Store:         StoreConfig{Schema: "scheduler"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,14 +48,34 @@ func dialEtcd(cfg *Config, lg *zap.Logger) (*clientv3.Client, error) {
 	return cli, nil
 }
 
-// openStore opens the configured Postgres store, or the embedded SQLite one in data_dir.
+// openStore opens the configured Postgres store, or the existing embedded SQLite one in
+// data_dir. Only `migrate` creates a store (see createStore): a command run with the wrong
+// data_dir must say so, not leave an empty database behind.
 func openStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
-	fc := fence.Config{DSN: cfg.Store.DSN, JobDSN: cfg.Store.JobDSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
+	if cfg.Store.DSN == "" {
+		if _, err := os.Stat(sqlitePath(cfg)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("no store at %s: run `scheduler migrate` with this configuration first", sqlitePath(cfg))
+			}
+			return nil, fmt.Errorf("store %s: %w", sqlitePath(cfg), err)
+		}
+	}
+	return dialStore(ctx, cfg, lg)
+}
+
+// createStore opens the store like openStore, creating data_dir and the SQLite file when they
+// do not exist yet.
+func createStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
 	if cfg.Store.DSN == "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
 		}
 	}
+	return dialStore(ctx, cfg, lg)
+}
+
+func dialStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
+	fc := fence.Config{DSN: cfg.Store.DSN, JobDSN: cfg.Store.JobDSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
 	s, err := fence.Open(ctx, fc, lg.Named("store"))
 	if err != nil {
 		return nil, fmt.Errorf("open the store (%s): %w", storeName(cfg), err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -23,12 +25,13 @@ const envPrefix = "SCHEDULER"
 // environ and the defaults, and validates the result. Any problem comes back as *ConfigError
 // listing every problem found, each naming its key path.
 func LoadConfig(path string, environ []string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Problems: []Problem{{Msg: readErrorMessage(err)}}}
 	}
 	cfg, problems := decodeConfig(data, environ)
 	if cfg != nil {
+		resolvePaths(cfg, filepath.Dir(path))
 		// Validate even a partly decoded config, so one run reports every problem; a key that
 		// could not be decoded is reported once, by the decoder.
 		undecodable := map[string]bool{}
@@ -42,7 +45,11 @@ func LoadConfig(path string, environ []string) (*Config, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &ConfigError{File: path, Problems: problems}
+		env := false
+		if cfg != nil {
+			problems, env = blameVariables(problems, cfg.fromEnv)
+		}
+		return nil, &ConfigError{File: path, Problems: problems, Env: env}
 	}
 	return cfg, nil
 }
@@ -52,6 +59,66 @@ func readErrorMessage(err error) string {
 		return "config file not found (pass --config FILE)"
 	}
 	return err.Error()
+}
+
+// MaxConfigBytes is the largest configuration file accepted. A cron table is small; the bound
+// keeps `validate`, `run` and a SIGHUP reload fast and their memory bounded whatever the path
+// names (a device, a runaway generator).
+const MaxConfigBytes = 4 << 20
+
+// MaxJobs is the most jobs a configuration may hold. Validating a job computes its next slots,
+// so the bound keeps `validate` and a reload quick.
+const MaxJobs = 10_000
+
+// readConfigFile reads a regular file of at most MaxConfigBytes, reading no more than one byte
+// past the limit.
+func readConfigFile(path string) ([]byte, error) {
+	// Stat before open: opening a FIFO would block until a writer comes.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	return readLimited(f, path, MaxConfigBytes)
+}
+
+// readLimited reads r to its end, at most limit+1 bytes of it, and refuses more than limit.
+func readLimited(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes (%d MiB) for a configuration file", name, limit, limit>>20)
+	}
+	return data, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }
 
 // decodeConfig turns YAML bytes plus environment into a Config with defaults applied, and the
@@ -65,8 +132,12 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		return nil, []Problem{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	if doc != nil {
-		if _, ok := doc.(map[string]any); !ok {
+		m, ok := doc.(map[string]any)
+		if !ok {
 			return nil, []Problem{{Msg: "the document must be a mapping of keys to values"}}
+		}
+		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
+			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
 		}
 	}
 
@@ -81,12 +152,15 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	// Environment overrides: viper's AutomaticEnv reads the process environment; reading a
 	// given environ instead keeps tests hermetic and the rule identical.
 	env := envMap(environ)
-	for _, key := range v.AllKeys() {
-		name := envPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	fromEnv := map[string]string{} // key path -> the variable that set it
+	for _, key := range envKeys(v.AllKeys()) {
+		name := envName(key)
 		if val, ok := env[name]; ok {
 			v.Set(key, val)
+			fromEnv[key] = name
 		}
 	}
+	envProblems := unknownVariables(env, v.AllKeys())
 
 	raw := v.AllSettings()
 	var problems []Problem
@@ -116,6 +190,10 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	for i := range cfg.Jobs {
 		cfg.Jobs[i].inherited = inherited[i]
 	}
+	if len(fromEnv) > 0 {
+		cfg.fromEnv = fromEnv
+	}
+	problems = append(envProblems, problems...)
 	if cfg.Node == "" {
 		host, err := os.Hostname()
 		if err != nil {

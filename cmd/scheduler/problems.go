@@ -23,11 +23,17 @@ func (p Problem) String() string {
 type ConfigError struct {
 	File     string
 	Problems []Problem
+	// Env is set when some problem lies in a SCHEDULER_* variable rather than in the file.
+	Env bool
 }
 
 func (e *ConfigError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid configuration %s:", e.File)
+	if e.Env {
+		fmt.Fprintf(&b, "invalid configuration %s and %s_* environment:", e.File, envPrefix)
+	} else {
+		fmt.Fprintf(&b, "invalid configuration %s:", e.File)
+	}
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p.String())

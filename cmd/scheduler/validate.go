@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +21,10 @@ var (
 
 // Validate reports every problem in the configuration, each with its key path. It connects
 // nowhere and reads only the TLS files it names.
-func (c *Config) Validate() []Problem {
+func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
+
+// validateAt is Validate with the instant from which schedules are looked at.
+func (c *Config) validateAt(now time.Time) []Problem {
 	var p problems
 	if strings.ContainsAny(c.Node, " \t\n/") {
 		p.add("node", "must not contain spaces or slashes, got %q", c.Node)
@@ -29,6 +33,10 @@ func (c *Config) Validate() []Problem {
 		p.add("data_dir", "must not be empty")
 	}
 	c.validateEtcd(&p)
+	if len(c.Etcd.Endpoints) > 0 && c.Store.DSN == "" && !c.SingleNode {
+		p.add("store.dsn", "is empty while etcd.endpoints is set: each host would keep its own SQLite ledger and fence, "+
+			"so every replica could run every slot; set store.dsn to the shared PostgreSQL, or single_node: true for a deployment of one replica")
+	}
 	if !strings.HasPrefix(c.Election.Prefix, "/") || strings.HasSuffix(c.Election.Prefix, "/") {
 		p.add("election.prefix", "must start with / and not end with /, got %q", c.Election.Prefix)
 	}
@@ -49,8 +57,8 @@ func (c *Config) Validate() []Problem {
 		p.add("store.schema", "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Store.Schema)
 	}
 	if c.HTTP.Addr != "" {
-		if _, port, err := net.SplitHostPort(c.HTTP.Addr); err != nil || port == "" {
-			p.add("http.addr", "must be host:port (or empty to disable), got %q", c.HTTP.Addr)
+		if msg := checkHostPort(c.HTTP.Addr); msg != "" {
+			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
 		}
 	}
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
@@ -61,6 +69,7 @@ func (c *Config) Validate() []Problem {
 	validateDefaults(&p, c.Defaults)
 
 	seen := map[string]int{}
+	gaps := newGapCache(now)
 	for i, job := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
 		if first, dup := seen[job.Name]; dup && job.Name != "" {
@@ -68,7 +77,7 @@ func (c *Config) Validate() []Problem {
 		} else {
 			seen[job.Name] = i
 		}
-		validateJob(&p, key, job)
+		validateJob(&p, key, job, gaps)
 	}
 	return p.list
 }
@@ -96,8 +105,8 @@ func (c *Config) validateJobStore(p *problems) {
 
 func (c *Config) validateEtcd(p *problems) {
 	for i, ep := range c.Etcd.Endpoints {
-		if !validEndpoint(ep) {
-			p.add(fmt.Sprintf("etcd.endpoints[%d]", i), "must be host:port or http(s)://host:port, got %q", ep)
+		if msg := endpointProblem(ep); msg != "" {
+			p.add(fmt.Sprintf("etcd.endpoints[%d]", i), "must be host:port or http(s)://host:port, got %q%s", ep, msg)
 		}
 	}
 	if c.Etcd.DialTimeout <= 0 {
@@ -120,13 +129,68 @@ func (c *Config) validateEtcd(p *problems) {
 	}
 }
 
-func validEndpoint(ep string) bool {
+// endpointProblem says what is wrong with an etcd endpoint, as ": reason" or "" for none
+// beyond the expected form.
+func endpointProblem(ep string) string {
 	if strings.Contains(ep, "://") {
 		u, err := url.Parse(ep)
-		return err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "unix" || u.Scheme == "unixs") && u.Host != ""
+		if err != nil || u.Host == "" {
+			return " (not a URL with a host)"
+		}
+		switch u.Scheme {
+		case "unix", "unixs":
+			return ""
+		case "http", "https":
+			if u.Port() == "" {
+				return ""
+			}
+			if msg := checkHostPort(u.Host); msg != "" {
+				return ": " + msg
+			}
+			return ""
+		}
+		return fmt.Sprintf(" (scheme %q: want http, https, unix or unixs)", u.Scheme)
 	}
-	host, port, err := net.SplitHostPort(ep)
-	return err == nil && host != "" && port != ""
+	host, _, err := net.SplitHostPort(ep)
+	if err != nil || host == "" {
+		return " (not host:port)"
+	}
+	if msg := checkHostPort(ep); msg != "" {
+		return ": " + msg
+	}
+	return ""
+}
+
+// checkHostPort says what is wrong with a host:port address, or returns "". The port is a
+// number from 0 to 65535 or a service name such as http.
+func checkHostPort(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.TrimPrefix(err.Error(), "address "+addr+": ")
+	}
+	if port == "" {
+		return "the port is missing"
+	}
+	if isDigits(port) {
+		if n, err := strconv.Atoi(port); err != nil || n > 65535 {
+			return fmt.Sprintf("port %s is out of range (0 to 65535)", port)
+		}
+		return ""
+	}
+	// A service name is looked up in the local services database, as listening would.
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Sprintf("port %q is neither a number from 0 to 65535 nor a known service name", port)
+	}
+	return ""
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // problems collects Problems.

@@ -19,7 +19,7 @@ var typeKeys = map[string][]string{
 
 // validateJob checks one job. A problem with a value the job inherited from `defaults` is
 // reported once, under defaults.KEY, by validateDefaults instead.
-func validateJob(p *problems, key string, job Job) {
+func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 	inherited := func(k string) bool { return job.inherited[k] }
 	at := func(k string) string { return key + "." + k }
 
@@ -48,8 +48,10 @@ func validateJob(p *problems, key string, job Job) {
 	}
 	if job.Schedule == "" {
 		p.add(at("schedule"), "is required")
-	} else if _, err := jobs.ParseSchedule(job.Schedule, loc); err != nil {
+	} else if sched, err := jobs.ParseSchedule(job.Schedule, loc); err != nil {
 		p.add(at("schedule"), "%v", err)
+	} else if job.Jitter > 0 {
+		validateJitter(p, at("jitter"), job, sched, gaps)
 	}
 
 	if _, known := typeKeys[job.Type]; !known {
@@ -84,6 +86,47 @@ func validateJob(p *problems, key string, job Job) {
 	if !inherited("misfire") {
 		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
 	}
+}
+
+// validateJitter checks that the jitter window is shorter than the shortest gap between two
+// slots of the schedule: a longer window would let a delayed slot fire after the next one, or,
+// far longer, postpone every slot beyond any horizon.
+func validateJitter(p *problems, key string, job Job, sched *jobs.Schedule, gaps *gapCache) {
+	gap, ok := gaps.shortest(sched)
+	if !ok || job.Jitter < gap {
+		return
+	}
+	from := ""
+	if job.inherited["jitter"] {
+		from = " (from defaults.jitter)"
+	}
+	p.add(key, "%s%s must be shorter than the shortest gap between two slots of %q, %s", job.Jitter, from, job.Schedule, gap)
+}
+
+// gapCache computes each distinct schedule's shortest gap once: a large table shares a few
+// schedules among many jobs.
+type gapCache struct {
+	now time.Time
+	m   map[string]gapResult
+}
+
+type gapResult struct {
+	gap time.Duration
+	ok  bool
+}
+
+func newGapCache(now time.Time) *gapCache {
+	return &gapCache{now: now, m: map[string]gapResult{}}
+}
+
+func (c *gapCache) shortest(s *jobs.Schedule) (time.Duration, bool) {
+	key := s.String() + "\x00" + s.Location().String()
+	r, ok := c.m[key]
+	if !ok {
+		r.gap, r.ok = s.ShortestGap(c.now)
+		c.m[key] = r
+	}
+	return r.gap, r.ok
 }
 
 // validateJobType checks the keys of the job's type, and that no other type's keys are set.

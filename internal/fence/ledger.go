@@ -150,7 +150,7 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []Completion) 
 			return nil, fmt.Errorf("complete run %d of job %q: run listed twice", c.RunID, c.Job)
 		}
 		seen[c.RunID] = true
-		c.Error, c.Reason, c.Output = excerptHead(c.Error), excerptHead(c.Reason), excerptTail(c.Output)
+		c.Error, c.Reason, c.Output = excerptHead(c.Error), excerptHead(c.Reason), excerptOutput(c.Output)
 		norm[i] = c
 	}
 	if len(cs) == 0 {

@@ -4,11 +4,37 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 )
+
+// checkOutputExcerpt checks an excerpt of "BEGIN"+"é"*MaxExcerpt+"END"+two replaced bytes,
+// total bytes long once cleaned: at most MaxExcerpt characters, its start and its end kept, and
+// a marker counting exactly the bytes left out.
+func checkOutputExcerpt(t *testing.T, what, out string, total int) {
+	t.Helper()
+	head, rest, ok := strings.Cut(out, "\n[... ")
+	countText, tail, ok2 := strings.Cut(rest, " bytes omitted ...]\n")
+	if !ok || !ok2 {
+		t.Fatalf("%s: output excerpt has no omission marker: %.80q...", what, out)
+	}
+	omitted, err := strconv.Atoi(countText)
+	if err != nil {
+		t.Fatalf("%s: marker count %q: %v", what, countText, err)
+	}
+	if n := utf8.RuneCountInString(out); n > MaxExcerpt {
+		t.Errorf("%s: output excerpt has %d characters, want at most %d", what, n, MaxExcerpt)
+	}
+	if !strings.HasPrefix(head, "BEGINé") || !strings.HasSuffix(tail, "éEND\uFFFD\uFFFD") {
+		t.Errorf("%s: output excerpt starts %.12q and ends %q, want its start and its end", what, head, tail[max(0, len(tail)-12):])
+	}
+	if got := len(head) + omitted + len(tail); got != total {
+		t.Errorf("%s: head %d + omitted %d + tail %d = %d bytes, want %d", what, len(head), omitted, len(tail), got, total)
+	}
+}
 
 func testLedger(t *testing.T, open func(Config) *Store) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
@@ -45,15 +71,23 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 		t.Fatal("record with status running: no error")
 	}
 
-	// Completion: output keeps its end, error its start, both bounded.
+	// Completion: output keeps its start and its end around a marker, error its start, both
+	// bounded; history shows the same excerpt.
 	long := strings.Repeat("é", MaxExcerpt) + "END"
 	done, err := s.Complete(ctx, 5, Completion{RunID: ids[1], Job: "inv", Status: StatusFailed,
-		Error: "START" + long, Output: long + "\x00\xff"})
+		Error: "START" + long, Output: "BEGIN" + long + "\x00\xff"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := utf8.RuneCountInString(done.Output); n != MaxExcerpt || !strings.HasPrefix(done.Output, "…") || !strings.HasSuffix(done.Output, "END\uFFFD\uFFFD") {
-		t.Errorf("output excerpt: %d characters, prefix %q, suffix %q", n, done.Output[:6], done.Output[len(done.Output)-9:])
+	checkOutputExcerpt(t, "complete", done.Output, len("BEGIN"+long+"\uFFFD\uFFFD"))
+	if runs, err := s.History(ctx, "inv", 100); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, r := range runs {
+			if r.RunID == ids[1] {
+				checkOutputExcerpt(t, "history", r.Output, len("BEGIN"+long+"\uFFFD\uFFFD"))
+			}
+		}
 	}
 	if n := utf8.RuneCountInString(done.Error); n != MaxExcerpt || !strings.HasPrefix(done.Error, "START") || !strings.HasSuffix(done.Error, "…") {
 		t.Errorf("error excerpt: %d characters", n)

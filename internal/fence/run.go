@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,8 +34,13 @@ func (s Status) Terminal() bool { return s.Valid() && s != StatusRunning }
 
 // MaxExcerpt is the most characters the ledger keeps of a run's error,
 // output and reason. Longer text is cut: error and reason keep their start,
-// output keeps its end, marked with "…".
+// marked with "…"; output keeps its start and its end around a line
+// "[... N bytes omitted ...]", as the jobs' own output capture does.
 const MaxExcerpt = 4096
+
+// markerRoom is what the omission marker may take of MaxExcerpt, whatever
+// the count it names.
+const markerRoom = 48
 
 // timeLayout formats slots in messages.
 const timeLayout = time.RFC3339Nano
@@ -71,7 +77,7 @@ type Run struct {
 	StartedAt   *time.Time `json:"started_at"`  // nil if it never ran
 	FinishedAt  *time.Time `json:"finished_at"` // nil while running
 	Error       string     `json:"error"`       // at most MaxExcerpt characters, its start
-	Output      string     `json:"output"`      // at most MaxExcerpt characters, its end
+	Output      string     `json:"output"`      // at most MaxExcerpt characters, its start and end
 	Reason      string     `json:"reason"`      // why it was skipped, missed or fenced
 }
 
@@ -128,12 +134,17 @@ func excerptHead(s string) string {
 	return string(r[:MaxExcerpt-1]) + "…"
 }
 
-// excerptTail keeps the last MaxExcerpt characters of s.
-func excerptTail(s string) string {
+// excerptOutput keeps the start and the end of s, at most MaxExcerpt
+// characters in all, with a line between them counting the bytes left out:
+// what failed is often in the last lines, what was run in the first.
+func excerptOutput(s string) string {
 	s = cleanText(s)
 	if utf8.RuneCountInString(s) <= MaxExcerpt {
 		return s
 	}
 	r := []rune(s)
-	return "…" + string(r[len(r)-MaxExcerpt+1:])
+	keep := MaxExcerpt - markerRoom
+	head, tail := string(r[:keep/2]), string(r[len(r)-(keep-keep/2):])
+	omitted := len(s) - len(head) - len(tail)
+	return fmt.Sprintf("%s\n[... %d bytes omitted ...]\n%s", head, omitted, tail)
 }

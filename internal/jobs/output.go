@@ -7,9 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultOutputLimit is how much of a run's output is kept when a job sets no limit: 64 KiB,
-// half from the start and half from the end.
-const DefaultOutputLimit = 64 << 10
+// DefaultOutputLimit is how many bytes of a run's output are kept when a job sets no limit, half
+// from the start and half from the end. With the omission marker, and the status line and notes
+// an http job adds, the excerpt stays within what the ledger stores of an output
+// (fence.MaxExcerpt characters), so history shows the excerpt as it was captured instead of
+// cutting it again.
+const DefaultOutputLimit = 3800
 
 // Capture is an io.Writer that keeps a bounded excerpt of everything written to it: the first
 // half of its limit and the last half, with a marker line counting the bytes dropped in between.

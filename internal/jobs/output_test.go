@@ -105,3 +105,22 @@ func TestExcerpt(t *testing.T) {
 		t.Fatalf("Excerpt kept %d bytes of %d, want about %d", len(got), len(long), DefaultOutputLimit)
 	}
 }
+
+// TestCapture_DefaultFitsTheLedger: with the default limit, the excerpt of a huge output, marker
+// included, fits what the ledger keeps of an output (its runs table holds at most this many
+// characters), so the store has nothing to cut and the marker survives.
+func TestCapture_DefaultFitsTheLedger(t *testing.T) {
+	const ledgerChars = 4096
+	c := NewCapture(0)
+	line := []byte(strings.Repeat("é", 50) + "\n")
+	for range 1 << 14 {
+		_, _ = c.Write(line)
+	}
+	got := c.String()
+	if n := utf8.RuneCountInString(got); n > ledgerChars {
+		t.Fatalf("excerpt has %d characters, want at most %d", n, ledgerChars)
+	}
+	if !strings.Contains(got, " bytes omitted ...]\n") || !strings.HasPrefix(got, "é") || !strings.HasSuffix(got, "é\n") {
+		t.Fatalf("excerpt lacks its head, marker or tail: %.40q ... %q", got, got[len(got)-20:])
+	}
+}
