@@ -43,7 +43,7 @@ func TestCLI_BadInput(t *testing.T) {
 	}{
 		{"PortOutOfRange", nil, writeConfig(t, "http: {addr: 'localhost:99999'}\n"+minimalJob), []string{"http.addr:", "99999", "out of range"}},
 		{"DevZero", nil, "/dev/zero", []string{"/dev/zero is not a regular file"}},
-		{"HugeFile", nil, huge, []string{huge, "larger than the limit of 4194304 bytes (4 MiB)"}},
+		{"HugeFile", nil, huge, []string{huge, "larger than the limit of 16777216 bytes (16 MiB)"}},
 		{"JitterNeverFires", nil, writeConfig(t, minimalJob+"    jitter: 1000000h\n"), []string{"jobs[0].jitter:", "1000000h0m0s", "10s"}},
 		{"VariableTypo", []string{"SCHEDULER_ELECTON_TTL=10s"}, writeConfig(t, minimalJob), []string{"SCHEDULER_ELECTON_TTL", "did you mean SCHEDULER_ELECTION_TTL?"}},
 		{"VariableBadValue", []string{"SCHEDULER_ELECTION_TTL=10"}, writeConfig(t, minimalJob), []string{"set by SCHEDULER_ELECTION_TTL"}},

@@ -204,7 +204,7 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	limitText := fmt.Sprintf("limit of %d bytes (4 MiB)", MaxConfigBytes)
+	limitText := fmt.Sprintf("limit of %d bytes (16 MiB)", MaxConfigBytes)
 	cases := []struct {
 		name, path string
 		want       []string

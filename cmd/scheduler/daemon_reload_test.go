@@ -38,7 +38,7 @@ func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.wait("the oversize reload to be rejected", func() bool { return strings.Contains(r.logs.String(), "reload rejected") })
-	if logs := r.logs.String(); !strings.Contains(logs, "is larger than the limit of 4194304 bytes") || !strings.Contains(logs, filepath.Base(c.path)) {
+	if logs := r.logs.String(); !strings.Contains(logs, "is larger than the limit of 16777216 bytes") || !strings.Contains(logs, filepath.Base(c.path)) {
 		t.Fatalf("the rejection does not name the file and the limit:\n%s", logs)
 	}
 	restore() // for the CLI below; the daemon reads the file only on SIGHUP

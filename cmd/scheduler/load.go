@@ -64,11 +64,11 @@ func readErrorMessage(err error) string {
 // MaxConfigBytes is the largest configuration file accepted. A cron table is small; the bound
 // keeps `validate`, `run` and a SIGHUP reload fast and their memory bounded whatever the path
 // names (a device, a runaway generator).
-const MaxConfigBytes = 4 << 20
+const MaxConfigBytes = 16 << 20
 
 // MaxJobs is the most jobs a configuration may hold. Validating a job computes its next slots,
 // so the bound keeps `validate` and a reload quick.
-const MaxJobs = 10_000
+const MaxJobs = 100_000
 
 // readConfigFile reads a regular file of at most MaxConfigBytes, reading no more than one byte
 // past the limit.
