@@ -91,4 +91,6 @@ func TestE2E(t *testing.T) {
 	t.Run("SlowStore", s.slowStore)
 	t.Run("OrphanOutlivedByNextSlot", s.orphanOutlived)
 	t.Run("AttemptsCountedWhileStoreDown", s.attemptsWhileStoreDown)
+	t.Run("JobRoleRaisesFence", s.jobRoleRaisesFence)
+	t.Run("ReceiverRefusesToken", s.receiverRefuses)
 }
