@@ -191,6 +191,23 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.running()
 	})
 
+	t.Run("BlocksOnTheOutcomeWrite", func(t *testing.T) {
+		b := newBlocker()
+		h := newBlockHarness(t, t0.Add(30*time.Second), nil, spec(t, "x", b, nil), spec(t, "y", execFunc(succeed), nil))
+		h.lead(token)
+		h.advance(time.Minute, 1)
+		<-b.started
+		h.ledger.raise("x", outsideFence) // while x runs: its outcome write is refused
+		close(b.release)
+		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		h.advance(time.Minute, 1)
+		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.running()
+		if rows := h.rows("x"); len(rows) != 1 || rows[0].Status != StatusRunning {
+			t.Fatalf("x rows=%+v, want its run left running (the store refused its outcome)", rows)
+		}
+	})
+
 	t.Run("StepsDownWithoutConfirm", func(t *testing.T) {
 		// A runner that cannot ask etcd keeps the old rule: any refusal ends the term.
 		h := newHarness(t, t0.Add(30*time.Second), spec(t, "x", execFunc(succeed), nil))
