@@ -150,7 +150,7 @@ func (t *term) refused(ctx context.Context, fallback string, err error) error {
 // raised again at its next slot.
 func (t *term) block(js *jobState, fence int64, err error) {
 	now := t.r.clock.Now()
-	js.blocked = true
+	js.blocked, js.fence = true, fence
 	js.entry, js.queue = nil, nil
 	js.retryAt = t.nextRaise(js, now)
 	t.blocked = append(t.blocked, js)

@@ -27,8 +27,14 @@ type blockHarness struct {
 
 func newBlockHarness(t *testing.T, now time.Time, confirm error, table ...Spec) *blockHarness {
 	t.Helper()
+	return newBlockHarnessWith(t, now, confirm, nil, table...)
+}
+
+// newBlockHarnessWith is newBlockHarness with options changed by mod.
+func newBlockHarnessWith(t *testing.T, now time.Time, confirm error, mod func(*Options), table ...Spec) *blockHarness {
+	t.Helper()
 	bh := &blockHarness{harness: &harness{t: t, clock: newFakeClock(now), ledger: newFakeLedger()}}
-	r, err := New(table, Options{Node: "n1", Ledger: bh.ledger, Clock: bh.clock, Logger: zaptest.NewLogger(t),
+	opts := Options{Node: "n1", Ledger: bh.ledger, Clock: bh.clock, Logger: zaptest.NewLogger(t),
 		Confirm: func(ctx context.Context, tok int64) error {
 			bh.confirms.Add(1)
 			if tok != token {
@@ -41,7 +47,11 @@ func newBlockHarness(t *testing.T, now time.Time, confirm error, table ...Spec) 
 			defer bh.mu.Unlock()
 			bh.hooked = append(bh.hooked, fmt.Sprintf("%s=%v", job, on))
 		}},
-	})
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	r, err := New(table, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,6 +199,23 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		h.running()
+	})
+
+	t.Run("BlocksOnAClaimAtFireTime", func(t *testing.T) {
+		// Slots claimed when they fire: one ClaimMany of both jobs, refused for x, made again for y.
+		h := newBlockHarnessWith(t, t0.Add(30*time.Second), nil, func(o *Options) { o.ClaimAhead = -1 },
+			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
+		h.lead(token)
+		h.advance(time.Minute, 1)
+		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+		h.ledger.raise("x", outsideFence)
+		h.advance(time.Minute, 1)
+		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.running()
+		if rows := h.rows("x"); len(rows) != 1 {
+			t.Fatalf("x rows=%+v, want only its run before the raise", rows)
+		}
 	})
 
 	t.Run("BlocksOnTheOutcomeWrite", func(t *testing.T) {

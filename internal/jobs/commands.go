@@ -34,7 +34,7 @@ func (t *term) trigger(job string, at time.Time) error {
 		return fmt.Errorf("trigger %q: no such job", job)
 	}
 	if js.blocked {
-		return fmt.Errorf("trigger %q: %s", job, BlockReason(job, t.token, 0))
+		return fmt.Errorf("trigger %q: %s", job, BlockReason(job, t.token, js.fence))
 	}
 	if t.draining {
 		return fmt.Errorf("trigger %q: shutting down", job)

@@ -133,40 +133,49 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 // record stores slots that end without running; a failure other than the fence is logged
 // (the slots stay without a row, and a later leader records them missed).
 func (t *term) record(ctx context.Context, outs []Outcome) error {
-	if len(outs) > maxClaimBatch {
-		for lo := 0; lo < len(outs); lo += maxClaimBatch {
-			if err := t.record(ctx, outs[lo:min(lo+maxClaimBatch, len(outs))]); err != nil {
+	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
+}
+
+// recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It touches
+// no state of the loop, so a takeover runs it beside its claims; recorded settles the answers.
+func (t *term) recordAll(ctx context.Context, outs []Outcome) []error {
+	var errs []error
+	for lo := 0; lo < len(outs); lo += maxClaimBatch {
+		errs = append(errs, t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))]))
+	}
+	return errs
+}
+
+// recorded settles, on the loop, how the batches of recordAll went. A batch refused for a job
+// that is then blocked is written again without that job's slots.
+func (t *term) recorded(ctx context.Context, outs []Outcome, errs []error) error {
+	for k, err := range errs {
+		part := outs[k*maxClaimBatch : min((k+1)*maxClaimBatch, len(outs))]
+		switch {
+		case errors.Is(err, ErrFenced):
+			slots := make([]SlotKey, len(part))
+			for i, o := range part {
+				slots[i] = o.Slot
+			}
+			if rerr := t.refused(ctx, batchJob(slots), err); rerr != nil {
+				return rerr
+			}
+			rest := slices.DeleteFunc(slices.Clone(part), func(o Outcome) bool { return t.isBlocked(o.Slot.Job) })
+			if len(rest) == len(part) {
+				return t.fenced(part[0].Slot.Job, err)
+			}
+			if err := t.record(ctx, rest); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-	if len(outs) == 0 {
-		return nil
-	}
-	err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs)
-	if errors.Is(err, ErrFenced) {
-		slots := make([]SlotKey, len(outs))
-		for i, o := range outs {
-			slots[i] = o.Slot
-		}
-		if rerr := t.refused(ctx, batchJob(slots), err); rerr != nil {
-			return rerr
-		}
-		rest := slices.DeleteFunc(slices.Clone(outs), func(o Outcome) bool { return t.isBlocked(o.Slot.Job) })
-		if len(rest) == len(outs) {
-			return t.fenced(outs[0].Slot.Job, err)
-		}
-		return t.record(ctx, rest)
-	}
-	if err != nil {
-		t.lg.Warn("record slots", zap.Int("slots", len(outs)), zap.Error(err))
-		return nil
-	}
-	for _, o := range outs {
-		t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
-		if h := t.r.opts.Hooks.Recorded; h != nil {
-			h(o.Slot.Job, o.Status)
+		case err != nil:
+			t.lg.Warn("record slots", zap.Int("slots", len(part)), zap.Error(err))
+		default:
+			for _, o := range part {
+				t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
+				if h := t.r.opts.Hooks.Recorded; h != nil {
+					h(o.Slot.Job, o.Status)
+				}
+			}
 		}
 	}
 	return nil
@@ -179,7 +188,11 @@ func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	errs := t.completeAll(ctx, cs)
+	return t.closed(ctx, cs, t.completeAll(ctx, cs))
+}
+
+// closed settles, on the loop, how the writes of closeRuns went; errs follow cs.
+func (t *term) closed(ctx context.Context, cs []Completion, errs []error) error {
 	for i, c := range cs {
 		switch err := errs[i]; {
 		case errors.Is(err, ErrFenced):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -164,13 +165,26 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
 	}
 	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
-	// first two go on beside the claims, which launch runs and so stay on the loop goroutine.
-	w, wctx := errgroup.WithContext(ctx)
-	w.Go(func() error { return t.closeRuns(wctx, closes) })
-	w.Go(func() error { return t.record(wctx, missed) })
+	// writes of the first two go on beside the claims, which launch runs and so stay on the loop
+	// goroutine, as does settling the answers (a refusal may block a job).
+	var (
+		w          sync.WaitGroup
+		closeErrs  []error
+		recordErrs []error
+	)
+	if len(closes) > 0 {
+		w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
+	}
+	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
 	err := t.start(ctx, first)
-	if werr := w.Wait(); werr != nil {
-		return werr
+	w.Wait()
+	if len(closes) > 0 {
+		if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
+			return cerr
+		}
+	}
+	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
+		return rerr
 	}
 	return err
 }

@@ -82,6 +82,7 @@ type jobState struct {
 
 	blocked bool      // the store refuses the term's token for this job alone (blocked.go)
 	retryAt time.Time // when a blocked job's fence is raised again
+	fence   int64     // a blocked job's fence, as the store last reported it
 
 	starting int // runs dispatch is about to start
 
