@@ -192,7 +192,7 @@ func (t *term) retryBlocked(ctx context.Context, now time.Time) {
 		if js.retryAt.After(now) {
 			continue
 		}
-		wctx, cancel := t.writeCtx(ctx)
+		wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
 		err := t.r.opts.Ledger.RaiseAll(wctx, []string{js.spec.Name}, t.token)
 		cancel()
 		switch {
