@@ -112,6 +112,8 @@ func printStatus(w io.Writer, doc statusDoc) {
 		switch {
 		case !j.Enabled:
 			state = "disabled"
+		case j.Blocked != nil:
+			state = fmt.Sprintf("blocked (fence %d > token %d)", j.Blocked.Fence, j.Blocked.Token)
 		case j.Paused:
 			state = "paused"
 		}

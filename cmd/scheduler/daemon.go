@@ -152,9 +152,14 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
+	for _, j := range d.cfg.Jobs {
+		d.m.blocked.WithLabelValues(j.Name).Set(0)
+	}
 	d.runner, err = jobs.New(table, jobs.Options{
 		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(),
+		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
+		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
 	if err != nil {
 		return err

@@ -35,8 +35,8 @@ func (d *daemon) handler() http.Handler {
 	return mux
 }
 
-// readyz answers 200 when etcd and the store answer and the schema is current, else 503 with
-// what is wrong.
+// readyz answers 200 when etcd and the store answer, the schema is current and no job is
+// blocked, else 503 with what is wrong.
 func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -52,6 +52,9 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := d.store.CheckSchema(ctx); err != nil {
 		problems = append(problems, fmt.Errorf("store: %w", err))
+	}
+	for _, b := range d.runner.Blocked() {
+		problems = append(problems, errors.New(b.Reason))
 	}
 	if err := errors.Join(problems...); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -27,6 +27,7 @@ type metrics struct {
 	missed        *prometheus.CounterVec
 	skipped       *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
+	blocked       *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -70,6 +71,10 @@ func newMetrics() *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_config_reloads_total", Help: "Configuration reloads (SIGHUP), by result.",
 		}, []string{"result"}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "scheduler_job_blocked",
+			Help: "1 while this replica leads and does not run the job because its fence is above the term's token (see /readyz), else 0.",
+		}, []string{"job"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scheduler_build_info", Help: "Build of this binary.",
@@ -77,7 +82,7 @@ func newMetrics() *metrics {
 	})
 	build.Set(1)
 	m.reg.MustRegister(m.isLeader, m.termToken, m.leaderChanges, m.termsEnded, m.runs, m.runDuration, m.fireDelay,
-		m.fenced, m.catchupRuns, m.missed, m.skipped, m.reloads, build,
+		m.fenced, m.catchupRuns, m.missed, m.skipped, m.reloads, m.blocked, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
@@ -117,5 +122,12 @@ func (m *metrics) runnerHooks() jobs.Hooks {
 		},
 		CatchupRun: func(job string) { m.catchupRuns.WithLabelValues(job).Inc() },
 		Fenced:     func(job string) { m.fenced.WithLabelValues(job).Inc() },
+		Blocked: func(job string, on bool) {
+			v := 0.0
+			if on {
+				v = 1
+			}
+			m.blocked.WithLabelValues(job).Set(v)
+		},
 	}
 }

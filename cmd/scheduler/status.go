@@ -41,6 +41,16 @@ type jobStatus struct {
 	Next     *time.Time `json:"next"` // null for a disabled job or a schedule without future slots
 	Paused   bool       `json:"paused"`
 	Last     *fence.Run `json:"last"` // null before the first run
+	// Blocked is set while the job's fence is above the leader's token: the leader runs the
+	// other jobs and not this one (null otherwise).
+	Blocked *blockedDoc `json:"blocked"`
+}
+
+// blockedDoc says why a job does not run and what to do.
+type blockedDoc struct {
+	Fence  int64  `json:"fence"`  // the job's fence in the store
+	Token  int64  `json:"token"`  // the leader's token, below it
+	Reason string `json:"reason"` // the possible causes and the remedy of each
 }
 
 // collectStatus reads the leader and the replicas from etcd and the last runs from the store.
@@ -48,6 +58,19 @@ type jobStatus struct {
 func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv3.Client, ctl *control.Store, store *fence.Store, now time.Time) statusDoc {
 	doc := statusDoc{Replicas: []control.Replica{}, Warnings: []string{}, Jobs: []jobStatus{}, Leaseless: []leaselessDoc{}}
 	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
+	names := make([]string, len(table))
+	for i, j := range table {
+		names[i] = j.Name
+	}
+	// The fences are read before the leader: a leader that takes over in between has a token at
+	// least as high as every fence read, so a job is never reported blocked by a takeover.
+	var fences map[string]int64
+	if store != nil && len(names) > 0 {
+		var err error
+		if fences, err = store.Fences(ctx, names...); err != nil {
+			warn("read the fences from the store: %v", err)
+		}
+	}
 
 	l, err := election.ReadLeader(ctx, cli, prefix)
 	switch {
@@ -87,10 +110,6 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 	if err != nil {
 		warn("read paused jobs from etcd: %v", err)
 	}
-	names := make([]string, len(table))
-	for i, j := range table {
-		names[i] = j.Name
-	}
 	var last map[string]fence.Run
 	if store != nil {
 		if last, err = store.Last(ctx, names...); err != nil {
@@ -102,6 +121,10 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		_, js.Paused = paused[j.Name]
 		if r, ok := last[j.Name]; ok {
 			js.Last = &r
+		}
+		if f, ok := fences[j.Name]; ok && doc.Leader != nil && f > doc.Leader.Token {
+			js.Blocked = &blockedDoc{Fence: f, Token: doc.Leader.Token, Reason: jobs.BlockReason(j.Name, doc.Leader.Token, f)}
+			warn("%s", js.Blocked.Reason)
 		}
 		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
 			if s, err := jobs.ParseSchedule(j.Schedule, loc); err == nil {

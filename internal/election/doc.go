@@ -37,7 +37,11 @@
 // Tokens increase within one etcd history. Restoring etcd from a snapshot
 // resets revisions unless it is restored with --bump-revision, after which
 // new tokens may be lower than those the store has seen: new leaders are
-// then fenced out until the store's fence is reset.
+// then fenced out until the store's fence is reset. A store refusal is
+// therefore not proof of a newer leader; Confirm tells the two apart with a
+// linearizable read of the leader key, so that a leader whose term etcd
+// still confirms need not step down for a fence it cannot have lost to a
+// newer term.
 //
 // # etcd pitfalls handled here
 //

@@ -41,6 +41,8 @@ func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finis
 		case errors.Is(err, ErrFenced):
 			c.Status, c.Error = StatusFenced, err.Error()
 			done.fenced = err
+		case errors.Is(err, ErrRefused):
+			c.Status, c.Error, c.Reason = StatusFenced, err.Error(), reasonRefused
 		case IsPermanent(err) || attempt > spec.Retries:
 			c.Status, c.Error = StatusFailed, err.Error()
 		default:

@@ -33,6 +33,9 @@ func (t *term) trigger(job string, at time.Time) error {
 	if js == nil || js.removed {
 		return fmt.Errorf("trigger %q: no such job", job)
 	}
+	if js.blocked {
+		return fmt.Errorf("trigger %q: %s", job, BlockReason(job, t.token, js.fence))
+	}
 	if t.draining {
 		return fmt.Errorf("trigger %q: shutting down", job)
 	}
@@ -64,10 +67,11 @@ func (t *term) reload(specs []*Spec) {
 	for name, js := range t.jobs {
 		if !keep[name] {
 			js.removed, js.entry, js.queue = true, nil, nil
+			t.unblock(js)
 		}
 	}
 	if len(added) > 0 {
-		if err := t.r.opts.Ledger.RaiseAll(t.runsCtx, added, t.token); err != nil {
+		if err := t.raiseUnblocked(t.claimCtx, added); err != nil {
 			t.lg.Error("raise fences of new jobs; they will not run in this term", zap.Strings("jobs", added), zap.Error(err))
 			for _, n := range added {
 				t.jobs[n].removed = true

@@ -136,7 +136,8 @@ func newFakeLedger() *fakeLedger {
 
 func (l *fakeLedger) check(job string, token int64) error {
 	if token < l.fences[job] {
-		return fmt.Errorf("job %q token %d < fence %d: %w", job, token, l.fences[job], ErrFenced)
+		return &FenceError{Job: job, Token: token, Fence: l.fences[job],
+			Err: fmt.Errorf("job %q token %d < fence %d: %w", job, token, l.fences[job], ErrFenced)}
 	}
 	l.fences[job] = token
 	return nil
@@ -151,6 +152,13 @@ func (l *fakeLedger) RaiseAll(_ context.Context, jobs []string, token int64) err
 		}
 	}
 	return nil
+}
+
+// reset removes a job's fence, as an operator's fence_admin_reset does.
+func (l *fakeLedger) reset(job string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.fences, job)
 }
 
 // raise moves a job's fence as a newer leader would.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -14,12 +15,16 @@ const (
 	reasonPaused      = "paused"
 	reasonOverlapSkip = "overlap: the previous run is still running"
 	reasonReloaded    = "the job's schedule changed before the slot"
+	reasonRefused     = "receiver refused the token"
 )
 
 // fireDue dispatches every slot whose time has come and schedules each job's next slot. A slot
 // whose claim ahead is still in flight fires when the answer comes.
 func (t *term) fireDue(ctx context.Context) error {
 	now := t.r.clock.Now()
+	if len(t.blocked) > 0 {
+		t.retryBlocked(ctx, now)
+	}
 	t.claimAhead(now)
 	var (
 		due    []pending
@@ -88,8 +93,8 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if js == nil {
 			js = t.jobs[p.slot.Job]
 		}
-		if js == nil {
-			continue
+		if js == nil || js.blocked {
+			continue // a blocked job's slots are not recorded: the store refuses its writes
 		}
 		p.js = js
 		if !p.slot.Manual && t.paused(js.spec.Name) {
@@ -128,29 +133,49 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 // record stores slots that end without running; a failure other than the fence is logged
 // (the slots stay without a row, and a later leader records them missed).
 func (t *term) record(ctx context.Context, outs []Outcome) error {
-	if len(outs) > maxClaimBatch {
-		for lo := 0; lo < len(outs); lo += maxClaimBatch {
-			if err := t.record(ctx, outs[lo:min(lo+maxClaimBatch, len(outs))]); err != nil {
+	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
+}
+
+// recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It touches
+// no state of the loop, so a takeover runs it beside its claims; recorded settles the answers.
+func (t *term) recordAll(ctx context.Context, outs []Outcome) []error {
+	var errs []error
+	for lo := 0; lo < len(outs); lo += maxClaimBatch {
+		errs = append(errs, t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))]))
+	}
+	return errs
+}
+
+// recorded settles, on the loop, how the batches of recordAll went. A batch refused for a job
+// that is then blocked is written again without that job's slots.
+func (t *term) recorded(ctx context.Context, outs []Outcome, errs []error) error {
+	for k, err := range errs {
+		part := outs[k*maxClaimBatch : min((k+1)*maxClaimBatch, len(outs))]
+		switch {
+		case errors.Is(err, ErrFenced):
+			slots := make([]SlotKey, len(part))
+			for i, o := range part {
+				slots[i] = o.Slot
+			}
+			if rerr := t.refused(ctx, batchJob(slots), err); rerr != nil {
+				return rerr
+			}
+			rest := slices.DeleteFunc(slices.Clone(part), func(o Outcome) bool { return t.isBlocked(o.Slot.Job) })
+			if len(rest) == len(part) {
+				return t.fenced(part[0].Slot.Job, err)
+			}
+			if err := t.record(ctx, rest); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-	if len(outs) == 0 {
-		return nil
-	}
-	err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs)
-	if errors.Is(err, ErrFenced) {
-		return t.fenced(outs[0].Slot.Job, err)
-	}
-	if err != nil {
-		t.lg.Warn("record slots", zap.Int("slots", len(outs)), zap.Error(err))
-		return nil
-	}
-	for _, o := range outs {
-		t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
-		if h := t.r.opts.Hooks.Recorded; h != nil {
-			h(o.Slot.Job, o.Status)
+		case err != nil:
+			t.lg.Warn("record slots", zap.Int("slots", len(part)), zap.Error(err))
+		default:
+			for _, o := range part {
+				t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
+				if h := t.r.opts.Hooks.Recorded; h != nil {
+					h(o.Slot.Job, o.Status)
+				}
+			}
 		}
 	}
 	return nil
@@ -163,11 +188,17 @@ func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	errs := t.completeAll(ctx, cs)
+	return t.closed(ctx, cs, t.completeAll(ctx, cs))
+}
+
+// closed settles, on the loop, how the writes of closeRuns went; errs follow cs.
+func (t *term) closed(ctx context.Context, cs []Completion, errs []error) error {
 	for i, c := range cs {
 		switch err := errs[i]; {
 		case errors.Is(err, ErrFenced):
-			return t.fenced(c.Job, err)
+			if rerr := t.refused(ctx, c.Job, err); rerr != nil {
+				return rerr
+			}
 		case err != nil:
 			t.lg.Warn("close run", zap.String("job", c.Job), zap.Int64("run_id", c.RunID), zap.String("status", string(c.Status)), zap.Error(err))
 		default:
@@ -229,9 +260,22 @@ func (t *term) start(ctx context.Context, ps []pending) error {
 
 // claimedNow launches the runs of fresh slots claimed now.
 func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claimed, err error) error {
+	// A claim refused for a job that is then blocked is made again without that job's slots.
+	for errors.Is(err, ErrFenced) {
+		if rerr := t.refused(ctx, batchJob(fresh), err); rerr != nil {
+			return rerr
+		}
+		rest := t.withoutBlocked(fresh)
+		switch {
+		case len(rest) == len(fresh):
+			return t.fenced(fresh[0].Job, err)
+		case len(rest) == 0:
+			return nil
+		}
+		fresh = rest
+		claimed, err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh)
+	}
 	switch {
-	case errors.Is(err, ErrFenced):
-		return t.fenced(fresh[0].Job, err)
 	case err != nil:
 		t.retryLater(fresh, err)
 		return nil
@@ -333,7 +377,15 @@ func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
 func (t *term) reclaimed(orphan, run LedgerRun, err error) error {
 	switch {
 	case errors.Is(err, ErrFenced):
-		return t.fenced(orphan.Slot.Job, err)
+		if job, _ := refusedJob(err, orphan.Slot.Job); job != orphan.Slot.Job {
+			// A batch refused for another job: once that job is blocked, this one is taken over
+			// on its own.
+			if rerr := t.refused(t.claimCtx, job, err); rerr != nil {
+				return rerr
+			}
+			return t.reclaim(t.claimCtx, orphan)
+		}
+		return t.refused(t.claimCtx, orphan.Slot.Job, err)
 	case err != nil:
 		t.lg.Warn("take over run", zap.String("job", orphan.Slot.Job), zap.Time("slot", orphan.Slot.At), zap.Int64("run_id", orphan.RunID), zap.Error(err))
 		return nil

@@ -42,8 +42,9 @@ type HTTPConfig struct {
 // configured ones.
 //
 // The answer decides the result: 2xx is success; 409 Conflict means the service saw a newer token
-// and is an error wrapping ErrFenced; 5xx, 408, 429, a transport error or a timeout may pass on a
-// retry; any other status (another 4xx, an unfollowed 3xx) is Permanent. The output is the status
+// and is an error wrapping ErrRefused (the run ends; the term does not); 5xx, 408, 429, a
+// transport error or a timeout may pass on a retry; any other status (another 4xx, an unfollowed
+// 3xx) is Permanent. The output is the status
 // line and an excerpt of the response body.
 type HTTPJob struct {
 	client  *http.Client
@@ -143,7 +144,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
 		}
 		return output, nil
 	case code == http.StatusConflict:
-		return output, fmt.Errorf("%s: %w", what, ErrFenced)
+		return output, fmt.Errorf("%s: %w", what, ErrRefused)
 	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
 		return output, failure
 	}

@@ -117,7 +117,7 @@ func TestHTTPJob_Status(t *testing.T) {
 	tests := []struct {
 		status    int
 		ok        bool
-		fenced    bool
+		refused   bool // the receiver refused the token: the run ends, the term does not
 		permanent bool
 	}{
 		{200, true, false, false},
@@ -142,9 +142,12 @@ func TestHTTPJob_Status(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("status %d: err = %v, want ok=%v", tt.status, err, tt.ok)
 			}
-			if errors.Is(err, ErrFenced) != tt.fenced || IsPermanent(err) != tt.permanent {
-				t.Fatalf("status %d: err = %v: fenced=%v permanent=%v, want %v %v",
-					tt.status, err, errors.Is(err, ErrFenced), IsPermanent(err), tt.fenced, tt.permanent)
+			if errors.Is(err, ErrRefused) != tt.refused || IsPermanent(err) != tt.permanent {
+				t.Fatalf("status %d: err = %v: refused=%v permanent=%v, want %v %v",
+					tt.status, err, errors.Is(err, ErrRefused), IsPermanent(err), tt.refused, tt.permanent)
+			}
+			if errors.Is(err, ErrFenced) {
+				t.Fatalf("status %d: err = %v wraps ErrFenced: only the store may end a term", tt.status, err)
 			}
 			if !strings.HasPrefix(out, strconv.Itoa(tt.status)+" ") {
 				t.Fatalf("output %q does not show the status", out)

@@ -199,7 +199,14 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 	defer t.sendClaims()
 	switch {
 	case errors.Is(b.err, ErrFenced):
-		return t.fenced(b.entries[0].slot.Job, b.err)
+		slots := make([]SlotKey, len(b.entries))
+		for i, e := range b.entries {
+			slots[i] = e.slot
+		}
+		if err := t.refused(ctx, batchJob(slots), b.err); err != nil {
+			return err
+		}
+		// The batch was refused for a job now blocked: the others are claimed when they fire.
 	case b.err == nil && len(b.claimed) != len(b.entries):
 		b.err = errors.New("the ledger answered a claim for a different number of slots")
 	}

@@ -20,15 +20,21 @@ type Run struct {
 // stored in the run ledger. A nil error means success.
 //
 // Execute returns once everything the attempt started has ended. When ctx is done it stops the
-// attempt and returns an error wrapping ctx.Err(). An error wrapping ErrFenced must not be
-// retried; an error marked Permanent need not be.
+// attempt and returns an error wrapping ctx.Err(). An error wrapping ErrFenced or ErrRefused
+// must not be retried; an error marked Permanent need not be.
 type Executor interface {
 	Execute(ctx context.Context, run Run) (output string, err error)
 }
 
-// ErrFenced means the store or the receiving service rejected the run's token: a newer leader
-// exists. The run must not be retried; the runner steps down.
+// ErrFenced means the scheduler's own store rejected the run's token for its job. The run must
+// not be retried; the runner steps down, or blocks only that job when etcd confirms the term.
 var ErrFenced = errors.New("jobs: fenced out by a newer leader")
+
+// ErrRefused means a job's receiver (an http job's service answering 409 Conflict) refused the
+// run's token. Only the scheduler's own store may end a term: the run ends recorded fenced, is not
+// retried, and the term and its other runs go on. A receiver is another party; what it says about
+// tokens is its view, not the store's.
+var ErrRefused = errors.New("jobs: the receiver refused the token")
 
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }

@@ -21,6 +21,8 @@ type Hooks struct {
 	Recorded   func(job string, status Status) // a slot recorded without running (skipped, missed)
 	CatchupRun func(job string)                // a run started by catch-up after a takeover
 	Fenced     func(job string)                // the store refused this term's token
+	// Blocked reports a job blocked (true) or no longer blocked (false); see Block.
+	Blocked func(job string, blocked bool)
 }
 
 // Options configure a Runner.
@@ -44,6 +46,10 @@ type Options struct {
 	// takes longer than this to claim is claimed earlier (see preclaim.go). Default 1s;
 	// negative: each slot is claimed when it fires.
 	ClaimAhead time.Duration
+	// Confirm reports, by a linearizable read of etcd, whether the term with token still holds
+	// (nil: it does). When the store refuses one job's write and Confirm says the term holds, only
+	// that job is blocked (see blocked.go); when it fails, or is nil, the term ends.
+	Confirm func(ctx context.Context, token int64) error
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term
@@ -66,6 +72,7 @@ type Runner struct {
 	mu      sync.Mutex
 	table   []*Spec
 	current *term // the term being led; nil while following
+	blocked map[string]Block
 }
 
 // New returns a Runner for table.
@@ -209,7 +216,8 @@ func (r *Runner) Drain(ctx context.Context) {
 // Lead runs the cron table for one leadership term with token, until ctx ends (leadership lost
 // or shutdown). Before anything else it raises every job's fence to token and catches up on
 // missed slots. It returns an error wrapping ErrFenced when the store refuses the token: a
-// newer leader exists, and the caller must step down.
+// newer leader exists, and the caller must step down. A refusal for one job while Confirm says
+// the term holds blocks only that job (Blocked) and the term goes on.
 func (r *Runner) Lead(ctx context.Context, token int64) error {
 	r.mu.Lock()
 	if r.current != nil {
@@ -221,6 +229,7 @@ func (r *Runner) Lead(ctx context.Context, token int64) error {
 	specs := r.table
 	r.mu.Unlock()
 	defer func() {
+		t.unblockAll()
 		r.mu.Lock()
 		r.current = nil
 		r.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,7 +19,7 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 		names[i] = s.Name
 		t.addJob(s)
 	}
-	if err := t.raiseAll(ctx, names); err != nil {
+	if err := t.raiseUnblocked(ctx, names); err != nil {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
 	now := t.r.clock.Now()
@@ -29,6 +31,27 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 	}
 	t.lg.Info("leading", zap.Int("jobs", len(specs)))
 	return nil
+}
+
+// raiseUnblocked raises the fences of names; a job whose fence is above the token is blocked
+// (when etcd confirms the term) and the others are raised again without it.
+func (t *term) raiseUnblocked(ctx context.Context, names []string) error {
+	for {
+		err := t.raiseAll(ctx, names)
+		if !errors.Is(err, ErrFenced) {
+			return err
+		}
+		if rerr := t.refused(ctx, "", err); rerr != nil {
+			return rerr
+		}
+		rest := slices.DeleteFunc(slices.Clone(names), t.isBlocked)
+		if len(rest) == len(names) {
+			return t.fenced("", err)
+		}
+		if names = rest; len(names) == 0 {
+			return nil
+		}
+	}
 }
 
 // raiseParts is how many RaiseAll calls a large table's fences are raised with at once.
@@ -102,6 +125,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		first  []pending
 	)
 	for _, s := range specs {
+		if t.isBlocked(s.Name) {
+			continue
+		}
 		var lastRun *LedgerRun
 		if r, ok := last[s.Name]; ok {
 			lastRun = &r
@@ -139,13 +165,26 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
 	}
 	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
-	// first two go on beside the claims, which launch runs and so stay on the loop goroutine.
-	w, wctx := errgroup.WithContext(ctx)
-	w.Go(func() error { return t.closeRuns(wctx, closes) })
-	w.Go(func() error { return t.record(wctx, missed) })
+	// writes of the first two go on beside the claims, which launch runs and so stay on the loop
+	// goroutine, as does settling the answers (a refusal may block a job).
+	var (
+		w          sync.WaitGroup
+		closeErrs  []error
+		recordErrs []error
+	)
+	if len(closes) > 0 {
+		w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
+	}
+	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
 	err := t.start(ctx, first)
-	if werr := w.Wait(); werr != nil {
-		return werr
+	w.Wait()
+	if len(closes) > 0 {
+		if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
+			return cerr
+		}
+	}
+	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
+		return rerr
 	}
 	return err
 }

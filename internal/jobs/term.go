@@ -67,6 +67,8 @@ type term struct {
 	drainIdle chan struct{} // closed when draining and no run is left
 	exited    chan struct{} // closed when the loop has returned
 	failures  int           // consecutive failed ledger writes in the loop
+
+	blocked []*jobState // jobs whose fence is above the token (blocked.go)
 }
 
 // jobState is what the loop knows of one job in this term.
@@ -77,6 +79,10 @@ type jobState struct {
 	queue   []pending   // slots waiting for the current run (overlap queue, misfire all)
 	entry   *fireEntry
 	removed bool // dropped from the table by a reload; kept until its runs end
+
+	blocked bool      // the store refuses the term's token for this job alone (blocked.go)
+	retryAt time.Time // when a blocked job's fence is raised again
+	fence   int64     // a blocked job's fence, as the store last reported it
 
 	starting int // runs dispatch is about to start
 
@@ -227,6 +233,9 @@ func (t *term) wake() time.Time {
 			at = w
 		}
 	}
+	if b := t.blockedWake(); !b.IsZero() && (at.IsZero() || b.Before(at)) {
+		at = b
+	}
 	return at
 }
 
@@ -237,7 +246,7 @@ func (t *term) addJob(s *Spec) {
 
 // schedule puts the job's first slot firing after now on the heap.
 func (t *term) schedule(js *jobState, now time.Time) {
-	if !js.spec.Enabled || js.removed {
+	if !js.spec.Enabled || js.removed || js.blocked {
 		return
 	}
 	// Slots whose jittered fire time is still ahead may lie before now.
@@ -257,7 +266,7 @@ func (t *term) schedule(js *jobState, now time.Time) {
 
 // scheduleAfter puts the job's slot following slot on the heap.
 func (t *term) scheduleAfter(js *jobState, slot time.Time) {
-	if !js.spec.Enabled || js.removed {
+	if !js.spec.Enabled || js.removed || js.blocked {
 		return
 	}
 	if sl := js.spec.Schedule.Next(slot); !sl.At.IsZero() {
@@ -380,9 +389,11 @@ func (t *term) finishRun(d runDone) (pending, bool) {
 		js.active = slices.Delete(js.active, i, i+1)
 	}
 	if d.fenced != nil {
-		select {
-		case t.fence <- t.fenced(d.job, d.fenced):
-		default:
+		if err := t.refused(t.claimCtx, d.job, d.fenced); err != nil {
+			select {
+			case t.fence <- err:
+			default:
+			}
 		}
 	}
 	if t.draining {

@@ -93,4 +93,6 @@ func TestE2E(t *testing.T) {
 	t.Run("AttemptsCountedWhileStoreDown", s.attemptsWhileStoreDown)
 	t.Run("DataDirInUse", s.dataDirInUse)
 	t.Run("LeaselessKey", s.leaselessKey)
+	t.Run("JobRoleRaisesFence", s.jobRoleRaisesFence)
+	t.Run("ReceiverRefusesToken", s.receiverRefuses)
 }

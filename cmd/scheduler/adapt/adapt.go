@@ -22,10 +22,20 @@ var (
 	_ jobs.StatementRunner = Statements{}
 )
 
-// fencedErr marks a stale-token refusal of the store as jobs.ErrFenced, keeping the store's
-// error (and its message: job, token, fence) in the chain.
+// fencedErr marks a refusal of the store (a stale token, or a raise below a stored fence) as a
+// *jobs.FenceError naming the job and its fence, keeping the store's error (and its message) in
+// the chain.
 func fencedErr(err error) error {
-	if errors.Is(err, fence.ErrStale) {
+	var (
+		stale *fence.StaleError
+		reg   *fence.RegressionError
+	)
+	switch {
+	case errors.As(err, &stale):
+		return &jobs.FenceError{Job: stale.Job, Token: stale.Token, Fence: stale.Fence, Err: fmt.Errorf("%w: %w", jobs.ErrFenced, err)}
+	case errors.As(err, &reg):
+		return &jobs.FenceError{Job: reg.Job, Token: reg.Token, Fence: reg.Fence, Err: fmt.Errorf("%w: %w", jobs.ErrFenced, err)}
+	case errors.Is(err, fence.ErrStale):
 		return fmt.Errorf("%w: %w", jobs.ErrFenced, err)
 	}
 	return err

@@ -87,6 +87,16 @@ func TestLedger(t *testing.T) {
 				if !errors.Is(err, jobs.ErrFenced) || !errors.Is(err, fence.ErrStale) {
 					t.Errorf("%s with the old token: err %v, want jobs.ErrFenced wrapping fence.ErrStale", op, err)
 				}
+				// The runner blocks the job the refusal names, so the refusal must name it.
+				var fe *jobs.FenceError
+				if !errors.As(err, &fe) || fe.Job == "" || fe.Token != 10 || fe.Fence != 20 {
+					t.Errorf("%s with the old token: err %v (%+v), want a *jobs.FenceError naming the job, token 10, fence 20", op, err, fe)
+				}
+			}
+			// A raise below a stored fence names the job and its fence too.
+			var fe *jobs.FenceError
+			if err := l.RaiseAll(ctx, []string{"b"}, 10); !errors.As(err, &fe) || fe.Job != "b" || fe.Fence != 20 || !errors.Is(err, fence.ErrTokenRegressed) {
+				t.Errorf("RaiseAll with the old token: err %v (%+v), want a *jobs.FenceError for b, fence 20, wrapping ErrTokenRegressed", err, fe)
 			}
 
 			orphans, err := l.Orphans(ctx, []string{"a", "b"})

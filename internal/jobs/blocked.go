@@ -1,0 +1,252 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// A refusal by the store is not always a newer leader. Tokens are etcd revisions, so a fence
+// above the token of a leader whose term etcd still confirms cannot come from a newer term: either
+// etcd's revisions went backwards (a restore without --bump-revision), or something outside the
+// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping down
+// would only stop them too, on every replica, term after term. When the store refuses one job's
+// write, the term asks etcd (Options.Confirm); if the term holds, only that job is blocked: it
+// stops firing, its slots are not recorded (the store refuses every write of the job with this
+// token, which is what blocked means; a later takeover's catch-up sees them as any slots without
+// a run), and its fence is raised again at each of its slots, at least every blockedRetry, so that
+// once an operator has reset the fence the job runs again by itself. When etcd does not confirm
+// the term, or cannot be asked, the term ends as before.
+
+// blockedRetry is the longest a blocked job waits before its fence is raised again.
+const blockedRetry = 30 * time.Second
+
+// minBlockedRetry keeps a job with slots every few milliseconds from raising its fence as often.
+const minBlockedRetry = time.Second
+
+// FenceError is a write the store refused for one job: the job's fence is above the writer's
+// token. errors.Is(err, ErrFenced) holds; Err is the store's error.
+type FenceError struct {
+	Job   string // the job whose fence refused the write
+	Token int64  // the writer's token
+	Fence int64  // the job's fence; 0 when the store did not say
+	Err   error
+}
+
+// Error implements error.
+func (e *FenceError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("job %q: token %d is older than the fence %d", e.Job, e.Token, e.Fence)
+}
+
+// Unwrap returns the store's error.
+func (e *FenceError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FenceError) Is(target error) bool { return target == ErrFenced }
+
+// Block is a job the leader does not run because the store refuses its token for that job while
+// etcd confirms the term.
+type Block struct {
+	Job    string
+	Token  int64     // the term's token
+	Fence  int64     // the job's fence, above Token (0: the store did not say)
+	Since  time.Time // when the job was blocked, on the runner's clock
+	Reason string    // both possible causes and the remedy of each, for an operator
+}
+
+// BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
+func BlockReason(job string, token, fence int64) string {
+	above := "above"
+	if fence > 0 {
+		above = fmt.Sprintf("at %d, above", fence)
+	}
+	return fmt.Sprintf("job %q is blocked: its fence is %s the leader's token %d, and etcd confirms that term, "+
+		"so no newer leader raised it. Either etcd's revisions went backwards (etcd restored from a snapshot "+
+		"without --bump-revision): restore it again with --bump-revision past the highest fence "+
+		"(SELECT max(token) FROM job_fence), or reset the fence; or something outside the scheduler raised it "+
+		"(a job's database role allowed to call a raising fence function): revoke the raising functions from "+
+		"that role, then reset the fence as the table owner (SELECT fence_admin_reset('%s') in the scheduler's "+
+		"schema on Postgres; DELETE FROM job_fence WHERE job = '%s' on SQLite). The other jobs keep running; "+
+		"this one runs again by itself once its fence is reset", job, above, token, job, job)
+}
+
+// Blocked returns the jobs the current term has blocked, by name; none while following.
+func (r *Runner) Blocked() []Block {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Block, 0, len(r.blocked))
+	for _, b := range r.blocked {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b Block) int {
+		switch {
+		case a.Job < b.Job:
+			return -1
+		case a.Job > b.Job:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (r *Runner) setBlocked(b Block, on bool) {
+	r.mu.Lock()
+	if on {
+		if r.blocked == nil {
+			r.blocked = map[string]Block{}
+		}
+		r.blocked[b.Job] = b
+	} else {
+		delete(r.blocked, b.Job)
+	}
+	r.mu.Unlock()
+	if h := r.opts.Hooks.Blocked; h != nil {
+		h(b.Job, on)
+	}
+}
+
+// refusedJob returns the job a refusal names, else fallback, and the fence it reports.
+func refusedJob(err error, fallback string) (string, int64) {
+	var fe *FenceError
+	if errors.As(err, &fe) && fe.Job != "" {
+		return fe.Job, fe.Fence
+	}
+	return fallback, 0
+}
+
+// refused settles a write the store refused for a job: nil when the job is now blocked and the
+// term goes on, else the error that ends the term. fallback names the job when the error does
+// not.
+func (t *term) refused(ctx context.Context, fallback string, err error) error {
+	job, fence := refusedJob(err, fallback)
+	js := t.jobs[job]
+	if js == nil || t.r.opts.Confirm == nil || t.ended {
+		return t.fenced(job, err)
+	}
+	if js.blocked {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
+	cerr := t.r.opts.Confirm(cctx, t.token)
+	cancel()
+	if cerr != nil {
+		t.lg.Warn("fence refused and the term not confirmed; stepping down", zap.String("job", job),
+			zap.Int64("fence", fence), zap.NamedError("refusal", err), zap.Error(cerr))
+		return t.fenced(job, err)
+	}
+	t.block(js, fence, err)
+	return nil
+}
+
+// block stops firing js in this term: its slots are dropped from the queues, and its fence is
+// raised again at its next slot.
+func (t *term) block(js *jobState, fence int64, err error) {
+	now := t.r.clock.Now()
+	js.blocked, js.fence = true, fence
+	js.entry, js.queue = nil, nil
+	js.retryAt = t.nextRaise(js, now)
+	t.blocked = append(t.blocked, js)
+	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Reason: BlockReason(js.spec.Name, t.token, fence)}
+	t.r.setBlocked(b, true)
+	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Int64("fence", fence), zap.String("reason", b.Reason),
+		zap.Time("retry_at", js.retryAt), zap.Error(err))
+}
+
+// nextRaise is when a blocked job's fence is raised again: at its next slot, within
+// blockedRetry.
+func (t *term) nextRaise(js *jobState, now time.Time) time.Time {
+	at := now.Add(blockedRetry)
+	if js.spec.Enabled {
+		if sl := js.spec.Schedule.Next(now); !sl.At.IsZero() {
+			if f := js.spec.fireAt(sl.At); f.Before(at) {
+				at = f
+			}
+		}
+	}
+	return maxTime(at, now.Add(minBlockedRetry))
+}
+
+// blockedWake is the earliest time a blocked job's fence is to be raised again; zero: none.
+func (t *term) blockedWake() time.Time {
+	var at time.Time
+	for _, js := range t.blocked {
+		if at.IsZero() || js.retryAt.Before(at) {
+			at = js.retryAt
+		}
+	}
+	return at
+}
+
+// retryBlocked raises the fences of the blocked jobs whose time has come; a job whose fence
+// is reset (or no longer above the token) is unblocked and scheduled again.
+func (t *term) retryBlocked(ctx context.Context, now time.Time) {
+	for _, js := range slices.Clone(t.blocked) {
+		if js.retryAt.After(now) {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
+		err := t.r.opts.Ledger.RaiseAll(wctx, []string{js.spec.Name}, t.token)
+		cancel()
+		switch {
+		case err == nil:
+			t.unblock(js)
+			t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
+			t.schedule(js, now)
+		case errors.Is(err, ErrFenced):
+			js.retryAt = t.nextRaise(js, now)
+			t.lg.Debug("job still blocked", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+		default:
+			js.retryAt = t.nextRaise(js, now)
+			t.lg.Warn("raise the fence of a blocked job", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+		}
+	}
+}
+
+// unblock forgets that js is blocked.
+func (t *term) unblock(js *jobState) {
+	if !js.blocked {
+		return
+	}
+	js.blocked = false
+	t.blocked = slices.DeleteFunc(t.blocked, func(x *jobState) bool { return x == js })
+	t.r.setBlocked(Block{Job: js.spec.Name}, false)
+}
+
+// unblockAll forgets every block when the term ends: the next term raises the fences again.
+func (t *term) unblockAll() {
+	for _, js := range slices.Clone(t.blocked) {
+		t.unblock(js)
+	}
+}
+
+// isBlocked reports whether job is blocked in this term.
+func (t *term) isBlocked(job string) bool {
+	js := t.jobs[job]
+	return js != nil && js.blocked
+}
+
+// withoutBlocked returns the slots of jobs not blocked.
+func (t *term) withoutBlocked(slots []SlotKey) []SlotKey {
+	return slices.DeleteFunc(slices.Clone(slots), func(s SlotKey) bool { return t.isBlocked(s.Job) })
+}
+
+// batchJob names the job of a batch whose slots all belong to one; else "".
+func batchJob(slots []SlotKey) string {
+	if len(slots) == 0 {
+		return ""
+	}
+	for _, s := range slots[1:] {
+		if s.Job != slots[0].Job {
+			return ""
+		}
+	}
+	return slots[0].Job
+}
