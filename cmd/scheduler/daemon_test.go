@@ -86,7 +86,11 @@ func newCluster(t *testing.T, dsn string, extra string) *cluster {
 
 func (c *cluster) writeConfig(jobs string) {
 	c.t.Helper()
+	// A cluster on SQLite shares one data_dir between its in-process replicas, so it is one
+	// deployment of a single node as far as the store is concerned.
+	single := c.dsn == ""
 	body := fmt.Sprintf(`
+single_node: %t
 data_dir: %s
 etcd: {endpoints: [%s]}
 election: {prefix: /test/election, ttl: 2s}
@@ -94,7 +98,7 @@ store: {dsn: %q}
 http: {addr: "127.0.0.1:0"}
 log: {level: debug}
 shutdown_grace: 2s
-%s`, c.t.TempDir(), strings.Join(c.etcd.Endpoints(), ", "), c.dsn, jobs)
+%s`, single, c.t.TempDir(), strings.Join(c.etcd.Endpoints(), ", "), c.dsn, jobs)
 	if err := os.WriteFile(c.path, []byte(body), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
