@@ -147,7 +147,7 @@ func (d *daemon) build() error {
 	}
 	d.runner, err = jobs.New(table, jobs.Options{
 		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(),
+		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 	})
 	if err != nil {
 		return err

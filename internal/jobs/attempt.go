@@ -52,6 +52,7 @@ func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finis
 			attempt = next
 			continue
 		}
+		t.r.scrub(&c)
 		return done, &finished{c: c, slot: lr.Slot.At, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
 	}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// takes longer than this to claim is claimed earlier (see preclaim.go). Default 1s;
 	// negative: each slot is claimed when it fires.
 	ClaimAhead time.Duration
+	// Scrub rewrites the output and error of a run before they are written to the ledger, where
+	// status and history show them; the daemon passes one that replaces its secrets. nil: none.
+	Scrub func(string) string
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term
