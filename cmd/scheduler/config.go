@@ -115,7 +115,8 @@ type JobSpec struct {
 	// User and Group run an exec job as another user or group, by name or numeric id. With
 	// User, the job gets the user's primary group (unless Group is set) and its supplementary
 	// groups; with Group alone, the daemon's supplementary groups are dropped. Default: the
-	// daemon's user and group. The daemon must run as root or hold CAP_SETUID and CAP_SETGID.
+	// daemon's user and group. The daemon must run as root or hold CAP_SETUID, CAP_SETGID and
+	// CAP_KILL.
 	User  string `mapstructure:"user"`
 	Group string `mapstructure:"group"`
 	// SQL holds the statements of a sql job, run in one fenced transaction.

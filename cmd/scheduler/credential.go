@@ -126,24 +126,26 @@ func (id *jobIdentity) environ(base []string) []string {
 // userSwitch reports whether this process may run a job as another user.
 type userSwitch struct {
 	euid int
-	// setuid and setgid: CAP_SETUID and CAP_SETGID are effective; ambient: either of them is in
-	// the ambient set, which a job would keep across its exec.
-	setuid, setgid, ambient bool
+	// setuid, setgid and kill: CAP_SETUID, CAP_SETGID and CAP_KILL are effective. The last is
+	// needed to stop a job of another user when its run is cancelled.
+	setuid, setgid, kill bool
+	// ambient: one of them is in the ambient set, which a job would keep across its exec.
+	ambient bool
 }
 
 // errCannotSwitchUsers says why a job's user or group cannot be applied.
-var errCannotSwitchUsers = errors.New("the daemon cannot switch users: run it as root or grant it CAP_SETUID and CAP_SETGID")
+var errCannotSwitchUsers = errors.New("the daemon cannot switch users: run it as root or grant it CAP_SETUID, CAP_SETGID and CAP_KILL")
 
 func (s userSwitch) check() error {
 	switch {
 	case s.euid == 0:
 		return nil
-	case !s.setuid || !s.setgid:
+	case !s.setuid || !s.setgid || !s.kill:
 		return fmt.Errorf("%w (it runs as uid %d without them)", errCannotSwitchUsers, s.euid)
 	case s.ambient:
 		// A non-root process keeps its capabilities across setuid, and ambient ones across exec:
 		// the job could switch back to the daemon's user and read its secrets.
-		return errors.New("the daemon holds CAP_SETUID or CAP_SETGID as ambient capabilities, which the job would inherit: grant them as file capabilities (setcap) or run the daemon as root")
+		return errors.New("the daemon holds CAP_SETUID, CAP_SETGID or CAP_KILL as ambient capabilities, which the job would inherit: grant them as file capabilities (setcap) or run the daemon as root")
 	}
 	return nil
 }

@@ -17,8 +17,8 @@ func currentUserSwitch() userSwitch {
 		return s // unknown: only root may switch
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	s.setuid, s.setgid = has(unix.CAP_SETUID), has(unix.CAP_SETGID)
-	for _, c := range []uintptr{unix.CAP_SETUID, unix.CAP_SETGID} {
+	s.setuid, s.setgid, s.kill = has(unix.CAP_SETUID), has(unix.CAP_SETGID), has(unix.CAP_KILL)
+	for _, c := range []uintptr{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_KILL} {
 		if set, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, c, 0, 0); err == nil && set == 1 {
 			s.ambient = true
 		}

@@ -119,7 +119,8 @@ func TestResolveIdentity(t *testing.T) {
 	}{
 		{"Unprivileged", job("nobody", ""), userSwitch{euid: 1000}, "user: the daemon cannot switch users"},
 		{"OnlySetuid", job("", "nogroup"), userSwitch{euid: 1000, setuid: true}, "group: the daemon cannot switch users"},
-		{"Ambient", job("nobody", ""), userSwitch{euid: 1000, setuid: true, setgid: true, ambient: true}, "user: the daemon holds CAP_SETUID or CAP_SETGID as ambient"},
+		{"NoKill", job("nobody", ""), userSwitch{euid: 1000, setuid: true, setgid: true}, "user: the daemon cannot switch users"},
+		{"Ambient", job("nobody", ""), userSwitch{euid: 1000, setuid: true, setgid: true, kill: true, ambient: true}, "user: the daemon holds CAP_SETUID, CAP_SETGID or CAP_KILL as ambient"},
 		{"UnknownUser", job("no-such-user-here", ""), root, `user: unknown user "no-such-user-here"`},
 		{"UnknownGroup", job("", "no-such-group-here"), root, `group: unknown group "no-such-group-here"`},
 	}
@@ -132,7 +133,7 @@ func TestResolveIdentity(t *testing.T) {
 		})
 	}
 	t.Run("CapabilitiesSuffice", func(t *testing.T) {
-		if _, err := resolveIdentity(job("nobody", ""), userSwitch{euid: 1000, setuid: true, setgid: true}); err != nil {
+		if _, err := resolveIdentity(job("nobody", ""), userSwitch{euid: 1000, setuid: true, setgid: true, kill: true}); err != nil {
 			t.Fatal(err)
 		}
 	})

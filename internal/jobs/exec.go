@@ -61,7 +61,7 @@ type ExecConfig struct {
 	OutputLimit int
 	// Credential runs the program as another user and group, with the supplementary groups it
 	// lists (an empty list clears them). nil: the daemon's. Switching needs root or CAP_SETUID
-	// and CAP_SETGID; the caller checks that.
+	// and CAP_SETGID, and stopping the job CAP_KILL; the caller checks that.
 	Credential *syscall.Credential
 }
 
