@@ -92,4 +92,5 @@ func TestE2E(t *testing.T) {
 	t.Run("OrphanOutlivedByNextSlot", s.orphanOutlived)
 	t.Run("AttemptsCountedWhileStoreDown", s.attemptsWhileStoreDown)
 	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
+	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 }

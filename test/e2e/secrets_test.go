@@ -339,3 +339,90 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// jobUserCannotReadSecretFiles runs the daemon as root with the store's DSN in a file only root
+// may read, as systemd's LoadCredential= hands it over, and exec jobs under `user: nobody` that
+// try to read that file and the daemon's environment: both reads fail. A job without `user`
+// reads the file, as the daemon's user may, and the DSN it prints is stored [redacted].
+func (s *suite) jobUserCannotReadSecretFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("this scenario runs the daemon as root so that it can run jobs as %s; it runs as uid %d", unprivileged, os.Geteuid())
+	}
+	secret := "e2e-File-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	dsn := secretDSN(t, s.pg.database(t), secret)
+	dir := t.TempDir()
+	dsnFile := filepath.Join(dir, "store_dsn")
+	if err := os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	config := writeSecretsConfig(t, dir, "files", addr, fmt.Sprintf(`
+  - name: file-as-nobody
+    schedule: "@every 2s"
+    type: exec
+    user: %[2]s
+    command: [cat, %[1]s]
+  - name: environ-as-nobody
+    schedule: "@every 2s"
+    type: exec
+    user: %[2]s
+    command: [sh, -c, 'tr "\0" "\n" </proc/$PPID/environ']
+  - name: file-as-daemon
+    schedule: "@every 2s"
+    type: exec
+    command: [cat, %[1]s]
+`, dsnFile, unprivileged))
+	environ := append(childEnv(), "SCHEDULER_STORE_DSN_FILE="+dsnFile)
+	runCLIWith(t, s.bins.scheduler, environ, "migrate", "--config", config)
+	daemon := startAs(t, "files", filepath.Join(dir, "files.log"), osUser{Name: "root"}, environ, s.bins.scheduler, "run", "--config", config)
+
+	want := map[string]string{"file-as-nobody": "failed", "environ-as-nobody": "failed", "file-as-daemon": "succeeded"}
+	runs := map[string]map[string]any{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(runs) < len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every job finished a run within 60s (done: %v); daemon log:\n%s", keys(runs), daemon.tail(40))
+		}
+		if daemon.exited() {
+			t.Fatalf("the daemon exited; log:\n%s", daemon.tail(40))
+		}
+		for j := range want {
+			if _, done := runs[j]; done {
+				continue
+			}
+			out := runCLIWith(t, s.bins.scheduler, environ, "history", j, "--json", "--config", config)
+			if strings.Contains(out, secret) {
+				t.Errorf("history %s --json shows the store password:\n%s", j, out)
+			}
+			var hist []map[string]any
+			if err := json.Unmarshal([]byte(out), &hist); err != nil {
+				t.Fatalf("history %s --json: %v\n%s", j, err, out)
+			}
+			for _, r := range hist {
+				if st := r["status"]; st == "succeeded" || st == "failed" {
+					runs[j] = r
+					break
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for j, st := range want {
+		r := runs[j]
+		t.Logf("%s: %v: %v: %q", j, r["status"], r["error"], r["output"])
+		if r["status"] != st {
+			t.Errorf("job %s: status %v, want %s; output %q", j, r["status"], st, r["output"])
+		}
+	}
+	for _, j := range []string{"file-as-nobody", "environ-as-nobody"} {
+		if out, _ := runs[j]["output"].(string); !strings.Contains(out, "Permission denied") {
+			t.Errorf("job %s: output %q, want the read refused with Permission denied", j, out)
+		}
+	}
+	if out, _ := runs["file-as-daemon"]["output"].(string); out != "[redacted]\n" {
+		t.Errorf("file-as-daemon: output %q, want the DSN it read [redacted]", out)
+	}
+	if status := httpGet(t, "http://"+addr+"/status"); strings.Contains(status, secret) {
+		t.Errorf("/status shows the store password:\n%s", status)
+	}
+}
