@@ -107,6 +107,25 @@ func TestHTTPJob_Redirects(t *testing.T) {
 			t.Fatalf("err=%v, want http to https refused as another origin", err)
 		}
 	})
+	t.Run("LoopStops", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+		defer cancel()
+		var srv *httptest.Server
+		_, srv = redirector(t, http.StatusTemporaryRedirect, func() string { return srv.URL + "/again" })
+		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", FollowRedirects: true})
+		if _, err := j.Execute(ctx, run); err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "10 redirects in a row") {
+			t.Fatalf("err=%v, want a permanent failure after 10 redirects", err)
+		}
+	})
+	t.Run("NoLocation", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+		defer cancel()
+		_, srv := newService(t, http.StatusMultipleChoices, "pick one")
+		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", FollowRedirects: true})
+		if _, err := j.Execute(ctx, run); err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "a redirect without a Location") {
+			t.Fatalf("err=%v, want a permanent failure naming the missing Location", err)
+		}
+	})
 	t.Run("TLSStillVerified", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 		defer cancel()
