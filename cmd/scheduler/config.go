@@ -127,6 +127,13 @@ type JobSpec struct {
 	Env map[string]string `mapstructure:"env"`
 	// Dir is the working directory of an exec job.
 	Dir string `mapstructure:"dir"`
+	// User and Group run an exec job as another user or group, by name or numeric id. With
+	// User, the job gets the user's primary group (unless Group is set) and its supplementary
+	// groups; with Group alone, the daemon's supplementary groups are dropped. Default: the
+	// daemon's user and group. The daemon must run as root or hold CAP_SETUID, CAP_SETGID and
+	// CAP_KILL.
+	User  string `mapstructure:"user"`
+	Group string `mapstructure:"group"`
 	// SQL holds the statements of a sql job, run in one fenced transaction.
 	SQL string `mapstructure:"sql"`
 	// Role is the Postgres role a sql job's statements run under (SET LOCAL ROLE after the fence
@@ -136,6 +143,9 @@ type JobSpec struct {
 	URL     string            `mapstructure:"url"`
 	Method  string            `mapstructure:"method"`
 	Headers map[string]string `mapstructure:"headers"`
+	// FollowRedirects lets an http job follow a redirect to the same scheme, host and port that
+	// keeps the method (307, 308). Default: false, a redirect fails the run.
+	FollowRedirects bool `mapstructure:"follow_redirects"`
 	// Timeout bounds one attempt. Default: 1h.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Retries is how many times a failed attempt is retried. Default: 0.
@@ -182,6 +192,8 @@ func defaultSettings() map[string]any {
 		"defaults.timezone":      "UTC",
 		"defaults.method":        "POST",
 		"defaults.role":          "",
+		"defaults.user":          "",
+		"defaults.group":         "",
 		"defaults.timeout":       "1h",
 		"defaults.retries":       0,
 		"defaults.retry_backoff": "10s",
@@ -190,5 +202,8 @@ func defaultSettings() map[string]any {
 		"defaults.catchup":       "1h",
 		"defaults.jitter":        "0s",
 		"defaults.enabled":       true,
+
+		// http jobs
+		"defaults.follow_redirects": false,
 	}
 }

@@ -67,6 +67,9 @@ func (d *daemon) table() ([]Job, string) {
 //
 // A second SIGINT or SIGTERM exits at once (main restores the default action).
 func runDaemon(ctx context.Context, c *cli, node string) (err error) {
+	// Before anything reads a secret (the config, its secret files, the environment into
+	// memory): from here on no process of the daemon's uid can read its environ or memory.
+	dumpErr := makeNonDumpable()
 	cfg, err := c.loadConfig()
 	if err != nil {
 		return err
@@ -81,6 +84,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	base := lg // the campaigner adds the node itself
 	lg = lg.With(zap.String("node", cfg.Node))
 	defer func() { _ = lg.Sync() }()
+	if dumpErr != nil {
+		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
+		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
+	}
 	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
@@ -157,7 +164,7 @@ func (d *daemon) build() error {
 	}
 	d.runner, err = jobs.New(table, jobs.Options{
 		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(),
+		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})

@@ -146,6 +146,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	for k, val := range defaultSettings() {
 		v.SetDefault(k, val)
 	}
+	setSecretFileDefaults(v.SetDefault)
 	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
@@ -163,7 +164,8 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	envProblems := unknownVariables(env, v.AllKeys())
 
 	raw := v.AllSettings()
-	var problems []Problem
+	problems := resolveSecretFiles(raw)
+	identitiesAsStrings(raw)
 	if s, ok := raw["etcd"].(map[string]any); ok {
 		if list, ok := s["endpoints"].(string); ok { // SCHEDULER_ETCD_ENDPOINTS=a:2379,b:2379
 			s["endpoints"] = splitList(list)

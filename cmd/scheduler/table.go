@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -54,11 +55,22 @@ func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Cli
 		}
 		return nil, fmt.Errorf("unknown builtin %q", j.Builtin)
 	case "exec":
-		return jobs.NewExec(jobs.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ})
+		id, err := resolveIdentity(j, currentUserSwitch())
+		if err != nil {
+			return nil, err
+		}
+		cfg := jobs.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ}
+		if id != nil {
+			if cfg.Environ == nil {
+				cfg.Environ = os.Environ()
+			}
+			cfg.Environ, cfg.Credential = id.environ(cfg.Environ), id.cred
+		}
+		return jobs.NewExec(cfg)
 	case "sql":
 		return jobs.NewSQL(sr, jobs.SQLConfig{Statements: j.SQL, Role: j.Role})
 	case "http":
-		return jobs.NewHTTP(client, jobs.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers})
+		return jobs.NewHTTP(client, jobs.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers, FollowRedirects: j.FollowRedirects})
 	}
 	return nil, fmt.Errorf("unknown type %q", j.Type)
 }
@@ -84,11 +96,18 @@ func tableHash(cfg *Config) string {
 	for _, j := range cfg.Jobs {
 		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
 			j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
-			j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled))
+			j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled)+
+			securityHash(j))
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:6])
+}
+
+// securityHash is the part of a job's line in tableHash for the keys that decide what the job
+// may reach: who it runs as, where its requests may be redirected.
+func securityHash(j Job) string {
+	return fmt.Sprintf("|%s|%s|%v", j.User, j.Group, j.FollowRedirects)
 }
 
 func sortedMap[V any](m map[string]V) string {

@@ -12,9 +12,9 @@ import (
 // typeKeys are the keys that belong to one job type only.
 var typeKeys = map[string][]string{
 	"builtin": {"builtin", "params"},
-	"exec":    {"command", "env", "dir"},
+	"exec":    {"command", "env", "dir", "user", "group"},
 	"sql":     {"sql", "role"},
-	"http":    {"url", "method", "headers"},
+	"http":    {"url", "method", "headers", "follow_redirects"},
 }
 
 // validateJob checks one job. A problem with a value the job inherited from `defaults` is
@@ -135,8 +135,10 @@ func validateJobType(p *problems, key string, job Job) {
 	set := map[string]bool{
 		"builtin": job.Builtin != "", "params": len(job.Params) > 0,
 		"command": len(job.Command) > 0, "env": len(job.Env) > 0, "dir": job.Dir != "",
+		"user": job.User != "", "group": job.Group != "",
 		"sql": job.SQL != "", "role": job.Role != "",
 		"url": job.URL != "", "method": job.Method != "" && !job.inherited["method"], "headers": len(job.Headers) > 0,
+		"follow_redirects": job.FollowRedirects,
 	}
 	for typ, keys := range typeKeys {
 		if typ == job.Type {
@@ -172,6 +174,7 @@ func validateJobType(p *problems, key string, job Job) {
 				p.add(at("env"), "invalid variable name %q", k)
 			}
 		}
+		validateIdentity(p, key, job.User, job.Group, job.inherited)
 	case "sql":
 		if strings.TrimSpace(job.SQL) == "" {
 			p.add(at("sql"), "is required for a sql job: the statements to run")
@@ -220,6 +223,7 @@ func validateDefaults(p *problems, d JobSpec) {
 	if d.Role != "" {
 		validRole(p, "defaults.role", d.Role)
 	}
+	validateIdentity(p, "defaults", d.User, d.Group, nil)
 }
 
 // validRole checks a sql job's role: a lower-case identifier, as CREATE ROLE makes of an
@@ -227,5 +231,20 @@ func validateDefaults(p *problems, d JobSpec) {
 func validRole(p *problems, key, role string) {
 	if !identifierRE.MatchString(role) || len(role) > 63 {
 		p.add(key, "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", role)
+	}
+}
+
+// validateIdentity checks that the user and group an exec job runs as exist here. Whether the
+// daemon may switch to them is for `run` to check: `validate` may well run as another user.
+func validateIdentity(p *problems, key, usr, group string, inherited map[string]bool) {
+	if usr != "" && !inherited["user"] {
+		if _, err := lookupUser(usr); err != nil {
+			p.add(key+".user", "%v", err)
+		}
+	}
+	if group != "" && !inherited["group"] {
+		if _, err := lookupGroup(group); err != nil {
+			p.add(key+".group", "%v", err)
+		}
 	}
 }

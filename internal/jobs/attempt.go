@@ -54,6 +54,7 @@ func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finis
 			attempt = next
 			continue
 		}
+		t.r.scrub(&c)
 		return done, &finished{c: c, slot: lr.Slot.At, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
 	}
 }
@@ -69,7 +70,7 @@ func (t *term) interrupted(lr LedgerRun, attempt int, cause error) {
 func (t *term) retry(rc *runCancel, spec *Spec, lr LedgerRun, attempt int, err error) (int, error) {
 	lg := t.runLog(lr)
 	wait := t.backoff(spec, attempt)
-	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.Error(err))
+	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
 	if !t.sleep(rc, wait) {
 		return attempt, nil
 	}

@@ -59,6 +59,10 @@ type ExecConfig struct {
 	Environ []string
 	// OutputLimit is how many bytes of output are kept, head and tail. Default DefaultOutputLimit.
 	OutputLimit int
+	// Credential runs the program as another user and group, with the supplementary groups it
+	// lists (an empty list clears them). nil: the daemon's. Switching needs root or CAP_SETUID
+	// and CAP_SETGID, and stopping the job CAP_KILL; the caller checks that.
+	Credential *syscall.Credential
 }
 
 // ExecJob runs a program, the exec job type.
@@ -93,6 +97,7 @@ type ExecJob struct {
 	dir   string
 	grace time.Duration
 	limit int
+	cred  *syscall.Credential
 }
 
 // NewExec checks cfg and returns the job. Every problem is reported, joined.
@@ -149,6 +154,9 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 		grace: cfg.KillGrace,
 		limit: cfg.OutputLimit,
 	}
+	if c := cfg.Credential; c != nil {
+		j.cred = &syscall.Credential{Uid: c.Uid, Gid: c.Gid, Groups: append([]uint32{}, c.Groups...)}
+	}
 	if j.grace == 0 {
 		j.grace = DefaultKillGrace
 	}
@@ -179,7 +187,7 @@ func (j *ExecJob) Execute(ctx context.Context, run Run) (string, error) {
 		Dir:         j.dir,
 		Stdout:      pw, // an *os.File: the child writes to it directly, no copying goroutine
 		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: j.cred},
 	}
 	if err := cmd.Start(); err != nil {
 		_ = pr.Close()

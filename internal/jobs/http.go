@@ -35,6 +35,9 @@ type HTTPConfig struct {
 	Headers map[string]string
 	// OutputLimit is how many bytes of the response body are kept. Default DefaultOutputLimit.
 	OutputLimit int
+	// FollowRedirects lets the job follow a redirect to the same origin (scheme, host and port)
+	// that keeps the method: 307 and 308. Default false: a redirect is a Permanent failure.
+	FollowRedirects bool
 }
 
 // HTTPJob calls a URL, the http job type. The request has no body; it carries the run in its
@@ -46,16 +49,21 @@ type HTTPConfig struct {
 // transport error or a timeout may pass on a retry; any other status (another 4xx, an unfollowed
 // 3xx) is Permanent. The output is the status
 // line and an excerpt of the response body.
+//
+// A redirect is not followed unless FollowRedirects is set, and then only within the origin of
+// URL and keeping the method; any other redirect is a Permanent failure naming its target. The
+// job's headers thus never reach a host other than the configured one.
 type HTTPJob struct {
 	client  *http.Client
 	url     *url.URL
 	method  string
 	headers http.Header
 	limit   int
+	follow  bool
 }
 
-// NewHTTP checks cfg and returns the job, which sends its requests with client (its timeout,
-// transport and redirect policy apply). Every problem is reported, joined.
+// NewHTTP checks cfg and returns the job, which sends its requests with client (its timeout and
+// transport apply; the redirect policy is the job's own). Every problem is reported, joined.
 func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
 	var errs []error
 	if client == nil {
@@ -99,7 +107,11 @@ func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &HTTPJob{client: client, url: u, method: method, headers: headers, limit: cfg.OutputLimit}, nil
+	j := &HTTPJob{url: u, method: method, headers: headers, limit: cfg.OutputLimit, follow: cfg.FollowRedirects}
+	c := *client
+	c.CheckRedirect = j.checkRedirect
+	j.client = &c
+	return j, nil
 }
 
 // Execute sends the request once for run; see HTTPJob.
@@ -119,6 +131,13 @@ func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
 	req.Header.Set(HeaderScheduledAt, run.Slot.Format(time.RFC3339))
 
 	resp, err := j.client.Do(req)
+	if re := (*redirectError)(nil); errors.As(err, &re) {
+		output := ""
+		if resp != nil {
+			output = resp.Status
+		}
+		return output, Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err) // *url.Error: no password
 	}
@@ -147,6 +166,8 @@ func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
 		return output, fmt.Errorf("%s: %w", what, ErrRefused)
 	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
 		return output, failure
+	case code >= 300 && code < 400:
+		return output, Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
 	}
 	return output, Permanent(failure)
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// (nil: it does). When the store refuses one job's write and Confirm says the term holds, only
 	// that job is blocked (see blocked.go); when it fails, or is nil, the term ends.
 	Confirm func(ctx context.Context, token int64) error
+	// Scrub rewrites the output and error of a run before they are written to the ledger, where
+	// status and history show them; the daemon passes one that replaces its secrets. nil: none.
+	Scrub func(string) string
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term

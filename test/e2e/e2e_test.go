@@ -95,4 +95,6 @@ func TestE2E(t *testing.T) {
 	t.Run("LeaselessKey", s.leaselessKey)
 	t.Run("JobRoleRaisesFence", s.jobRoleRaisesFence)
 	t.Run("ReceiverRefusesToken", s.receiverRefuses)
+	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
+	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 }

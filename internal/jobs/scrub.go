@@ -1,0 +1,20 @@
+package jobs
+
+// scrub passes the text a run's outcome carries through Options.Scrub: a job that printed a
+// secret it should never have seen (one read from the daemon's files, say) does not get it
+// stored in the ledger, which status and history show to anyone who may read them.
+func (r *Runner) scrub(c *Completion) {
+	if r.opts.Scrub == nil {
+		return
+	}
+	c.Output = r.opts.Scrub(c.Output)
+	c.Error = r.opts.Scrub(c.Error)
+}
+
+// scrubText passes s through Options.Scrub, for a log line that quotes what a job returned.
+func (r *Runner) scrubText(s string) string {
+	if r.opts.Scrub == nil {
+		return s
+	}
+	return r.opts.Scrub(s)
+}
