@@ -98,7 +98,7 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 		t.Fatalf("load config: %v", err)
 	}
 	lg := zaptest.NewLogger(t)
-	s, err := openStore(ctx, cfg, lg)
+	s, err := createStore(ctx, cfg, lg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestDaemon_ScrubsSecretsFromRuns(t *testing.T) {
 		writeFile(t, pwFile, secret+"\n")
 		// etcd checks a password with bcrypt, which the race detector slows past the default
 		// dial timeout.
-		checkScrubbed(t, dir, secret, fmt.Sprintf("etcd: {endpoints: [%s], dial_timeout: 30s, username: root, password_file: %s}\n",
+		checkScrubbed(t, dir, secret, fmt.Sprintf("single_node: true\netcd: {endpoints: [%s], dial_timeout: 30s, username: root, password_file: %s}\n",
 			strings.Join(etcd.Endpoints(), ", "), pwFile))
 	})
 }
