@@ -95,6 +95,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 			s["endpoints"] = splitList(list)
 		}
 	}
+	historyFromTop := inheritHistory(raw)
 	inherited, defaultProblems := applyJobDefaults(raw)
 	problems = append(problems, defaultProblems...)
 
@@ -116,6 +117,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	for i := range cfg.Jobs {
 		cfg.Jobs[i].inherited = inherited[i]
 	}
+	cfg.historyFromTop = historyFromTop
 	if cfg.Node == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -169,6 +171,10 @@ func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
 		}
 		inherited[i] = map[string]bool{}
 		for k, val := range defaults {
+			if k == "history" {
+				mergeJobHistory(job, val, inherited[i])
+				continue
+			}
 			if _, set := job[k]; !set && known[k] {
 				job[k] = val
 				inherited[i][k] = true

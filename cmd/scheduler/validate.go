@@ -57,7 +57,10 @@ func (c *Config) Validate() []Problem {
 	}
 	p.enum("log.format", c.Log.Format, "json", "console")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
+	validateHistory(&p, c.History)
+	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
 	validateDefaults(&p, c.Defaults)
+	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)
 
 	seen := map[string]int{}
 	for i, job := range c.Jobs {

@@ -84,6 +84,7 @@ func validateJob(p *problems, key string, job Job) {
 	if !inherited("misfire") {
 		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
 	}
+	checkJobHistory(p, at("history"), job.History, jobInheritedHistory(job))
 }
 
 // validateJobType checks the keys of the job's type, and that no other type's keys are set.
