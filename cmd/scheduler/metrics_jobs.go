@@ -13,7 +13,7 @@ import (
 type MetricsConfig struct {
 	// PerJob says whether the per-job series (labelled job) are exported: on, off, or auto,
 	// which exports them while the table has at most perJobAutoLimit jobs and aggregates them
-	// under job="_all" above that. Default: auto.
+	// under job="*" above that. Default: auto.
 	PerJob string `mapstructure:"per_job"`
 }
 
