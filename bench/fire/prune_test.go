@@ -17,12 +17,12 @@ import (
 	"scheduler/internal/testenv"
 )
 
-// Ledger pruning beside a herd: BenchmarkFirePrune fills a Postgres ledger with 10,000,000
+// Ledger pruning beside a herd: BenchmarkPruneBesideHerd fills a Postgres ledger with 10,000,000
 // finished runs (10,000 for each of the 1,000 jobs of the table, an hour apart, the newest a day
 // old, so that about four in five are beyond the default max_age of 2160h), then measures the
-// herd's fire delay with the pruner off and on, alternately, twice each, on that one ledger:
+// herd's fire delay with the pruner off and on, alternately, three times each, on that one ledger:
 //
-//	go test -run '^$' -bench FirePrune -benchtime 1x -timeout 30m ./bench/fire/
+//	go test -run '^$' -bench PruneBesideHerd -benchtime 1x -timeout 30m ./bench/fire/
 //
 // The pruner runs with the daemon's defaults (batches of 500, 200ms between them) from a second
 // after the takeover, so it deletes throughout the measured herds.
@@ -32,13 +32,13 @@ const (
 	pruneRowsPerJob = 10000
 )
 
-func BenchmarkFirePrune(b *testing.B) {
+func BenchmarkPruneBesideHerd(b *testing.B) {
 	pg := testenv.MustPostgres(b)
 	dsn := pg.CreateDatabase(b)
 	start := time.Now()
 	fillPruneLedger(b, dsn)
 	b.Logf("ledger of %d runs filled in %s", pruneJobs*pruneRowsPerJob, time.Since(start).Round(time.Second))
-	for round := range 2 {
+	for round := range 3 {
 		for _, prune := range []bool{false, true} {
 			c := fireCase{Runner: "scheduler", Store: "postgres", DSN: dsn, Jobs: pruneJobs, Spec: "*/10 * * * * *",
 				Period: 10, Herds: 3, Batch: true, Prune: prune}
