@@ -252,9 +252,11 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 		return r, fmt.Errorf("lead: %w", err)
 	}
 	takeover := time.Since(start)
+	stopPruning := startPruner(lctx, c, store)
 	h := plan(c, time.Second)
 	r, err = measure(ctx, c, h, rec)
 	r.Takeover = takeover.Seconds()
+	r.Pruned = stopPruning()
 	stop()
 	wg.Wait()
 	if lerr := <-leadErr; lerr != nil && err == nil {

@@ -60,6 +60,8 @@ type fireCase struct {
 	// MemLimit is the child's GOMEMLIMIT (the Go runtime's soft memory limit), as an operator
 	// sets it in the service's environment; empty leaves the runtime's default (none).
 	MemLimit string `json:"mem_limit,omitempty"`
+	// Prune runs the leader's ledger pruner beside the runner, with the daemon's defaults.
+	Prune bool `json:"prune,omitempty"`
 }
 
 // fireResult is what a child reports on its last line of output.
@@ -77,6 +79,7 @@ type fireResult struct {
 	HeapMB   float64   `json:"heap_inuse_mb"` // at the end of the last herd
 	StackMB  float64   `json:"stack_sys_mb"`  // stacks held from the runtime, the most ever needed
 	SysMB    float64   `json:"sys_mb"`
+	Pruned   int       `json:"pruned"` // runs the pruner deleted during the case
 }
 
 func BenchmarkFire(b *testing.B) {

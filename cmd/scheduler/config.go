@@ -23,11 +23,16 @@ type Config struct {
 	Store StoreConfig `mapstructure:"store"`
 	// HTTP configures the health, metrics and status server.
 	HTTP HTTPConfig `mapstructure:"http"`
+	// Metrics bounds the Prometheus series the daemon exports.
+	Metrics MetricsConfig `mapstructure:"metrics"`
 	// Log configures the logger.
 	Log LogConfig `mapstructure:"log"`
 	// ShutdownGrace is how long running jobs may finish after SIGTERM before they are cancelled.
 	// Default: 30s.
 	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
+	// History is the run ledger's retention for every job (under defaults and per job a job's
+	// own limits win) and how the leader prunes it.
+	History HistoryConfig `mapstructure:"history"`
 	// Defaults holds job keys set once for every job; a job's own keys win.
 	Defaults JobSpec `mapstructure:"defaults"`
 	// Jobs is the cron table.
@@ -36,6 +41,9 @@ type Config struct {
 	// fromEnv maps the key paths set by SCHEDULER_* variables to those variables, so that a
 	// bad value is blamed on its variable rather than on the file. Nil when none was set.
 	fromEnv map[string]string
+	// historyFromTop names the keys of defaults.history taken from the top-level history block,
+	// so that a bad value there is reported once, under history.KEY.
+	historyFromTop map[string]bool
 }
 
 // EtcdConfig is the etcd client configuration.
@@ -164,6 +172,8 @@ type JobSpec struct {
 	Jitter time.Duration `mapstructure:"jitter"`
 	// Enabled false keeps the job in the table without firing it. Default: true.
 	Enabled bool `mapstructure:"enabled"`
+	// History is the job's retention in the run ledger. Default: the top-level history block.
+	History JobHistory `mapstructure:"history"`
 }
 
 // defaultSettings are the values of keys the user did not set. Every key that can be set from
@@ -186,9 +196,15 @@ func defaultSettings() map[string]any {
 		"store.schema":           "scheduler",
 		"store.job_dsn":          "",
 		"http.addr":              "127.0.0.1:8080",
+		"metrics.per_job":        "auto",
 		"log.level":              "info",
 		"log.format":             "json",
 		"shutdown_grace":         "30s",
+		"history.max_age":        "2160h",
+		"history.max_runs":       10000,
+		"history.prune_interval": "10m",
+		"history.prune_batch":    500,
+		"history.prune_pause":    "200ms",
 		"defaults.timezone":      "UTC",
 		"defaults.method":        "POST",
 		"defaults.role":          "",

@@ -83,11 +83,14 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		Election:      ElectionConfig{Prefix: "/scheduler/election", TTL: 5 * time.Second},
 		Store:         StoreConfig{Schema: "scheduler"},
 		HTTP:          HTTPConfig{Addr: "127.0.0.1:8080"},
+		Metrics:       MetricsConfig{PerJob: "auto"},
 		Log:           LogConfig{Level: "info", Format: "json"},
 		ShutdownGrace: 30 * time.Second,
+		History: HistoryConfig{JobHistory: JobHistory{MaxAge: 2160 * time.Hour, MaxRuns: 10000},
+			PruneInterval: 10 * time.Minute, PruneBatch: 500, PrunePause: 200 * time.Millisecond},
 	}
 	got := *cfg
-	got.Defaults, got.Jobs = JobSpec{}, nil
+	got.Defaults, got.Jobs, got.historyFromTop = JobSpec{}, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}

@@ -21,6 +21,7 @@ import (
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/retention"
 )
 
 // daemon is `scheduler run`: one replica of the cluster.
@@ -38,6 +39,7 @@ type daemon struct {
 	watcher  *control.Watcher
 	observer *election.Observer
 	runner   *jobs.Runner
+	pruner   *retention.Pruner
 	camp     *election.Campaigner
 	http     *http.Server
 	listener net.Listener
@@ -88,7 +90,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
-	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(),
+	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
@@ -159,14 +161,19 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	for _, j := range d.cfg.Jobs {
-		d.m.blocked.WithLabelValues(j.Name).Set(0)
-	}
 	d.runner, err = jobs.New(table, jobs.Options{
 		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
+	})
+	if err != nil {
+		return err
+	}
+	d.pruner, err = retention.New(retention.Config{
+		Ledger: adapt.Pruner{Store: d.store}, Policies: d.retention,
+		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
+		Logger: d.lg, Pruned: func(_ string, n int) { d.m.pruned.Add(float64(n)) },
 	})
 	if err != nil {
 		return err
@@ -242,7 +249,30 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
 	// Triggers sent while no replica led are waiting in etcd: run them now.
 	go d.pendingTriggers(ctx)
-	return <-errc
+	// The pruner lives as long as the term, on a context of its own so that it also stops
+	// when the runner returns first; it is joined before the term ends.
+	pctx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		if err := d.pruner.Run(pctx, t.Token); err != nil {
+			d.lg.Warn("pruning stopped for this term", zap.Int64("token", t.Token), zap.Error(err))
+		}
+	}()
+	err := <-errc
+	stopPruning()
+	<-pruned
+	return err
+}
+
+// retention returns every configured job's retention, for the pruner's next pass.
+func (d *daemon) retention() []retention.Policy {
+	table, _ := d.table()
+	ps := make([]retention.Policy, len(table))
+	for i, j := range table {
+		ps[i] = retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup}
+	}
+	return ps
 }
 
 // pendingTriggers hands the trigger requests stored in etcd to the runner, once per term.
@@ -375,7 +405,10 @@ func (d *daemon) reload(ctx context.Context) {
 		return
 	}
 	d.m.reloads.WithLabelValues("success").Inc()
-	d.hash = tableHash(cfg)
+	d.m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
+	d.mu.Lock()
+	d.jobs, d.hash = cfg.Jobs, tableHash(cfg)
+	d.mu.Unlock()
 	d.cfg.Jobs = cfg.Jobs
 	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
 }

@@ -171,6 +171,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 			s["endpoints"] = splitList(list)
 		}
 	}
+	historyFromTop := inheritHistory(raw)
 	inherited, defaultProblems := applyJobDefaults(raw)
 	problems = append(problems, defaultProblems...)
 
@@ -196,6 +197,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		cfg.fromEnv = fromEnv
 	}
 	problems = append(envProblems, problems...)
+	cfg.historyFromTop = historyFromTop
 	if cfg.Node == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -249,6 +251,10 @@ func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
 		}
 		inherited[i] = map[string]bool{}
 		for k, val := range defaults {
+			if k == "history" {
+				mergeJobHistory(job, val, inherited[i])
+				continue
+			}
 			if _, set := job[k]; !set && known[k] {
 				job[k] = val
 				inherited[i][k] = true

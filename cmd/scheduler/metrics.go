@@ -28,9 +28,13 @@ type metrics struct {
 	skipped       *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 	blocked       *prometheus.GaugeVec
+	pruned        prometheus.Counter
+
+	jobs jobSeries
 }
 
-func newMetrics() *metrics {
+// newMetrics returns the metrics of a daemon running cfg, every per-job series present.
+func newMetrics(cfg *Config) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -50,7 +54,7 @@ func newMetrics() *metrics {
 		}, []string{"job", "status"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "scheduler_run_duration_seconds", Help: "Duration of finished runs, retries included.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+			Buckets: durationBuckets(cfg),
 		}, []string{"job"}),
 		fireDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "scheduler_fire_delay_seconds", Help: "Start of a run minus its slot (jitter and catch-up included).",
@@ -75,6 +79,9 @@ func newMetrics() *metrics {
 			Name: "scheduler_job_blocked",
 			Help: "1 while this replica leads and does not run the job because its fence is above the term's token (see /readyz), else 0.",
 		}, []string{"job"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scheduler_runs_pruned_total", Help: "Finished runs this replica deleted from the ledger under the retention (history.*).",
+		}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scheduler_build_info", Help: "Build of this binary.",
@@ -82,10 +89,11 @@ func newMetrics() *metrics {
 	})
 	build.Set(1)
 	m.reg.MustRegister(m.isLeader, m.termToken, m.leaderChanges, m.termsEnded, m.runs, m.runDuration, m.fireDelay,
-		m.fenced, m.catchupRuns, m.missed, m.skipped, m.reloads, m.blocked, build,
+		m.fenced, m.catchupRuns, m.missed, m.skipped, m.reloads, m.blocked, m.pruned, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
+	m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
 	return m
 }
 
@@ -108,26 +116,34 @@ func (m *metrics) runnerHooks() jobs.Hooks {
 	return jobs.Hooks{
 		Fired: func(_ string, delay time.Duration) { m.fireDelay.Observe(delay.Seconds()) },
 		Finished: func(job string, status jobs.Status, took time.Duration) {
-			m.runs.WithLabelValues(job, string(status)).Inc()
-			m.runDuration.WithLabelValues(job).Observe(took.Seconds())
+			if l, ok := m.jobs.label(job); ok {
+				m.runs.WithLabelValues(l, string(status)).Inc()
+				m.runDuration.WithLabelValues(l).Observe(took.Seconds())
+			}
 		},
 		Recorded: func(job string, status jobs.Status) {
+			l, ok := m.jobs.label(job)
+			if !ok {
+				return
+			}
 			switch status {
 			case jobs.StatusMissed:
-				m.missed.WithLabelValues(job).Inc()
+				m.missed.WithLabelValues(l).Inc()
 			case jobs.StatusSkipped:
-				m.skipped.WithLabelValues(job).Inc()
+				m.skipped.WithLabelValues(l).Inc()
 			}
-			m.runs.WithLabelValues(job, string(status)).Inc()
+			m.runs.WithLabelValues(l, string(status)).Inc()
 		},
-		CatchupRun: func(job string) { m.catchupRuns.WithLabelValues(job).Inc() },
-		Fenced:     func(job string) { m.fenced.WithLabelValues(job).Inc() },
-		Blocked: func(job string, on bool) {
-			v := 0.0
-			if on {
-				v = 1
+		CatchupRun: func(job string) {
+			if l, ok := m.jobs.label(job); ok {
+				m.catchupRuns.WithLabelValues(l).Inc()
 			}
-			m.blocked.WithLabelValues(job).Set(v)
 		},
+		Fenced: func(job string) {
+			if l, ok := m.jobs.label(job); ok {
+				m.fenced.WithLabelValues(l).Inc()
+			}
+		},
+		Blocked: m.setBlocked,
 	}
 }

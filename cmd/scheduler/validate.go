@@ -66,7 +66,10 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	}
 	p.enum("log.format", c.Log.Format, "json", "console")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
+	validateHistory(&p, c.History)
+	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
 	validateDefaults(&p, c.Defaults)
+	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)
 
 	seen := map[string]int{}
 	gaps := newGapCache(now)

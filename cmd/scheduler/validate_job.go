@@ -86,6 +86,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 	if !inherited("misfire") {
 		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
 	}
+	checkJobHistory(p, at("history"), job.History, jobInheritedHistory(job))
 }
 
 // validateJitter checks that the jitter window is shorter than the shortest gap between two

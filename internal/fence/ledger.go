@@ -22,6 +22,7 @@ type ledger interface {
 	history(ctx context.Context, job string, limit int) ([]Run, error)
 	last(ctx context.Context, jobs []string) ([]Run, error)
 	orphans(ctx context.Context, jobs []string) ([]Run, error)
+	prune(ctx context.Context, token int64, r Retention) (int, error)
 }
 
 // Claim creates the running run of slot, attempt 1, in one fenced round

@@ -1,0 +1,111 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Retention says which finished runs of one job Prune may delete. A run is
+// deleted when it is older than Before or beyond the newest Keep finished
+// runs, and only if it is finished, its slot is before Protect and it is
+// not the job's last run (the newest by slot, which Last returns).
+type Retention struct {
+	// Job is the job whose runs are pruned.
+	Job string
+	// Before deletes finished runs whose slot is earlier. Zero: no age limit.
+	Before time.Time
+	// Keep keeps the newest Keep finished runs and deletes older ones. Zero:
+	// no count limit.
+	Keep int
+	// Protect keeps every run whose slot is at or after it: a new leader
+	// compares the slots of its catch-up window with the ledger, and a
+	// slot whose row was pruned would be run again.
+	Protect time.Time
+	// Limit bounds the rows one call deletes, so that one call holds the
+	// job's fence and the table's locks briefly. It must be positive.
+	Limit int
+}
+
+// Prune deletes at most r.Limit finished runs of r.Job that r lets go,
+// oldest first, in one transaction fenced with token on the job, and
+// returns how many it deleted. Running runs are never deleted. A caller
+// prunes a job by calling Prune until it returns fewer than r.Limit.
+func (s *Store) Prune(ctx context.Context, token int64, r Retention) (int, error) {
+	if err := checkJobToken(r.Job, token); err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	if r.Limit <= 0 {
+		return 0, fmt.Errorf("prune runs of job %q: limit %d: want > 0", r.Job, r.Limit)
+	}
+	if r.Keep < 0 {
+		return 0, fmt.Errorf("prune runs of job %q: keep %d: want >= 0", r.Job, r.Keep)
+	}
+	if r.Protect.IsZero() {
+		return 0, fmt.Errorf("prune runs of job %q: no protected window", r.Job)
+	}
+	r.Before, r.Protect = normTime(r.Before), normTime(r.Protect)
+	var n int
+	err := s.retry(ctx, r.Job, token, func() (err error) {
+		n, err = s.b.prune(ctx, token, r)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune runs of job %q with token %d: %w", r.Job, token, err)
+	}
+	return n, nil
+}
+
+// pruneSQL selects the runs to delete: the oldest first, on the slot key
+// index (job, scheduled_at, manual), which also finds the job's last run
+// and the newest Keep finished runs by a backward scan. The placeholders
+// are job, Before, Keep, Protect and Limit; {s} is the table's schema
+// prefix.
+const pruneSQL = `WITH last AS (
+		SELECT r.run_id FROM {s}runs AS r WHERE r.job = $1
+		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1),
+	kept AS (
+		SELECT r.scheduled_at, r.manual FROM {s}runs AS r WHERE r.job = $1 AND r.status <> 'running'
+		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1 OFFSET {keepOffset}),
+	doomed AS (
+		SELECT r.run_id FROM {s}runs AS r
+		WHERE r.job = $1 AND r.status <> 'running' AND r.scheduled_at < $4
+			AND r.run_id NOT IN (SELECT run_id FROM last)
+			AND (r.scheduled_at < $2 OR ($3 > 0 AND EXISTS (
+				SELECT 1 FROM kept AS k WHERE (r.scheduled_at, r.manual) < (k.scheduled_at, k.manual))))
+		ORDER BY r.scheduled_at, r.manual LIMIT $5)
+	DELETE FROM {s}runs WHERE run_id IN (SELECT run_id FROM doomed)`
+
+func (p *pgBackend) prune(ctx context.Context, token int64, r Retention) (int, error) {
+	q := strings.NewReplacer("{s}", pgx.Identifier{p.schema}.Sanitize()+".", "{keepOffset}", "GREATEST($3::int - 1, 0)").Replace(pruneSQL)
+	var n int64
+	err := p.fencedBatch(ctx, []string{r.Job}, token, func(b *pgx.Batch) {
+		b.Queue(q, r.Job, r.Before, r.Keep, r.Protect, r.Limit).Exec(func(ct pgconn.CommandTag) error {
+			n = ct.RowsAffected()
+			return nil
+		})
+	})
+	return int(n), err
+}
+
+func (l *liteBackend) prune(ctx context.Context, token int64, r Retention) (int, error) {
+	q := strings.NewReplacer("{s}", "", "{keepOffset}", "MAX($3 - 1, 0)").Replace(pruneSQL)
+	var n int64
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, []string{r.Job}, token); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, q, r.Job, r.Before.UnixMicro(), r.Keep, r.Protect.UnixMicro(), r.Limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
