@@ -260,6 +260,10 @@ const maxReclaimsInFlight = 8
 // the ledger is a BatchReclaimer, else one call each, many orphans (a takeover after a herd was
 // cut off) in parallel. Their runs are launched here, on the loop goroutine.
 func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
+	orphans, written := t.takeUnwritten(orphans)
+	if err := t.closeRuns(ctx, written); err != nil {
+		return err
+	}
 	if len(orphans) <= 1 {
 		for _, o := range orphans {
 			if err := t.reclaim(ctx, o); err != nil {
@@ -325,6 +329,9 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 
 // reclaim takes over a run an older leader left running, and runs it again.
 func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
+	if _, written := t.takeUnwritten([]LedgerRun{orphan}); len(written) > 0 {
+		return t.closeRuns(ctx, written)
+	}
 	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
 	return t.reclaimed(orphan, run, err)
 }

@@ -66,6 +66,9 @@ type Runner struct {
 	mu      sync.Mutex
 	table   []*Spec
 	current *term // the term being led; nil while following
+	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
+	// ended before the outcome was written (outcome.go).
+	unwritten map[int64]Completion
 }
 
 // New returns a Runner for table.

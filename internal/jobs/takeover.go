@@ -87,6 +87,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// Runs of an earlier term of this process whose executors returned are finished with their
+	// outcomes, never run again.
+	orphans, closes := t.takeUnwritten(orphans)
 	windowOf := map[string][]LedgerRun{}
 	for _, r := range window {
 		windowOf[r.Slot.Job] = append(windowOf[r.Slot.Job], r)
@@ -98,7 +101,6 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 
 	var (
 		missed []Outcome
-		closes []Completion
 		first  []pending
 	)
 	for _, s := range specs {

@@ -47,6 +47,7 @@ type term struct {
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	fence     chan error
+	outcomes  *outcomeStop // stops the retries of outcome writes (outcome.go)
 
 	// Claiming ahead (preclaim.go).
 	ahead         time.Duration // Options.ClaimAhead; negative: slots are claimed when they fire
@@ -116,6 +117,7 @@ func newTerm(r *Runner, token int64) *term {
 		done:     make(chan runDone),
 		doneMany: make(chan []runDone),
 		fence:    make(chan error, 1),
+		outcomes: newOutcomeStop(),
 		exited:   make(chan struct{}),
 		ahead:    r.opts.ClaimAhead,
 		queue:    newClaimQueue(),
@@ -324,8 +326,13 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 	}()
 }
 
-// cancelRuns cancels every run of the term with cause.
+// cancelRuns cancels every run of the term with cause, and gives up the outcome writes still
+// being retried.
 func (t *term) cancelRuns(cause error) {
+	t.outcomes.stop()
+	if t.completer != nil {
+		t.completer.poke()
+	}
 	for _, js := range t.jobs {
 		for _, a := range js.active {
 			a.cancel.do(cause)
