@@ -13,6 +13,9 @@ import (
 const (
 	reasonPaused      = "paused"
 	reasonOverlapSkip = "overlap: the previous run is still running"
+	// A backlog (slots whose claims waited for the store) fires together: under overlap skip
+	// its first slot runs and the others are skipped, while no run was running before.
+	reasonBacklogSkip = "overlap: an earlier slot of the same backlog starts now"
 	reasonReloaded    = "the job's schedule changed before the slot"
 )
 
@@ -99,7 +102,11 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if len(js.active)+js.starting > 0 {
 			switch js.spec.Overlap {
 			case OverlapSkip:
-				skip(p, reasonOverlapSkip)
+				if len(js.active) == 0 {
+					skip(p, reasonBacklogSkip)
+				} else {
+					skip(p, reasonOverlapSkip)
+				}
 				continue
 			case OverlapQueue:
 				js.queue = append(js.queue, p)
