@@ -17,7 +17,7 @@ import (
 // for it) and COMMIT, in one round trip.
 type ledgerStatements struct {
 	claim, record, slotRows, reclaim, complete, runRows, nextAttempt, start string
-	window, history, lastOf, lastAll, orphansOf, orphansAll          string
+	window, history, lastOf, lastAll, orphansOf, orphansAll                 string
 }
 
 // keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
