@@ -57,7 +57,8 @@ type term struct {
 	claims        chan *claimBatch
 	claimCtx      context.Context
 
-	completer *completer // nil when the Ledger has no CompleteMany
+	completer *completer     // nil when the Ledger has no CompleteMany
+	marks     sync.WaitGroup // writes of runs started (started.go)
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
 	// and the writes made for them hang off it. Each run has its own runCancel (in
@@ -167,6 +168,7 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 		}
 		close(stopCompleter)
 		completerDone.Wait()
+		t.marks.Wait()
 	}()
 	err = t.takeOver(ctx, specs)
 	t.logStarted()
@@ -437,6 +439,7 @@ func (t *term) logStarted() {
 		return
 	}
 	t.yieldToStarts()
+	t.markStarted(t.started)
 	for i, run := range t.started {
 		t.lg.Info("run started", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
 			zap.Int("attempt", max(run.Attempt, 1)))
