@@ -18,6 +18,8 @@ type pending struct {
 	slot    SlotKey
 	claimed *LedgerRun
 	orphan  *LedgerRun
+	// held: the slot's claim failed when it fired, and waited for the store (retryLater).
+	held bool
 }
 
 // catchupPlan is what a new leader does about one job's past slots.

@@ -13,9 +13,11 @@ import (
 const (
 	reasonPaused      = "paused"
 	reasonOverlapSkip = "overlap: the previous run is still running"
-	// A backlog (slots whose claims waited for the store) fires together: under overlap skip
-	// its first slot runs and the others are skipped, while no run was running before.
-	reasonBacklogSkip = "overlap: an earlier slot of the same backlog starts now"
+	// A backlog (slots whose claims waited for the store) fires when the store is back: under
+	// overlap skip one of its slots runs and the others are skipped. A held slot found no run
+	// in progress when it fired (else it was skipped then), so the run in its way is the
+	// backlog's.
+	reasonBacklogSkip = "overlap: another slot of the same backlog runs (their claims waited for the store)"
 	reasonReloaded    = "the job's schedule changed before the slot"
 )
 
@@ -102,7 +104,7 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if len(js.active)+js.starting > 0 {
 			switch js.spec.Overlap {
 			case OverlapSkip:
-				if len(js.active) == 0 {
+				if len(js.active) == 0 || p.held {
 					skip(p, reasonBacklogSkip)
 				} else {
 					skip(p, reasonOverlapSkip)
@@ -365,7 +367,7 @@ func (t *term) retryLater(slots []SlotKey, err error) {
 	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", delay), zap.Int("failures", t.failures), zap.Error(err))
 	at := t.r.clock.Now().Add(delay)
 	for _, s := range slots {
-		p := pending{slot: s}
+		p := pending{slot: s, held: true}
 		t.heap.push(&fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
 	}
 }
