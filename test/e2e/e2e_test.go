@@ -91,4 +91,5 @@ func TestE2E(t *testing.T) {
 	t.Run("SlowStore", s.slowStore)
 	t.Run("OrphanOutlivedByNextSlot", s.orphanOutlived)
 	t.Run("AttemptsCountedWhileStoreDown", s.attemptsWhileStoreDown)
+	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 }
