@@ -50,7 +50,10 @@ func (l *flakyLedger) CompleteMany(ctx context.Context, token int64, cs []jobs.C
 
 type countingExec struct{ n atomic.Int32 }
 
-func (e *countingExec) Execute(context.Context, jobs.Run) (string, error) { e.n.Add(1); return "ran", nil }
+func (e *countingExec) Execute(context.Context, jobs.Run) (string, error) {
+	e.n.Add(1)
+	return "ran", nil
+}
 
 func testSpec(t *testing.T, exec jobs.Executor, schedule string) jobs.Spec {
 	t.Helper()
