@@ -16,8 +16,9 @@ import (
 // it sees rows that a concurrent claimer committed while the write waited
 // for it) and COMMIT, in one round trip.
 type ledgerStatements struct {
-	claim, record, slotRows, reclaim, complete, runRows, nextAttempt, start string
-	window, history, lastOf, lastAll, orphansOf, orphansAll                 string
+	claim, record, slotRows, reclaim, complete, runRows, nextAttempt string
+	window, history, lastOf, lastAll, orphansOf, orphansAll          string
+	claimAhead, start                                                string // start.go
 }
 
 // keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
@@ -33,8 +34,13 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 	}
 	return ledgerStatements{
 		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
-			SELECT i.job, i.at, i.manual, 'running', $4, $5, CASE WHEN $7::boolean THEN 0 ELSE 1 END,
-				CASE WHEN $7::boolean THEN NULL ELSE GREATEST($6::timestamptz, i.at) END
+			SELECT i.job, i.at, i.manual, 'running', $4, $5, 1, GREATEST($6::timestamptz, i.at)
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
+			RETURNING {keycols}`),
+		// A claim ahead: the run has not started, it has no attempt and no start time.
+		claimAhead: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt)
+			SELECT i.job, i.at, i.manual, 'running', $4, $5, 0
 			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
 			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
 			RETURNING {keycols}`),
@@ -184,7 +190,10 @@ func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 
 func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
 	jobs, ats, manual := slotArrays(slots)
-	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now, ahead)
+	if ahead {
+		return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claimAhead, jobs, ats, manual, token, node)
+	}
+	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now)
 }
 
 func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error) {

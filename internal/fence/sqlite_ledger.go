@@ -25,7 +25,12 @@ const (
 const (
 	liteSlotRow = `SELECT ` + liteKeyCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
 	liteClaim   = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, started_at)
-		VALUES ($1, $2, $3, 'running', $4, $5, CASE WHEN $7 THEN 0 ELSE 1 END, CASE WHEN $7 THEN NULL ELSE MAX($6, $2) END)
+		VALUES ($1, $2, $3, 'running', $4, $5, 1, MAX($6, $2))
+		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
+		RETURNING ` + liteKeyCols
+	// A claim ahead: the run has not started, it has no attempt and no start time.
+	liteClaimAhead = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt)
+		VALUES ($1, $2, $3, 'running', $4, $5, 0)
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
 		RETURNING ` + liteKeyCols
 	liteRecord = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
@@ -90,9 +95,15 @@ func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, 
 }
 
 func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
+	if ahead {
+		return l.slotWrite(ctx, token, slots, liteClaimAhead, func(i int) []any {
+			s := slots[i]
+			return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node}
+		})
+	}
 	return l.slotWrite(ctx, token, slots, liteClaim, func(i int) []any {
 		s := slots[i]
-		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro(), ahead}
+		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro()}
 	})
 }
 
