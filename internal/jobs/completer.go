@@ -165,9 +165,7 @@ func (c *completer) write(batch []*finished) {
 		c.failures++
 		wait := outcomeBackoff(c.failures)
 		c.retryAt = t.r.clock.Now().Add(wait)
-		for _, f := range c.retry {
-			t.outcomeFailed(f, c.failures, wait, f.err)
-		}
+		t.outcomeFailed(c.retry[0], len(c.retry), c.failures, wait, c.retry[0].err)
 	} else if !stopped {
 		c.failures = 0
 	}

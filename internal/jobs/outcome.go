@@ -27,9 +27,9 @@ const (
 	maxUnwritten         = 4096 // outcomes kept for a later term of this process
 )
 
-// outcomeBackoff is the wait before the retry that follows failures failed writes of an
-// outcome: doubled per failure, capped, and drawn from its upper half so that the runs cut off
-// together do not retry together.
+// outcomeBackoff is the wait before the next write of an outcome after failures consecutive
+// failed ones: doubled per failure, capped, and drawn from its upper half so that the runs cut
+// off together do not retry together.
 func outcomeBackoff(failures int) time.Duration {
 	d := outcomeRetryDelay
 	for i := 1; i < failures && d < maxOutcomeRetryDelay; i++ {
@@ -91,7 +91,7 @@ func (t *term) complete(ctx context.Context, f *finished) {
 		}
 		failures++
 		wait := outcomeBackoff(failures)
-		t.outcomeFailed(f, failures, wait, err)
+		t.outcomeFailed(f, 1, failures, wait, err)
 		if !t.waitOutcome(wait) {
 			t.finish(f, err)
 			return
@@ -99,22 +99,23 @@ func (t *term) complete(ctx context.Context, f *finished) {
 	}
 }
 
-// outcomeFailed logs a failed write of an outcome that is tried again; the first failure and
-// then every tenth, so that a long outage does not flood the log.
-func (t *term) outcomeFailed(f *finished, failures int, wait time.Duration, err error) {
+// outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
+// tried again: one line per write, on the first failure and then every tenth, so that neither a
+// herd nor a long outage floods the log.
+func (t *term) outcomeFailed(f *finished, runs, failures int, wait time.Duration, err error) {
 	if failures != 1 && failures%10 != 0 {
 		return
 	}
 	t.lg.Warn("record run outcome; retrying", zap.String("job", f.c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", f.c.RunID),
-		zap.Int("attempt", f.attempt), zap.String("status", string(f.c.Status)), zap.Int("failures", failures),
-		zap.Duration("in", wait), zap.Error(err))
+		zap.Int("attempt", f.attempt), zap.String("status", string(f.c.Status)), zap.Int("runs", runs),
+		zap.Int("failures", failures), zap.Duration("in", wait), zap.Error(err))
 }
 
 // lost reports whether f's outcome was never written, and the next leader runs its slot again.
 func (f *finished) lost() bool { return retryable(f.err) }
 
 // keepUnwritten remembers the outcome of a run whose write was given up, for a later term of
-// this process; the oldest is dropped past maxUnwritten.
+// this process; past maxUnwritten, one kept before is dropped (its slot would run again).
 func (r *Runner) keepUnwritten(f *finished) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -180,8 +180,8 @@ func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 }
 
 // Drain is the first step of a graceful shutdown: the leader stops firing new slots and waits
-// for its running jobs until ctx ends (the shutdown grace), then cancels them and waits for
-// them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
+// for its running jobs, and for the writes of their outcomes, until ctx ends (the shutdown
+// grace), then cancels them and waits for them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
 // and finishes their slots. Leadership is kept until the caller ends the term. On a follower
 // Drain returns at once.
 func (r *Runner) Drain(ctx context.Context) {
