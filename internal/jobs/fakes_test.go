@@ -255,7 +255,7 @@ func (l *fakeLedger) Complete(_ context.Context, token int64, c Completion) erro
 	for _, r := range l.runs {
 		if r.RunID == c.RunID {
 			if r.Status != StatusRunning {
-				return fmt.Errorf("run %d is %s", c.RunID, r.Status)
+				return fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, ErrNotRunning)
 			}
 			r.Status = c.Status
 			r.Attempt = max(r.Attempt, c.Attempt)
