@@ -160,8 +160,14 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 // of its slot, attempt 0) missed its slot; one that started ran, and is never recorded missed:
 // its outcome is unknown, so it is closed failed, saying so.
 func orphanClosed(o LedgerRun, reason string) Completion {
+	return orphanNotRun(o, StatusMissed, reason)
+}
+
+// orphanNotRun finishes an orphan that is not run again with status, or, if it started, as
+// failed: a run that started is never recorded as a slot that did not run.
+func orphanNotRun(o LedgerRun, status Status, reason string) Completion {
 	if o.Attempt == 0 {
-		return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusMissed, Reason: reason}
+		return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: status, Reason: reason}
 	}
 	return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusFailed, Attempt: o.Attempt,
 		Error:  "the run's outcome was never recorded: its leader stopped before writing it",

@@ -93,3 +93,18 @@ func TestRunner_CatchupNeverMarksRunSlotMissed(t *testing.T) {
 		t.Fatalf("runs=%d: a slot before the catch-up window ran again", exec.n.Load())
 	}
 }
+
+// TestRunner_PausedCatchupNeverMarksRunSlotSkipped: a paused job's orphan that started is closed
+// failed, not skipped: it ran.
+func TestRunner_PausedCatchupNeverMarksRunSlotSkipped(t *testing.T) {
+	exec := &countingExec{}
+	h := newHarness(t, t0.Add(90*time.Second), spec(t, "job", exec, nil))
+	h.paused.Store(true)
+	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: t0.Add(time.Minute)}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.lead(token)
+	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != StatusRunning })
+	if rows[0].Status != StatusFailed || !strings.Contains(rows[0].Completion.Reason, "paused") || exec.n.Load() != 0 {
+		t.Fatalf("the paused job's run that started is closed %s (%q), runs=%d; want failed, saying paused, not run",
+			rows[0].Status, rows[0].Completion.Reason, exec.n.Load())
+	}
+}

@@ -124,7 +124,7 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
 			for _, p := range plan.run {
 				if p.orphan != nil {
-					closes = append(closes, Completion{RunID: p.orphan.RunID, Job: s.Name, Status: StatusSkipped, Reason: "paused"})
+					closes = append(closes, orphanNotRun(*p.orphan, StatusSkipped, reasonPaused))
 				} else {
 					missed = append(missed, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: "paused"})
 				}
