@@ -60,8 +60,9 @@ func (d *daemon) table() ([]Job, string) {
 
 // runDaemon starts every part of the daemon, waits for a signal (or a part failing), and shuts
 // down in this order:
-//  1. stop firing new slots; running jobs get up to shutdown_grace to finish, then are
-//     cancelled (their ledger rows stay running, so the next leader takes them over);
+//  1. stop firing new slots; running jobs get up to shutdown_grace to finish, and the writes
+//     of their outcomes are retried within it, then they are cancelled (their ledger rows stay
+//     running, so the next leader takes them over);
 //  2. end the leadership term: lead returns and the campaigner resigns, so a follower takes
 //     over at once instead of waiting out the lease;
 //  3. stop the watchers, the replica registration and the HTTP server;

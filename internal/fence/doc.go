@@ -164,8 +164,10 @@
 // CompleteMany; ReclaimMany in transactions of up to 1,000 slots). The
 // batches read back each run's key (run id, slot, status, token, attempt),
 // not every column. A run left running under a token other than its job's
-// fence is an orphan. A claim made ahead of its slot records the slot's
-// time as the run's start. History and Last (the status command) read the
+// fence is an orphan. A ClaimMany made ahead of its slot records the slot's
+// time as the run's start; ClaimAheadMany records no start and attempt 0,
+// until StartMany marks the run started, so that attempt counts only the
+// attempts that started (a takeover adds one to it). History and Last (the status command) read the
 // slot's unique index; Window (catch-up) reads the runs of many jobs in one
 // query.
 //

@@ -11,7 +11,12 @@ import (
 // ledger is the backend half of the run ledger. Writes are fenced with
 // token on the jobs they touch, in one transaction.
 type ledger interface {
-	claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error)
+	// claim creates the runs of slots; ahead leaves them not started
+	// (attempt 0, no start time) until start marks them.
+	claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error)
+	// start marks the not-started runs among refs as started at now and
+	// returns how many it marked.
+	start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error)
 	record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error)
 	// reclaim takes over the orphans among slots and returns the runs of
 	// the slots that have one, each with whether it took it over.
@@ -62,7 +67,7 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 	all := withNormTimes(slots)
 	var res []Result
 	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
-		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all))
+		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), false)
 		return err
 	})
 	if err != nil {

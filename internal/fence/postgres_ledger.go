@@ -18,6 +18,7 @@ import (
 type ledgerStatements struct {
 	claim, record, slotRows, reclaim, complete, runRows, nextAttempt string
 	window, history, lastOf, lastAll, orphansOf, orphansAll          string
+	claimAhead, start                                                string // start.go
 }
 
 // keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
@@ -34,6 +35,12 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 	return ledgerStatements{
 		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
 			SELECT i.job, i.at, i.manual, 'running', $4, $5, 1, GREATEST($6::timestamptz, i.at)
+			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
+			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
+			RETURNING {keycols}`),
+		// A claim ahead: the run has not started, it has no attempt and no start time.
+		claimAhead: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt)
+			SELECT i.job, i.at, i.manual, 'running', $4, $5, 0
 			FROM unnest($1::text[], $2::timestamptz[], $3::boolean[]) AS i(job, at, manual)
 			ON CONFLICT ON CONSTRAINT runs_slot_key DO NOTHING
 			RETURNING {keycols}`),
@@ -57,10 +64,15 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 		complete: q(`UPDATE {s}.runs AS r
 			SET status = c.status, finished_at = $7, error = c.error, output = c.output, reason = c.reason,
 				attempt = GREATEST(r.attempt, c.attempt),
-				started_at = CASE WHEN r.started_at > $7 THEN $7 ELSE r.started_at END
+				started_at = CASE WHEN r.started_at IS NULL AND c.attempt > 0 THEN LEAST(r.scheduled_at, $7)
+					WHEN r.started_at > $7 THEN $7 ELSE r.started_at END
 			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::integer[])
 				AS c(run_id, job, status, error, output, reason, attempt)
 			WHERE r.run_id = c.run_id AND r.job = c.job AND r.status = 'running'
+			RETURNING r.run_id`),
+		start: q(`UPDATE {s}.runs AS r SET attempt = GREATEST(r.attempt, 1), started_at = $3
+			FROM unnest($1::bigint[], $2::text[]) AS i(run_id, job)
+			WHERE r.run_id = i.run_id AND r.job = i.job AND r.status = 'running' AND r.started_at IS NULL AND r.token = $4
 			RETURNING r.run_id`),
 		runRows: q(`SELECT {cols} FROM {s}.runs AS r WHERE r.run_id = ANY($1::bigint[])`),
 		nextAttempt: q(`UPDATE {s}.runs AS r SET attempt = r.attempt + 1
@@ -176,9 +188,25 @@ func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 	}
 }
 
-func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
 	jobs, ats, manual := slotArrays(slots)
+	if ahead {
+		return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claimAhead, jobs, ats, manual, token, node)
+	}
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now)
+}
+
+func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error) {
+	ids := make([]int64, len(refs))
+	jobs := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i], jobs[i] = r.RunID, r.Job
+	}
+	marked := map[int64]bool{}
+	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
+		b.Queue(p.q.start, ids, jobs, now, token).Query(collectIDs(marked))
+	})
+	return len(marked), err
 }
 
 func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {

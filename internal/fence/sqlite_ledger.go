@@ -28,6 +28,11 @@ const (
 		VALUES ($1, $2, $3, 'running', $4, $5, 1, MAX($6, $2))
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
 		RETURNING ` + liteKeyCols
+	// A claim ahead: the run has not started, it has no attempt and no start time.
+	liteClaimAhead = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt)
+		VALUES ($1, $2, $3, 'running', $4, $5, 0)
+		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
+		RETURNING ` + liteKeyCols
 	liteRecord = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
 		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
@@ -36,9 +41,12 @@ const (
 		WHERE job = $1 AND scheduled_at = $2 AND manual = $3 AND status = 'running' AND token < $4
 		RETURNING ` + liteKeyCols
 	liteComplete = `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7,
-		attempt = MAX(attempt, $8), started_at = CASE WHEN started_at > $4 THEN $4 ELSE started_at END
+		attempt = MAX(attempt, $8), started_at = CASE WHEN started_at IS NULL AND $8 > 0 THEN MIN(scheduled_at, $4)
+			WHEN started_at > $4 THEN $4 ELSE started_at END
 		WHERE run_id = $1 AND job = $2 AND status = 'running'
 		RETURNING ` + liteRunCols
+	liteStart = `UPDATE runs SET attempt = MAX(attempt, 1), started_at = $3
+		WHERE run_id = $1 AND job = $2 AND status = 'running' AND started_at IS NULL AND token = $4`
 	liteRunRow = `SELECT ` + liteRunCols + ` FROM runs WHERE run_id = $1`
 )
 
@@ -86,11 +94,49 @@ func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, 
 	return res, err
 }
 
-func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
+	if ahead {
+		return l.slotWrite(ctx, token, slots, liteClaimAhead, func(i int) []any {
+			s := slots[i]
+			return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node}
+		})
+	}
 	return l.slotWrite(ctx, token, slots, liteClaim, func(i int) []any {
 		s := slots[i]
 		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro()}
 	})
+}
+
+func (l *liteBackend) start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error) {
+	marked := 0
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		marked = 0
+		jobs := make([]string, len(refs))
+		for i, r := range refs {
+			jobs[i] = r.Job
+		}
+		if err := l.enter(ctx, tx, jobs, token); err != nil {
+			return err
+		}
+		upd, err := tx.PrepareContext(ctx, liteStart)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = upd.Close() }()
+		for _, r := range refs {
+			res, err := upd.ExecContext(ctx, r.RunID, r.Job, now.UnixMicro(), token)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			marked += int(n)
+		}
+		return nil
+	})
+	return marked, err
 }
 
 func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {

@@ -115,15 +115,6 @@ func (l runLog) with(extra []zap.Field) []zap.Field {
 func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
 func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(extra)...) }
 
-// complete writes one run's outcome. The write is fenced, so a term that lost leadership cannot
-// overwrite what a newer leader decided.
-func (t *term) complete(ctx context.Context, f *finished) {
-	wctx, cancel := t.writeCtx(ctx)
-	defer cancel()
-	err := t.r.opts.Ledger.Complete(wctx, t.token, f.c)
-	t.finish(f, err)
-}
-
 // finish settles how the write of a run's outcome went: a refusal by the fence ends the term
 // (through the loop), a written outcome is reported to the Finished hook. The loop logs it
 // (logFinished), so that a run's end line always follows its start line.
@@ -136,6 +127,8 @@ func (t *term) finish(f *finished, err error) {
 		if h := t.r.opts.Hooks.Finished; h != nil {
 			h(f.c.Job, f.c.Status, f.took)
 		}
+	case f.lost():
+		t.r.keepUnwritten(f)
 	}
 }
 
@@ -151,6 +144,8 @@ func (t *term) logFinished(f *finished) {
 	switch err := f.err; {
 	case errors.Is(err, ErrFenced):
 		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
+	case f.lost():
+		t.lg.Warn("run outcome not recorded before the term ended; the next leader runs the slot again", append(fields, zap.Error(err))...)
 	case err != nil:
 		t.lg.Error("record run outcome", append(fields, zap.Error(err))...)
 	default:

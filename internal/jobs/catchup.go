@@ -18,6 +18,8 @@ type pending struct {
 	slot    SlotKey
 	claimed *LedgerRun
 	orphan  *LedgerRun
+	// held: the slot's claim failed when it fired, and waited for the store (retryLater).
+	held bool
 }
 
 // catchupPlan is what a new leader does about one job's past slots.
@@ -123,9 +125,9 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 		case spec.Enabled && spec.fireAt(o.Slot.At).After(now) && spec.onSchedule(o.Slot.At):
 			plan.ahead = append(plan.ahead, o)
 		case !o.Slot.At.After(from):
-			plan.close = append(plan.close, orphanMissed(o, "left running by an older leader, before the catch-up window"))
+			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader, before the catch-up window"))
 		default:
-			plan.close = append(plan.close, orphanMissed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
+			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
 		}
 	}
 
@@ -154,6 +156,20 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 	return plan, nil
 }
 
-func orphanMissed(o LedgerRun, reason string) Completion {
-	return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusMissed, Reason: reason}
+// orphanClosed finishes an orphan that is not run again. One that never started (claimed ahead
+// of its slot, attempt 0) missed its slot; one that started ran, and is never recorded missed:
+// its outcome is unknown, so it is closed failed, saying so.
+func orphanClosed(o LedgerRun, reason string) Completion {
+	return orphanNotRun(o, StatusMissed, reason)
+}
+
+// orphanNotRun finishes an orphan that is not run again with status, or, if it started, as
+// failed: a run that started is never recorded as a slot that did not run.
+func orphanNotRun(o LedgerRun, status Status, reason string) Completion {
+	if o.Attempt == 0 {
+		return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: status, Reason: reason}
+	}
+	return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusFailed, Attempt: o.Attempt,
+		Error:  "the run's outcome was never recorded: its leader stopped before writing it",
+		Reason: fmt.Sprintf("%s; it started (attempt %d) and is not run again", reason, o.Attempt)}
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,5 +39,72 @@ func TestPlanCatchup_OrphanIsAlwaysFinished(t *testing.T) {
 				t.Fatalf("the orphan is not taken over: %+v", plan.run[0])
 			}
 		})
+	}
+}
+
+// TestPlanCatchup_OrphanThatRanIsNeverMissed: an orphan older than the catch-up window is not run
+// again; one that started (its outcome was lost) is closed failed saying so, never missed; one
+// claimed ahead that never started missed its slot.
+func TestPlanCatchup_OrphanThatRanIsNeverMissed(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	s := spec(t, "job", execFunc(succeed), func(s *Spec) { s.Catchup = 10 * time.Minute })
+	ran := LedgerRun{RunID: 1, Slot: SlotKey{Job: "job", At: at(0)}, Status: StatusRunning, Token: 5, Attempt: 1}
+	ahead := LedgerRun{RunID: 2, Slot: SlotKey{Job: "job", At: at(1)}, Status: StatusRunning, Token: 5}
+	last := ahead
+	plan, err := planCatchup(&s, at(120), nil, []LedgerRun{ran, ahead}, &last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.close) != 2 {
+		t.Fatalf("closed %+v, want both orphans", plan.close)
+	}
+	for _, c := range plan.close {
+		switch c.RunID {
+		case ran.RunID:
+			if c.Status != StatusFailed || c.Attempt != 1 || !strings.Contains(c.Reason, "started") {
+				t.Errorf("orphan that ran closed as %+v, want failed, attempt 1, saying it started", c)
+			}
+		case ahead.RunID:
+			if c.Status != StatusMissed {
+				t.Errorf("orphan that never started closed as %+v, want missed", c)
+			}
+		}
+	}
+	for _, m := range plan.missed {
+		if m.Slot.At.Equal(ran.Slot.At) {
+			t.Errorf("the slot that ran is recorded missed: %+v", m)
+		}
+	}
+}
+
+// TestRunner_CatchupNeverMarksRunSlotMissed: the next leader, after an outage longer than the
+// catch-up window, finds a run whose outcome was never written: it ran, and is not recorded
+// missed.
+func TestRunner_CatchupNeverMarksRunSlotMissed(t *testing.T) {
+	exec := &countingExec{}
+	h := newHarness(t, t0.Add(3*time.Hour), spec(t, "job", exec, func(s *Spec) { s.Misfire = MisfireSkip }))
+	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: t0}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.lead(token)
+	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != StatusRunning })
+	if rows[0].Status == StatusMissed || rows[0].Status != StatusFailed || !strings.Contains(rows[0].Completion.Reason, "started") {
+		t.Fatalf("the run that started is closed %s (%q), want failed, saying it started", rows[0].Status, rows[0].Completion.Reason)
+	}
+	if exec.n.Load() != 0 {
+		t.Fatalf("runs=%d: a slot before the catch-up window ran again", exec.n.Load())
+	}
+}
+
+// TestRunner_PausedCatchupNeverMarksRunSlotSkipped: a paused job's orphan that started is closed
+// failed, not skipped: it ran.
+func TestRunner_PausedCatchupNeverMarksRunSlotSkipped(t *testing.T) {
+	exec := &countingExec{}
+	h := newHarness(t, t0.Add(90*time.Second), spec(t, "job", exec, nil))
+	h.paused.Store(true)
+	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: t0.Add(time.Minute)}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.lead(token)
+	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != StatusRunning })
+	if rows[0].Status != StatusFailed || !strings.Contains(rows[0].Completion.Reason, "paused") || exec.n.Load() != 0 {
+		t.Fatalf("the paused job's run that started is closed %s (%q), runs=%d; want failed, saying paused, not run",
+			rows[0].Status, rows[0].Completion.Reason, exec.n.Load())
 	}
 }

@@ -11,20 +11,23 @@ import (
 // maxCompleteBatch bounds the runs finished by one CompleteMany.
 const maxCompleteBatch = 1000
 
-// errNotRunning reports a completion of a run that was no longer running.
-var errNotRunning = errors.New("the run is no longer running")
-
 // completer writes the outcomes of finished runs in batches, when the Ledger is a
 // BatchCompleter: a run hands its outcome over and its goroutine ends; the completer writes
 // everything handed over since its last write in one CompleteMany, then tells the loop that
 // those runs are done. A lone run is written at once, so batching adds no delay; a herd of
 // short runs costs a few round trips instead of one per run, and no goroutine waits on the
-// ledger per run.
+// ledger per run. Outcomes whose write failed are written again, with the next batch or after a
+// backoff, until the term's outcome writes are stopped (outcome.go).
 type completer struct {
 	t    *term
 	mu   sync.Mutex
 	q    []*finished
 	wake chan struct{}
+
+	// Owned by the run goroutine.
+	retry    []*finished // outcomes whose last write failed
+	failures int         // consecutive failed writes
+	retryAt  time.Time   // when retry is written again
 }
 
 // finished is a run whose outcome is to be written; the completer queues pointers to it. It is
@@ -47,6 +50,11 @@ func (c *completer) add(f *finished) {
 	c.mu.Lock()
 	c.q = append(c.q, f)
 	c.mu.Unlock()
+	c.poke()
+}
+
+// poke wakes the completer.
+func (c *completer) poke() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -56,11 +64,27 @@ func (c *completer) add(f *finished) {
 // run writes batches until stop is closed; the term closes it once no run is left.
 func (c *completer) run(stop <-chan struct{}) {
 	for {
+		var (
+			timer  Timer
+			timerC <-chan time.Time
+		)
+		if len(c.retry) > 0 {
+			timer = c.t.r.clock.NewTimer(c.retryAt.Sub(c.t.r.clock.Now()))
+			timerC = timer.C()
+		}
 		select {
 		case <-c.wake:
+		case <-timerC:
 		case <-stop:
+			if timer != nil {
+				timer.Stop()
+			}
 			return
 		}
+		if timer != nil {
+			timer.Stop()
+		}
+		c.requeue()
 		// A herd's first runs end while later ones are still starting: their outcomes wait
 		// for the starts.
 		c.t.yieldToStarts()
@@ -81,22 +105,73 @@ func (c *completer) run(stop <-chan struct{}) {
 	}
 }
 
+// requeue puts the outcomes to retry back in the queue when their time has come, or at once
+// when the term's outcome writes were stopped: then their last write's failure is final.
+func (c *completer) requeue() {
+	if len(c.retry) == 0 {
+		return
+	}
+	if !c.t.outcomes.stopped() && c.t.r.clock.Now().Before(c.retryAt) {
+		return
+	}
+	c.mu.Lock()
+	c.q = append(c.retry, c.q...)
+	c.mu.Unlock()
+	c.retry = nil
+}
+
+// write writes a batch and reports the runs done, but for those whose write failed and is to
+// be retried: they stay with the completer.
 func (c *completer) write(batch []*finished) {
 	t := c.t
-	cs := make([]Completion, len(batch))
+	stopped := t.outcomes.stopped()
+	errs := make([]error, len(batch))
+	var (
+		cs  []Completion
+		idx []int
+	)
 	for i, f := range batch {
-		cs[i] = f.c
+		if stopped && f.err != nil {
+			// The term's writes are over: a failure already met is final, without
+			// another try; an outcome not tried yet is written once.
+			errs[i] = f.err
+			continue
+		}
+		cs = append(cs, f.c)
+		idx = append(idx, i)
 	}
-	ctx, cancel := t.writeCtx(t.runsCtx)
-	errs := t.completeAll(ctx, cs)
-	cancel()
-	ds := make([]runDone, len(batch))
+	if len(cs) > 0 {
+		ctx, cancel := t.writeCtx(t.runsCtx)
+		for k, err := range t.completeAll(ctx, cs) {
+			errs[idx[k]] = err
+		}
+		cancel()
+	}
+	ds := make([]runDone, 0, len(batch))
+	failed := false
 	for i, f := range batch {
+		if err := errs[i]; retryable(err) && !stopped {
+			failed = true
+			f.err = err
+			c.retry = append(c.retry, f)
+			continue
+		}
 		t.finish(f, errs[i])
-		ds[i] = f.done
-		ds[i].out = f
+		d := f.done
+		d.out = f
+		ds = append(ds, d)
 	}
-	t.doneMany <- ds
+	if failed {
+		c.failures++
+		wait := outcomeBackoff(c.failures)
+		c.retryAt = t.r.clock.Now().Add(wait)
+		t.outcomeFailed(c.retry[0], len(c.retry), c.failures, wait, c.retry[0].err)
+	} else if !stopped {
+		c.failures = 0
+	}
+	if len(ds) > 0 {
+		t.doneMany <- ds
+	}
 }
 
 // completeAll finishes runs: in batches of CompleteMany when the Ledger has it, else one by one.
@@ -129,7 +204,7 @@ func (t *term) completeAll(ctx context.Context, cs []Completion) []error {
 		default:
 			for i := range part {
 				if !done[i] {
-					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, errNotRunning)
+					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, ErrNotRunning)
 				}
 			}
 		}

@@ -191,6 +191,36 @@ func (l *fakeLedger) ClaimMany(_ context.Context, token int64, node string, slot
 	return out, nil
 }
 
+// ClaimAhead is ClaimMany for runs not started: attempt 0 until MarkStarted.
+func (l *fakeLedger) ClaimAhead(ctx context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+	out, err := l.ClaimMany(ctx, token, node, slots)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, c := range out {
+		if c.Written {
+			l.runs[idOf(c.Run.Slot)].Attempt = 0
+			out[i].Run.Attempt = 0
+		}
+	}
+	return out, err
+}
+
+func (l *fakeLedger) MarkStarted(_ context.Context, token int64, runs []LedgerRun) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range runs {
+		if err := l.check(r.Slot.Job, token); err != nil {
+			return err
+		}
+	}
+	for _, r := range runs {
+		if cur, ok := l.runs[idOf(r.Slot)]; ok && cur.RunID == r.RunID && cur.Status == StatusRunning && cur.Token == token {
+			cur.Attempt = max(cur.Attempt, 1)
+		}
+	}
+	return nil
+}
+
 func (l *fakeLedger) Reclaim(_ context.Context, token int64, node string, slot SlotKey) (LedgerRun, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -233,9 +263,10 @@ func (l *fakeLedger) Complete(_ context.Context, token int64, c Completion) erro
 	for _, r := range l.runs {
 		if r.RunID == c.RunID {
 			if r.Status != StatusRunning {
-				return fmt.Errorf("run %d is %s", c.RunID, r.Status)
+				return fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, ErrNotRunning)
 			}
 			r.Status = c.Status
+			r.Attempt = max(r.Attempt, c.Attempt)
 			l.extra[c.RunID] = c
 			return nil
 		}

@@ -14,6 +14,11 @@ import (
 const (
 	reasonPaused      = "paused"
 	reasonOverlapSkip = "overlap: the previous run is still running"
+	// A backlog (slots whose claims waited for the store) fires when the store is back: under
+	// overlap skip one of its slots runs and the others are skipped. A held slot found no run
+	// in progress when it fired (else it was skipped then), so the run in its way is the
+	// backlog's.
+	reasonBacklogSkip = "overlap: another slot of the same backlog runs (their claims waited for the store)"
 	reasonReloaded    = "the job's schedule changed before the slot"
 	reasonRefused     = "receiver refused the token"
 )
@@ -104,7 +109,11 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if len(js.active)+js.starting > 0 {
 			switch js.spec.Overlap {
 			case OverlapSkip:
-				skip(p, reasonOverlapSkip)
+				if len(js.active) == 0 || p.held {
+					skip(p, reasonBacklogSkip)
+				} else {
+					skip(p, reasonOverlapSkip)
+				}
 				continue
 			case OverlapQueue:
 				js.queue = append(js.queue, p)
@@ -304,6 +313,10 @@ const maxReclaimsInFlight = 8
 // the ledger is a BatchReclaimer, else one call each, many orphans (a takeover after a herd was
 // cut off) in parallel. Their runs are launched here, on the loop goroutine.
 func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
+	orphans, written := t.takeUnwritten(orphans)
+	if err := t.closeRuns(ctx, written); err != nil {
+		return err
+	}
 	if len(orphans) <= 1 {
 		for _, o := range orphans {
 			if err := t.reclaim(ctx, o); err != nil {
@@ -369,6 +382,9 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 
 // reclaim takes over a run an older leader left running, and runs it again.
 func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
+	if _, written := t.takeUnwritten([]LedgerRun{orphan}); len(written) > 0 {
+		return t.closeRuns(ctx, written)
+	}
 	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
 	return t.reclaimed(orphan, run, err)
 }
@@ -403,7 +419,7 @@ func (t *term) retryLater(slots []SlotKey, err error) {
 	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", delay), zap.Int("failures", t.failures), zap.Error(err))
 	at := t.r.clock.Now().Add(delay)
 	for _, s := range slots {
-		p := pending{slot: s}
+		p := pending{slot: s, held: true}
 		t.heap.push(&fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
 	}
 }

@@ -28,10 +28,11 @@ import (
 // A slot claimed ahead by a term that ends before the slot fires stays running in the ledger
 // under that term's token, as a run cut off by a crash does. The next leader takes it over: at
 // catch-up if the slot is due by then (misfire policy, like any orphan), else when the slot
-// fires: planCatchup leaves such an orphan to the firing loop, which reclaims it (attempt 2) or,
+// fires: planCatchup leaves such an orphan to the firing loop, which reclaims it or,
 // if the job is paused or busy by then, closes it skipped. A run claimed ahead is running in the
-// ledger up to ClaimAhead (and a herd's lead) before its slot; the store records its start as
-// the slot's time.
+// ledger up to ClaimAhead (and a herd's lead) before its slot; when the Ledger is an
+// AheadClaimer it is not started (attempt 0) until it fires and its start is recorded
+// (started.go), so that one taken over before it started runs as attempt 1.
 
 // Bounds of claiming ahead.
 const (
@@ -186,7 +187,7 @@ func (t *term) sendClaims() {
 		t.claiming++
 		go func() {
 			start := time.Now()
-			b.claimed, b.err = t.r.opts.Ledger.ClaimMany(t.claimCtx, t.token, t.r.opts.Node, slots)
+			b.claimed, b.err = t.claimSlotsAhead(t.claimCtx, slots)
 			b.took = time.Since(start)
 			t.claims <- b
 		}()

@@ -76,6 +76,9 @@ type Runner struct {
 	table   []*Spec
 	current *term // the term being led; nil while following
 	blocked map[string]Block
+	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
+	// ended before the outcome was written (outcome.go).
+	unwritten map[int64]Completion
 }
 
 // New returns a Runner for table.
@@ -187,8 +190,8 @@ func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 }
 
 // Drain is the first step of a graceful shutdown: the leader stops firing new slots and waits
-// for its running jobs until ctx ends (the shutdown grace), then cancels them and waits for
-// them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
+// for its running jobs, and for the writes of their outcomes, until ctx ends (the shutdown
+// grace), then cancels them and waits for them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
 // and finishes their slots. Leadership is kept until the caller ends the term. On a follower
 // Drain returns at once.
 func (r *Runner) Drain(ctx context.Context) {

@@ -110,6 +110,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// Runs of an earlier term of this process whose executors returned are finished with their
+	// outcomes, never run again.
+	orphans, closes := t.takeUnwritten(orphans)
 	windowOf := map[string][]LedgerRun{}
 	for _, r := range window {
 		windowOf[r.Slot.Job] = append(windowOf[r.Slot.Job], r)
@@ -121,7 +124,6 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 
 	var (
 		missed []Outcome
-		closes []Completion
 		first  []pending
 	)
 	for _, s := range specs {
@@ -148,7 +150,7 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
 			for _, p := range plan.run {
 				if p.orphan != nil {
-					closes = append(closes, Completion{RunID: p.orphan.RunID, Job: s.Name, Status: StatusSkipped, Reason: "paused"})
+					closes = append(closes, orphanNotRun(*p.orphan, StatusSkipped, reasonPaused))
 				} else {
 					missed = append(missed, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: "paused"})
 				}

@@ -47,6 +47,7 @@ type term struct {
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	fence     chan error
+	outcomes  *outcomeStop // stops the retries of outcome writes (outcome.go)
 
 	// Claiming ahead (preclaim.go).
 	ahead         time.Duration // Options.ClaimAhead; negative: slots are claimed when they fire
@@ -56,7 +57,8 @@ type term struct {
 	claims        chan *claimBatch
 	claimCtx      context.Context
 
-	completer *completer // nil when the Ledger has no CompleteMany
+	completer *completer     // nil when the Ledger has no CompleteMany
+	marks     sync.WaitGroup // writes of runs started (started.go)
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
 	// and the writes made for them hang off it. Each run has its own runCancel (in
@@ -122,6 +124,7 @@ func newTerm(r *Runner, token int64) *term {
 		done:     make(chan runDone),
 		doneMany: make(chan []runDone),
 		fence:    make(chan error, 1),
+		outcomes: newOutcomeStop(),
 		exited:   make(chan struct{}),
 		ahead:    r.opts.ClaimAhead,
 		queue:    newClaimQueue(),
@@ -171,6 +174,7 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 		}
 		close(stopCompleter)
 		completerDone.Wait()
+		t.marks.Wait()
 	}()
 	err = t.takeOver(ctx, specs)
 	t.logStarted()
@@ -333,8 +337,13 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 	}()
 }
 
-// cancelRuns cancels every run of the term with cause.
+// cancelRuns cancels every run of the term with cause, and gives up the outcome writes still
+// being retried.
 func (t *term) cancelRuns(cause error) {
+	t.outcomes.stop()
+	if t.completer != nil {
+		t.completer.poke()
+	}
 	for _, js := range t.jobs {
 		for _, a := range js.active {
 			a.cancel.do(cause)
@@ -441,6 +450,7 @@ func (t *term) logStarted() {
 		return
 	}
 	t.yieldToStarts()
+	t.markStarted(t.started)
 	for i, run := range t.started {
 		t.lg.Info("run started", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
 			zap.Int("attempt", max(run.Attempt, 1)))

@@ -97,4 +97,5 @@ func TestE2E(t *testing.T) {
 	t.Run("ReceiverRefusesToken", s.receiverRefuses)
 	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
+	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 }

@@ -149,9 +149,13 @@ func (l Ledger) RecordMany(ctx context.Context, token int64, node string, outs [
 	return fencedErr(err)
 }
 
-// Complete finishes a running run.
+// Complete finishes a running run. A run the store no longer holds as running is reported as
+// jobs.ErrNotRunning, so that the runner does not retry the write.
 func (l Ledger) Complete(ctx context.Context, token int64, c jobs.Completion) error {
 	_, err := l.Store.Complete(ctx, token, toCompletion(c))
+	if errors.Is(err, fence.ErrNotRunning) {
+		return fmt.Errorf("%w: %w", jobs.ErrNotRunning, err)
+	}
 	return fencedErr(err)
 }
 

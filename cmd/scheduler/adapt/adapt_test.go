@@ -133,6 +133,10 @@ func TestLedger(t *testing.T) {
 			if done, err := l.CompleteMany(ctx, 20, cs); err != nil || done[0] || done[1] {
 				t.Fatalf("complete again = %v (err %v), want neither done", done, err)
 			}
+			// A run finished already is not running: the runner must not retry the write.
+			if err := l.Complete(ctx, 20, cs[0]); !errors.Is(err, jobs.ErrNotRunning) || !errors.Is(err, fence.ErrNotRunning) {
+				t.Fatalf("complete of a finished run: err %v, want jobs.ErrNotRunning wrapping fence.ErrNotRunning", err)
+			}
 			if done, err := l.CompleteMany(ctx, 20, nil); err != nil || len(done) != 0 {
 				t.Fatalf("complete of nothing = %v (err %v)", done, err)
 			}

@@ -1,0 +1,68 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+)
+
+// RunRef names a run for StartMany: its id and its job, whose fence guards the write.
+type RunRef struct {
+	RunID int64
+	Job   string
+}
+
+// maxStartBatch is the most runs one StartMany transaction marks: like a
+// reclaim, a fenced batch holds an advisory lock per job until it commits.
+const maxStartBatch = 1000
+
+// ClaimAheadMany claims slots like ClaimMany, for runs that have not
+// started yet: a leader claims slots shortly before they come due, so that
+// firing them makes no round trip. Such a run has attempt 0 and no start
+// time (as Run.Attempt says: it never ran) until StartMany marks it
+// started; a run taken over in that state (Reclaim) becomes attempt 1, so
+// that a slot claimed ahead by a leader that stopped before the slot came
+// due is not counted as attempted twice.
+func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+	if err := checkSlots(token, node, slots); err != nil {
+		return nil, fmt.Errorf("claim ahead: %w", err)
+	}
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	all := withNormTimes(slots)
+	var res []Result
+	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
+		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), true)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim %d slots ahead with token %d: %w", len(slots), token, err)
+	}
+	return expand(all, res), nil
+}
+
+// StartMany records that runs claimed ahead (ClaimAheadMany) started, now:
+// their attempt becomes 1 and their start time is set, fenced with token on
+// their jobs. Runs that started already, are finished, or are running under
+// another token are left as they are. It returns how many runs it marked.
+func (s *Store) StartMany(ctx context.Context, token int64, refs []RunRef) (int, error) {
+	for _, r := range refs {
+		if err := checkJobToken(r.Job, token); err != nil {
+			return 0, fmt.Errorf("start run %d: %w", r.RunID, err)
+		}
+	}
+	marked := 0
+	for lo := 0; lo < len(refs); lo += maxStartBatch {
+		part := refs[lo:min(lo+maxStartBatch, len(refs))]
+		var n int
+		err := s.retry(ctx, part[0].Job, token, func() (err error) {
+			n, err = s.b.start(ctx, token, s.now(), part)
+			return err
+		})
+		if err != nil {
+			return marked, fmt.Errorf("start %d runs with token %d: %w", len(part), token, err)
+		}
+		marked += n
+	}
+	return marked, nil
+}

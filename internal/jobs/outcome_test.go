@@ -1,0 +1,229 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+var errStoreDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+// flakyLedger is a fakeLedger whose outcome writes fail while failing is positive (each
+// failure counts it down), or for good while down is set.
+type flakyLedger struct {
+	*fakeLedger
+	failing   atomic.Int32
+	down      atomic.Bool
+	completes atomic.Int32 // Complete and CompleteMany calls
+}
+
+func (l *flakyLedger) fail() bool {
+	l.completes.Add(1)
+	if l.down.Load() {
+		return true
+	}
+	for {
+		n := l.failing.Load()
+		if n <= 0 {
+			return false
+		}
+		if l.failing.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+func (l *flakyLedger) Complete(ctx context.Context, token int64, c Completion) error {
+	if l.fail() {
+		return errStoreDown
+	}
+	return l.fakeLedger.Complete(ctx, token, c)
+}
+
+// batchFlakyLedger is a flakyLedger with CompleteMany.
+type batchFlakyLedger struct{ *flakyLedger }
+
+func (l batchFlakyLedger) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]bool, error) {
+	if l.fail() {
+		return nil, errStoreDown
+	}
+	done := make([]bool, len(cs))
+	for i, c := range cs {
+		done[i] = l.fakeLedger.Complete(ctx, token, c) == nil
+	}
+	return done, nil
+}
+
+// outcomeHarness runs a job over a flaky ledger; batched selects CompleteMany.
+type outcomeHarness struct {
+	t      *testing.T
+	clock  *fakeClock
+	ledger *flakyLedger
+	runner *Runner
+	logs   *observer.ObservedLogs
+	runs   atomic.Int32
+}
+
+func newOutcomeHarness(t *testing.T, batched bool) *outcomeHarness {
+	t.Helper()
+	h := &outcomeHarness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: &flakyLedger{fakeLedger: newFakeLedger()}}
+	core, logs := observer.New(zapcore.WarnLevel)
+	h.logs = logs
+	var led Ledger = h.ledger
+	if batched {
+		led = batchFlakyLedger{h.ledger}
+	}
+	exec := execFunc(func(context.Context, Run) (string, error) { h.runs.Add(1); return "ran", nil })
+	r, err := New([]Spec{spec(t, "job", exec, nil)}, Options{Node: "n1", Ledger: led, Clock: h.clock,
+		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runner = r
+	return h
+}
+
+// lead starts a term; the returned function ends it and returns what Lead returned.
+func (h *outcomeHarness) lead(tok int64) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- h.runner.Lead(ctx, tok) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-result:
+			return err
+		case <-time.After(10 * time.Second):
+			h.t.Fatal("Lead did not return after its context ended")
+			return nil
+		}
+	}
+	h.t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		name := "Single"
+		if batched {
+			name = "Batched"
+		}
+		t.Run(name, func(t *testing.T) {
+			const failures = 3
+			h := newOutcomeHarness(t, batched)
+			h.ledger.failing.Store(failures)
+			h.lead(token)
+			waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+			h.clock.Advance(time.Minute) // 12:01 fires
+			for i := range failures {
+				// The loop's timer (the next claim) and the outcome's backoff.
+				waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
+				h.clock.Advance(maxOutcomeRetryDelay)
+			}
+			rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			if n := h.runs.Load(); n != 1 {
+				t.Fatalf("executions=%d, want 1", n)
+			}
+			if len(rows) != 1 || rows[0].Attempt != 1 || rows[0].Token != token {
+				t.Fatalf("rows=%+v, want one run succeeded, attempt 1, token %d", rows, token)
+			}
+			if n := h.ledger.completes.Load(); n != failures+1 {
+				t.Fatalf("outcome writes=%d, want %d", n, failures+1)
+			}
+		})
+	}
+}
+
+func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		name := "Single"
+		if batched {
+			name = "Batched"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newOutcomeHarness(t, batched)
+			h.ledger.down.Store(true)
+			stop := h.lead(token)
+			waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+			h.clock.Advance(time.Minute) // 12:01 fires
+			waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+			if err := stop(); err != nil {
+				t.Fatalf("Lead=%v", err)
+			}
+			rows := h.ledger.snapshot("job")
+			if len(rows) != 1 || rows[0].Status != StatusRunning {
+				t.Fatalf("rows=%+v, want the run left running", rows)
+			}
+			lost := h.logs.FilterMessageSnippet("the next leader runs the slot again").All()
+			if len(lost) != 1 || lost[0].Level != zapcore.WarnLevel {
+				t.Fatalf("lost-outcome lines=%+v, want one warning", lost)
+			}
+			fields := lost[0].ContextMap()
+			for _, k := range []string{"job", "slot", "run_id", "attempt", "token"} {
+				if _, ok := fields[k]; !ok {
+					t.Errorf("the lost-outcome line has no %q: %v", k, fields)
+				}
+			}
+			if fields["run_id"] != rows[0].RunID || fields["token"] != token || fields["attempt"] != int64(1) {
+				t.Errorf("fields=%v, want run %d, token %d, attempt 1", fields, rows[0].RunID, token)
+			}
+
+			// This runner leads again once the store is back: it writes the outcome it kept
+			// and does not run the slot again.
+			h.ledger.down.Store(false)
+			h.lead(token + 1)
+			rows = waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			if n := h.runs.Load(); n != 1 {
+				t.Fatalf("executions=%d, want 1: a run whose executor returned was run again", n)
+			}
+			if rows[0].Attempt != 1 || rows[0].Completion.Output != "ran" {
+				t.Fatalf("rows=%+v, want the kept outcome, attempt 1", rows)
+			}
+		})
+	}
+}
+
+func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
+	h := newOutcomeHarness(t, false)
+	h.ledger.down.Store(true)
+	h.lead(token)
+	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	h.clock.Advance(time.Minute)
+	waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	grace, expire := context.WithCancel(context.Background())
+	defer expire()
+	drained := make(chan struct{})
+	go func() { h.runner.Drain(grace); close(drained) }()
+	waitFor(t, "draining", func() bool { return len(h.logs.All()) > 0 && h.clock.Pending() == 1 })
+	select {
+	case <-drained:
+		t.Fatal("Drain returned while an outcome write was being retried within the grace")
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.ledger.down.Store(false)
+	h.clock.Advance(maxOutcomeRetryDelay)
+	<-drained
+	rows := h.ledger.snapshot("job")
+	if len(rows) != 1 || rows[0].Status != StatusSucceeded || h.runs.Load() != 1 {
+		t.Fatalf("rows=%+v executions=%d, want one run, succeeded", rows, h.runs.Load())
+	}
+}
+
+func waitForRows(tb testing.TB, l *fakeLedger, cond func([]ledgerRow) bool) []ledgerRow {
+	tb.Helper()
+	var rows []ledgerRow
+	waitFor(tb, "ledger rows", func() bool { rows = l.snapshot("job"); return cond(rows) })
+	return rows
+}
