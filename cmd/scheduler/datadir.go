@@ -44,7 +44,8 @@ func lockDataDir(dir, node string) (*dataDirLock, error) {
 		return nil, fmt.Errorf("lock data dir %s (%s): %w", dir, path, err)
 	}
 	rec := fmt.Sprintf("pid %d\nnode %s\n", os.Getpid(), node)
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(rec), 0)
 	}
 	if err != nil {
