@@ -52,6 +52,10 @@ type replica struct {
 type deployOptions struct {
 	jobs  string        // YAML list under jobs:
 	grace time.Duration // shutdown_grace; default 5s
+	// jobRoles, when set, creates the database roles of the sql jobs once the schema exists and
+	// returns the store.job_dsn of the replicas (direct: each replica reaches it through its
+	// own Postgres proxy).
+	jobRoles func(d *deployment) string
 }
 
 // deploy sets up a scenario's system; the replicas are not started yet.
@@ -65,13 +69,17 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	d.dsn = s.pg.database(t)
 	d.prefix = fmt.Sprintf("/e2e/%d/election", time.Now().UnixNano())
 	d.cliCfg = filepath.Join(d.dir, "cli.yaml")
-	d.writeConfig(d.cliCfg, "e2e-cli", d.etcd.endpoints, d.dsn)
+	d.writeConfig(d.cliCfg, "e2e-cli", d.etcd.endpoints, d.dsn, "")
 	d.cli("migrate")
 	d.db = openDB(t, d.dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := d.db.Exec(ctx, auditSQL); err != nil {
 		t.Fatalf("install the audit triggers: %v", err)
+	}
+	var jobDSN string
+	if o.jobRoles != nil {
+		jobDSN = o.jobRoles(d)
 	}
 	for _, n := range nodes {
 		r := &replica{node: n, config: filepath.Join(d.dir, n+".yaml"), log: filepath.Join(d.dir, n+".log")}
@@ -82,7 +90,11 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 			eps = append(eps, p.addr())
 		}
 		r.pg = newProxy(t, n+"-pg", mustHost(t, d.dsn))
-		d.writeConfig(r.config, n, eps, viaProxy(t, d.dsn, r.pg.addr(), "e2e-"+n))
+		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.addr(), "e2e-"+n), ""
+		if jobDSN != "" {
+			storeJobDSN = viaProxy(t, jobDSN, r.pg.addr(), "e2e-"+n)
+		}
+		d.writeConfig(r.config, n, eps, storeDSN, storeJobDSN)
 		d.replicas[n] = r
 	}
 	t.Cleanup(func() {
@@ -97,19 +109,23 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	return d
 }
 
-// writeConfig writes a configuration file for node.
-func (d *deployment) writeConfig(path, node string, endpoints []string, dsn string) {
+// writeConfig writes a configuration file for node; jobDSN is store.job_dsn, empty for none.
+func (d *deployment) writeConfig(path, node string, endpoints []string, dsn, jobDSN string) {
 	d.t.Helper()
+	store := fmt.Sprintf("{dsn: %q}", dsn)
+	if jobDSN != "" {
+		store = fmt.Sprintf("{dsn: %q, job_dsn: %q}", dsn, jobDSN)
+	}
 	body := fmt.Sprintf(`node: %s
 data_dir: %s
 etcd: {endpoints: [%s], dial_timeout: 2s}
 election: {prefix: %s, ttl: %s}
-store: {dsn: %q}
+store: %s
 http: {addr: ""}
 log: {level: info, format: json}
 shutdown_grace: %s
 jobs:
-%s`, node, filepath.Join(d.dir, "data-"+node), strings.Join(endpoints, ", "), d.prefix, ttl, dsn, d.grace, d.jobs)
+%s`, node, filepath.Join(d.dir, "data-"+node), strings.Join(endpoints, ", "), d.prefix, ttl, store, d.grace, d.jobs)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		d.t.Fatal(err)
 	}

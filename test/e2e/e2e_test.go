@@ -94,6 +94,7 @@ func TestE2E(t *testing.T) {
 	t.Run("DataDirInUse", s.dataDirInUse)
 	t.Run("LeaselessKey", s.leaselessKey)
 	t.Run("JobRoleRaisesFence", s.jobRoleRaisesFence)
+	t.Run("SQLJobRole", s.sqlJobRole)
 	t.Run("ReceiverRefusesToken", s.receiverRefuses)
 	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)

@@ -88,19 +88,21 @@ func viaProxy(t *testing.T, dsn, addr, app string) string {
 // The fence makes every write commit under its own term's fence, so a write whose session is
 // not the one that raised the fence it committed under is a stale write that got through.
 // Statement triggers fire even for statements that change no row (a claim that conflicts, an
-// update of a finished run), so such stale writes are seen too.
+// update of a finished run), so such stale writes are seen too. The trigger functions run as
+// their owner: a write of any role is audited, and a role refused a write is refused for its own
+// rights, not for want of rights on the audit tables.
 const auditSQL = `
 CREATE SCHEMA e2e;
 CREATE TABLE e2e.raises (job text NOT NULL, token bigint NOT NULL, writer text NOT NULL,
     at timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE TABLE e2e.writes (tbl text NOT NULL, op text NOT NULL, writer text NOT NULL, fence bigint,
     at timestamptz NOT NULL DEFAULT clock_timestamp());
-CREATE FUNCTION e2e.raised() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION e2e.raised() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
 BEGIN
     INSERT INTO e2e.raises (job, token, writer) VALUES (NEW.job, NEW.token, current_setting('application_name'));
     RETURN NULL;
 END $$;
-CREATE FUNCTION e2e.written() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION e2e.written() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
 BEGIN
     INSERT INTO e2e.writes (tbl, op, writer, fence)
     VALUES (TG_TABLE_NAME, TG_OP, current_setting('application_name'), (SELECT max(token) FROM scheduler.job_fence));

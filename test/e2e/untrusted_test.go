@@ -2,31 +2,41 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The scenarios below are about parties the scheduler does not trust: a job's database role and
 // a webhook receiver. Neither may stop the other jobs or end the leader's term.
 
-// outsideFence is the token a job role once raised a fence to: far above any etcd revision.
+// outsideFence is the token of a raise from outside the scheduler: far above any etcd revision.
 const outsideFence = int64(9000000000000)
 
 // otherJob is the second job of the untrusted-party scenarios, beside the invoices workload.
 const otherJob = "report"
 
-// jobRoleRaisesFence gives a database role the rights the README's job-role recipe used to
-// grant (USAGE on the schema, EXECUTE on fence_check), and has it raise the fence of one job far
-// above the leader's token. That job is blocked; the invoices job keeps running in the same term
-// with no slot missed; once the table owner resets the fence the blocked job runs again.
+// unknownJob is a job name that is in no job table and has no fence.
+const unknownJob = "not-a-job"
+
+// jobRoleRaisesFence first has a job's database role, set up as the README's recipe says
+// (USAGE on the schema, EXECUTE on fence_verify alone), try to raise and forge fences: the
+// raising functions and writes to job_fence are refused (42501), fence_verify with a token
+// that is not the fence, or for a job that has none, fails with JF001, the fence table is
+// unchanged and every job keeps running in the same term with no slot missed. Then the table
+// owner raises the fence of one job far above the leader's token, standing in for a raise from
+// outside the scheduler or etcd revisions gone back: that job is blocked; the invoices job
+// keeps running in the same term with no slot missed; once the owner resets the fence the
+// blocked job runs again.
 func (s *suite) jobRoleRaisesFence(t *testing.T) {
 	w := workload{schedule: "@every 2s", every: 2 * time.Second, clients: 3, delay: 100 * time.Millisecond}
 	d := s.deploy(t, deployOptions{jobs: w.yaml() + fmt.Sprintf(`  - name: %s
@@ -39,31 +49,61 @@ func (s *suite) jobRoleRaisesFence(t *testing.T) {
 	first := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
 	d.waitFinished(invoicesJob, first.slot, 30*time.Second)
 	role := jobRoleDSN(t, d)
-
 	tl := newTimeline(t, "JobRoleRaisesFence")
+
+	before := fenceRows(t, d)
+	if _, ok := before[otherJob]; !ok {
+		t.Fatalf("%s has no fence row while the leader runs it: %v", otherJob, before)
+	}
+	triedAt := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raiseAt := time.Now()
-	if err := adminExec(ctx, role, fmt.Sprintf("SELECT scheduler.fence_check('%s', %d)", otherJob, outsideFence)); err != nil {
-		t.Fatalf("the job role raises %s's fence: %v", otherJob, err)
-	}
-	tl.start(raiseAt, fmt.Sprintf("a job role raises the fence of %s to %d; the leader %s holds token %d", otherJob, outsideFence, lead.node, lead.token))
-	watched := raiseAt.Add(w.every).Truncate(w.every).Add(w.every)
-	sleepUntil(watched.Add(5 * w.every))
-	last := watched.Add(4 * w.every)
-	d.waitFinished(invoicesJob, last, 30*time.Second)
-	snap := d.snapshot()
-	runs := snap.slotRuns(invoicesJob)
-	for at := watched; !at.After(last); at = at.Add(w.every) {
-		r, ok := runs[at.UTC()]
-		switch {
-		case !ok:
-			t.Errorf("slot %s of %s has no run while %s was blocked", stamp(at), invoicesJob, otherJob)
-		case r.Status != "succeeded" || r.Token != lead.token:
-			t.Errorf("slot %s of %s: %s with token %d (%s), want succeeded with the term's token %d",
-				stamp(at), invoicesJob, r.Status, r.Token, r.Reason, lead.token)
+	for _, a := range []struct{ sql, code, refused string }{
+		{fmt.Sprintf("SELECT scheduler.fence_check('%s', %d)", otherJob, outsideFence), "42501", "function fence_check"},
+		{fmt.Sprintf("SELECT scheduler.fence_check_all(ARRAY['%s'], %d)", otherJob, outsideFence), "42501", "function fence_check_all"},
+		{fmt.Sprintf("SELECT scheduler.fence_raise(ARRAY['%s'], %d)", otherJob, outsideFence), "42501", "function fence_raise"},
+		{fmt.Sprintf("SELECT scheduler.fence_verify('%s', %d)", otherJob, outsideFence), "JF001", ""},
+		{fmt.Sprintf("SELECT scheduler.fence_verify('%s', %d)", unknownJob, lead.token), "JF001", ""},
+		{fmt.Sprintf("INSERT INTO scheduler.job_fence (job, token) VALUES ('%s', %d)", unknownJob, outsideFence), "42501", "table job_fence"},
+		{fmt.Sprintf("UPDATE scheduler.job_fence SET token = %d WHERE job = '%s'", outsideFence, otherJob), "42501", "table job_fence"},
+	} {
+		err := adminExec(ctx, role, a.sql)
+		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != a.code || !strings.Contains(pe.Message, a.refused) {
+			t.Errorf("as the job role, %s: %v, want SQLSTATE %s %s", a.sql, err, a.code, a.refused)
 		}
 	}
+	tl.start(triedAt, fmt.Sprintf("a job role tries to raise and forge fences; the leader %s holds token %d", lead.node, lead.token))
+	watched := triedAt.Add(w.every).Truncate(w.every).Add(w.every)
+	last := watched.Add(3 * w.every)
+	sleepUntil(last.Add(w.every))
+	d.waitFinished(invoicesJob, last, 30*time.Second)
+	d.waitFinished(otherJob, last, 30*time.Second)
+	if after := fenceRows(t, d); !maps.Equal(after, before) {
+		t.Errorf("the fence table changed while only the job role acted on it:\nbefore %v\nafter  %v", before, after)
+	}
+	snap := d.snapshot()
+	wantSucceeded(t, snap, invoicesJob, watched, last, w.every, lead.token)
+	wantSucceeded(t, snap, otherJob, watched, last, time.Second, lead.token)
+	for _, r := range snap.runs {
+		if r.Status == "missed" {
+			t.Errorf("slot %s of %s recorded missed: a job role's attempts must stop no job", stamp(r.Slot), r.Job)
+		}
+	}
+	tl.mark(last, "every job ran each slot up to %s in the same term", stamp(last))
+
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raiseAt := time.Now()
+	if err := adminExec(ctx, d.dsn, fmt.Sprintf("SELECT scheduler.fence_check('%s', %d)", otherJob, outsideFence)); err != nil {
+		t.Fatalf("the table owner raises %s's fence: %v", otherJob, err)
+	}
+	tl.mark(raiseAt, "the table owner raises the fence of %s to %d", otherJob, outsideFence)
+	watched = raiseAt.Add(w.every).Truncate(w.every).Add(w.every)
+	sleepUntil(watched.Add(5 * w.every))
+	last = watched.Add(4 * w.every)
+	d.waitFinished(invoicesJob, last, 30*time.Second)
+	snap = d.snapshot()
+	wantSucceeded(t, snap, invoicesJob, watched, last, w.every, lead.token)
 	blockedRuns := 0
 	for _, r := range snap.runs {
 		if r.Job == invoicesJob && r.Status == "missed" {
@@ -79,7 +119,7 @@ func (s *suite) jobRoleRaisesFence(t *testing.T) {
 	}
 	for _, tm := range d.terms() {
 		if tm.token != lead.token {
-			t.Errorf("term %d of %s (%s): the term must not change when a job role raises one job's fence", tm.token, tm.node, tm.reason)
+			t.Errorf("term %d of %s (%s): the term must not change when a job role acts or one job's fence is raised", tm.token, tm.node, tm.reason)
 		}
 	}
 
@@ -99,7 +139,7 @@ func (s *suite) jobRoleRaisesFence(t *testing.T) {
 	})
 	tl.print()
 	// The invariants read every raise as a term, and the highest fence of any job as the fence a
-	// write committed under; the job role's raise was no term, so it is left out, and so are the
+	// write committed under; the owner's raise was no term, so it is left out, and so are the
 	// leader's own writes that the audit saw under that foreign fence. A stale write of any
 	// other replica is still found.
 	for _, n := range nodes {
@@ -117,34 +157,21 @@ func (s *suite) jobRoleRaisesFence(t *testing.T) {
 	}
 }
 
-// jobRoleDSN creates a role with the old recipe's rights in the scenario's database and returns
-// a DSN logged in as it.
-func jobRoleDSN(t *testing.T, d *deployment) string {
+// wantSucceeded fails t for each slot of job from first to last, every apart, that has no run
+// or a run that did not succeed with token.
+func wantSucceeded(t *testing.T, s snapshot, job string, first, last time.Time, every time.Duration, token int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	role := fmt.Sprintf("e2e_job_role_%d", time.Now().UnixNano())
-	for _, sql := range []string{
-		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD 'job-secret'", role),
-		fmt.Sprintf("GRANT USAGE ON SCHEMA scheduler TO %s", role),
-		fmt.Sprintf("GRANT EXECUTE ON FUNCTION scheduler.fence_check(text, bigint) TO %s", role),
-	} {
-		if err := adminExec(ctx, d.dsn, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
+	runs := s.slotRuns(job)
+	for at := first; !at.After(last); at = at.Add(every) {
+		r, ok := runs[at.UTC()]
+		switch {
+		case !ok:
+			t.Errorf("slot %s of %s has no run", stamp(at), job)
+		case r.Status != "succeeded" || r.Token != token:
+			t.Errorf("slot %s of %s: %s with token %d (%s), want succeeded with the term's token %d",
+				stamp(at), job, r.Status, r.Token, r.Reason, token)
 		}
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = adminExec(ctx, d.dsn, "DROP OWNED BY "+pgx.Identifier{role}.Sanitize())
-		_ = adminExec(ctx, d.dsn, "DROP ROLE "+pgx.Identifier{role}.Sanitize())
-	})
-	u, err := url.Parse(d.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, "job-secret")
-	return u.String()
 }
 
 // receiverRefuses runs an http job whose receiver answers 409 Conflict to every request while
