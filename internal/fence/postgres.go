@@ -77,6 +77,11 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	if cfg.tracer != nil {
 		pc.ConnConfig.Tracer = cfg.tracer
 	}
+	q := pgSQL(cfg.Schema)
+	pc.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		prepareWrites(ctx, conn, q)
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres %s: %w", pc.ConnConfig.Host, err)
@@ -85,7 +90,7 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
 	}
-	b := &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: pgSQL(cfg.Schema)}
+	b := &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q}
 	if jc != nil {
 		// Not pinged: commands that never run a job do not connect with it.
 		if b.jobPool, err = pgxpool.NewWithConfig(ctx, jc); err != nil {
