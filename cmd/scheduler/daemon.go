@@ -248,21 +248,25 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
+	// The term's helpers live as long as the term, on a context of their own so that they also
+	// stop when the runner returns first; they are joined before the term ends.
+	hctx, stopHelpers := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	helpers.Add(2)
 	// Triggers sent while no replica led are waiting in etcd: run them now.
-	go d.pendingTriggers(ctx)
-	// The pruner lives as long as the term, on a context of its own so that it also stops
-	// when the runner returns first; it is joined before the term ends.
-	pctx, stopPruning := context.WithCancel(ctx)
-	pruned := make(chan struct{})
 	go func() {
-		defer close(pruned)
-		if err := d.pruner.Run(pctx, t.Token); err != nil {
+		defer helpers.Done()
+		d.pendingTriggers(hctx)
+	}()
+	go func() {
+		defer helpers.Done()
+		if err := d.pruner.Run(hctx, t.Token); err != nil {
 			d.lg.Warn("pruning stopped for this term", zap.Int64("token", t.Token), zap.Error(err))
 		}
 	}()
 	err := <-errc
-	stopPruning()
-	<-pruned
+	stopHelpers()
+	helpers.Wait()
 	return err
 }
 
@@ -298,7 +302,10 @@ func (d *daemon) consumeTriggers(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case r := <-d.watcher.Requests():
+		case r, ok := <-d.watcher.Requests():
+			if !ok {
+				return nil // closed: the watcher's Run has returned
+			}
 			d.handleTrigger(ctx, r)
 		}
 	}
