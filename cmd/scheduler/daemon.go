@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,8 +23,9 @@ import (
 
 // daemon is `scheduler run`: one replica of the cluster.
 type daemon struct {
-	cfg     *Config
+	cfg     *Config // as loaded at start: a reload replaces only the table (see reload)
 	path    string
+	node    string // the --node flag, which overrides the file's node
 	environ []string
 	lg      *zap.Logger // carries the node field
 	base    *zap.Logger // without it
@@ -91,7 +89,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
-	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
+	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
@@ -381,42 +379,4 @@ func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) err
 	return d.control.Register(ctx, lease, control.Replica{
 		Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started,
 	})
-}
-
-// reloadOnHUP re-reads the configuration on SIGHUP: a valid one replaces the cron table, an
-// invalid one is logged with the messages of `validate` and the old table keeps running.
-func (d *daemon) reloadOnHUP(ctx context.Context) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			d.reload(ctx)
-		}
-	}
-}
-
-func (d *daemon) reload(ctx context.Context) {
-	cfg, err := LoadConfig(d.path, d.environ)
-	if err == nil {
-		var table []jobs.Spec
-		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ); err == nil {
-			err = d.runner.SetTable(table)
-		}
-	}
-	if err != nil {
-		d.m.reloads.WithLabelValues("failure").Inc()
-		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
-		return
-	}
-	d.m.reloads.WithLabelValues("success").Inc()
-	d.m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
-	d.mu.Lock()
-	d.jobs, d.hash = cfg.Jobs, tableHash(cfg)
-	d.mu.Unlock()
-	d.cfg.Jobs = cfg.Jobs
-	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
 }
