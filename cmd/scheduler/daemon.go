@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,8 +23,9 @@ import (
 
 // daemon is `scheduler run`: one replica of the cluster.
 type daemon struct {
-	cfg     *Config
+	cfg     *Config // as loaded at start: a reload replaces only the table (see reload)
 	path    string
+	node    string // the --node flag, which overrides the file's node
 	environ []string
 	lg      *zap.Logger // carries the node field
 	base    *zap.Logger // without it
@@ -91,7 +89,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
-	d := &daemon{cfg: cfg, path: c.configPath, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
+	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
 		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
@@ -248,21 +246,25 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
+	// The term's helpers live as long as the term, on a context of their own so that they also
+	// stop when the runner returns first; they are joined before the term ends.
+	hctx, stopHelpers := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	helpers.Add(2)
 	// Triggers sent while no replica led are waiting in etcd: run them now.
-	go d.pendingTriggers(ctx)
-	// The pruner lives as long as the term, on a context of its own so that it also stops
-	// when the runner returns first; it is joined before the term ends.
-	pctx, stopPruning := context.WithCancel(ctx)
-	pruned := make(chan struct{})
 	go func() {
-		defer close(pruned)
-		if err := d.pruner.Run(pctx, t.Token); err != nil {
+		defer helpers.Done()
+		d.pendingTriggers(hctx)
+	}()
+	go func() {
+		defer helpers.Done()
+		if err := d.pruner.Run(hctx, t.Token); err != nil {
 			d.lg.Warn("pruning stopped for this term", zap.Int64("token", t.Token), zap.Error(err))
 		}
 	}()
 	err := <-errc
-	stopPruning()
-	<-pruned
+	stopHelpers()
+	helpers.Wait()
 	return err
 }
 
@@ -298,7 +300,10 @@ func (d *daemon) consumeTriggers(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case r := <-d.watcher.Requests():
+		case r, ok := <-d.watcher.Requests():
+			if !ok {
+				return nil // closed: the watcher's Run has returned
+			}
 			d.handleTrigger(ctx, r)
 		}
 	}
@@ -374,42 +379,4 @@ func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) err
 	return d.control.Register(ctx, lease, control.Replica{
 		Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started,
 	})
-}
-
-// reloadOnHUP re-reads the configuration on SIGHUP: a valid one replaces the cron table, an
-// invalid one is logged with the messages of `validate` and the old table keeps running.
-func (d *daemon) reloadOnHUP(ctx context.Context) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			d.reload(ctx)
-		}
-	}
-}
-
-func (d *daemon) reload(ctx context.Context) {
-	cfg, err := LoadConfig(d.path, d.environ)
-	if err == nil {
-		var table []jobs.Spec
-		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ); err == nil {
-			err = d.runner.SetTable(table)
-		}
-	}
-	if err != nil {
-		d.m.reloads.WithLabelValues("failure").Inc()
-		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
-		return
-	}
-	d.m.reloads.WithLabelValues("success").Inc()
-	d.m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
-	d.mu.Lock()
-	d.jobs, d.hash = cfg.Jobs, tableHash(cfg)
-	d.mu.Unlock()
-	d.cfg.Jobs = cfg.Jobs
-	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
 }

@@ -494,3 +494,43 @@ func TestRunner_SetTable(t *testing.T) {
 		t.Fatal("SetTable accepted a job without executor")
 	}
 }
+
+// TestRunner_ReloadWhileRunStarts: a reload that the loop applies right after it launched a run
+// (here in the same step, as when the run's goroutine is slow to start) replaces the job's spec
+// while the goroutine starts; the goroutine must run the spec it was launched with, which -race
+// checks.
+func TestRunner_ReloadWhileRunStarts(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	block := execFunc(func(ctx context.Context, _ Run) (string, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "ok", nil
+	})
+	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", block, nil))
+	h.lead(token)
+	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	changed, err := checkTable([]Spec{spec(t, "job", block, func(s *Spec) { s.Retries = 3 })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runner.mu.Lock()
+	term := h.runner.current
+	h.runner.mu.Unlock()
+	errc := make(chan error, 1)
+	if !term.send(func() {
+		errc <- term.trigger("job", t0)
+		term.reload(changed)
+	}) {
+		t.Fatal("the term ended")
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	unblock()
+	h.waitRows("job", "the manual run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+}

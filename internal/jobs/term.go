@@ -318,8 +318,10 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 	t.runs++
 	t.started = append(t.started, run)
 	t.unstarted.Add(1)
+	// The spec is taken here, on the loop: a reload replaces js.spec while the run goes on.
+	spec := js.spec
 	go func() {
-		d, f := t.execute(rc, js.spec, run)
+		d, f := t.execute(rc, spec, run)
 		d.js = js
 		if f != nil {
 			f.done.js = js

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/control"
+	"scheduler/internal/election"
+	"scheduler/internal/jobs"
+	"scheduler/internal/testenv"
+)
+
+// buildDaemon builds the daemon of c's configuration as runDaemon does, without starting it.
+func buildDaemon(t *testing.T, c *cluster) *daemon {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := LoadConfig(c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := zaptest.NewLogger(t)
+	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), jobs: cfg.Jobs, hash: tableHash(cfg),
+		started: time.Now(), republish: make(chan struct{}, 1)}
+	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.cli.Close() })
+	if d.store, err = openStore(ctx, cfg, lg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.store.Close() })
+	if err := d.build(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// runWatcher runs d's control watcher until the returned stop is called, which waits for it.
+func runWatcher(t *testing.T, d *daemon) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.watcher.Run(ctx) }()
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watcher: %v", err)
+		}
+	}
+	t.Cleanup(func() { cancel() })
+	select {
+	case <-d.watcher.Ready():
+	case <-time.After(10 * time.Second):
+		stop()
+		t.Fatal("the control watcher did not list")
+	}
+	return stop
+}
+
+// TestDaemon_ConsumeTriggersEndsWithWatcher: once the watcher's channel is closed,
+// consumeTriggers returns instead of taking zero requests from it.
+func TestDaemon_ConsumeTriggersEndsWithWatcher(t *testing.T) {
+	d := buildDaemon(t, newCluster(t, testenv.MustDatabase(t), ""))
+	runWatcher(t, d)() // closes the channel
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.consumeTriggers(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("consumeTriggers = %v, want nil", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("consumeTriggers goes on reading the closed channel of a stopped watcher")
+	}
+}
+
+// TestDaemon_LeadJoinsPendingTriggers: a term that ends while its pending trigger requests are
+// still being read (etcd does not answer) ends only once that read has stopped.
+func TestDaemon_LeadJoinsPendingTriggers(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	d := buildDaemon(t, c)
+	stopWatcher := runWatcher(t, d)
+	defer stopWatcher()
+	// The requests are read through a proxy, which holds them; the rest talks to etcd directly.
+	proxy := testenv.MustProxy(t, c.etcd.Endpoints()[0])
+	pcli, err := clientv3.New(clientv3.Config{Endpoints: []string{proxy.Addr()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcli.Close()
+	if d.control, err = control.New(pcli, d.cfg.Election.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.control.Requests(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A fence above the term's token ends the term at its takeover, while ctx lives on.
+	const token = 5
+	if err := d.store.RaiseAll(ctx, []string{"tick", "yearly"}, token+1000); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Pause()
+	defer proxy.Resume()
+
+	done := make(chan error, 1)
+	go func() { done <- d.lead(ctx, election.Term{Token: token, Node: "a", Since: time.Now()}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jobs.ErrFenced) {
+			t.Fatalf("lead = %v, want the store's refusal of token %d", err, token)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lead did not return after the store refused its token")
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*daemon).pendingTriggers") {
+		t.Fatal("lead returned while its pendingTriggers goroutine still runs")
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/signal"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"scheduler/cmd/scheduler/adapt"
+	"scheduler/internal/jobs"
+)
+
+// reloadOnHUP re-reads the configuration on SIGHUP: a valid one replaces the cron table, an
+// invalid one is logged with the messages of `validate` and the old table keeps running.
+func (d *daemon) reloadOnHUP(ctx context.Context) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			d.reload(ctx)
+		}
+	}
+}
+
+// reload replaces the table with the configuration's: the runner's, then the one /status
+// shows and its hash, together, then the replica's entry in etcd. The other settings were read
+// at start and keep their values; those that changed are named, for a restart to apply them.
+func (d *daemon) reload(ctx context.Context) {
+	cfg, err := LoadConfig(d.path, d.environ)
+	if err == nil {
+		var table []jobs.Spec
+		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ); err == nil {
+			err = d.runner.SetTable(table)
+		}
+	}
+	if err != nil {
+		d.m.reloads.WithLabelValues("failure").Inc()
+		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
+		return
+	}
+	if d.node != "" {
+		cfg.Node = d.node
+	}
+	hash := tableHash(cfg)
+	d.m.reloads.WithLabelValues("success").Inc()
+	d.m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
+	d.mu.Lock()
+	d.jobs, d.hash = cfg.Jobs, hash
+	d.mu.Unlock()
+	select {
+	case d.republish <- struct{}{}:
+	default: // one is pending, and it publishes the latest hash
+	}
+	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", hash))
+	if keys := restartKeys(d.cfg, cfg); len(keys) > 0 {
+		d.lg.Warn("changed settings apply only after a restart", zap.Strings("keys", keys))
+	}
+}
+
+// reloadable are the keys a reload applies: the table (with what its jobs inherit) and the
+// job labels of the metrics.
+var reloadable = map[string]bool{
+	"jobs": true, "defaults": true, "history.max_age": true, "history.max_runs": true, "metrics.per_job": true,
+}
+
+// restartKeys returns the key paths, sorted, of the settings that differ between old and new
+// and that a reload does not apply.
+func restartKeys(old, new *Config) []string {
+	var keys []string
+	diffKeys(reflect.ValueOf(*old), reflect.ValueOf(*new), "", &keys)
+	slices.Sort(keys)
+	return keys
+}
+
+// diffKeys appends to keys the paths under prefix whose values differ between the structs a
+// and b, named by their mapstructure tags; a squashed struct adds no name of its own.
+func diffKeys(a, b reflect.Value, prefix string, keys *[]string) {
+	for i := 0; i < a.NumField(); i++ {
+		f := a.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		key := prefix
+		if opts != "squash" {
+			if key != "" {
+				key += "."
+			}
+			key += name
+		}
+		switch {
+		case reloadable[key]:
+		case f.Type.Kind() == reflect.Struct:
+			diffKeys(a.Field(i), b.Field(i), key, keys)
+		case !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()):
+			*keys = append(*keys, key)
+		}
+	}
+}
