@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"scheduler/internal/testenv"
 )
 
 // ttl is the lease TTL of every scenario: the server's minimum with production etcd timing.
@@ -43,8 +45,8 @@ type replica struct {
 	node   string
 	config string
 	log    string
-	etcd   []*proxy // one per member, in member order
-	pg     *proxy
+	etcd   []*testenv.Proxy // one per member, in member order
+	pg     *testenv.Proxy
 	proc   *process
 }
 
@@ -84,15 +86,15 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	for _, n := range nodes {
 		r := &replica{node: n, config: filepath.Join(d.dir, n+".yaml"), log: filepath.Join(d.dir, n+".log")}
 		var eps []string
-		for i, ep := range d.etcd.endpoints {
-			p := newProxy(t, fmt.Sprintf("%s-etcd%d", n, i), ep)
+		for _, ep := range d.etcd.endpoints {
+			p := testenv.MustProxy(t, ep)
 			r.etcd = append(r.etcd, p)
-			eps = append(eps, p.addr())
+			eps = append(eps, p.Addr())
 		}
-		r.pg = newProxy(t, n+"-pg", mustHost(t, d.dsn))
-		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.addr(), "e2e-"+n), ""
+		r.pg = testenv.MustProxy(t, mustHost(t, d.dsn))
+		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.Addr(), "e2e-"+n), ""
 		if jobDSN != "" {
-			storeJobDSN = viaProxy(t, jobDSN, r.pg.addr(), "e2e-"+n)
+			storeJobDSN = viaProxy(t, jobDSN, r.pg.Addr(), "e2e-"+n)
 		}
 		d.writeConfig(r.config, n, eps, storeDSN, storeJobDSN)
 		d.replicas[n] = r

@@ -47,7 +47,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 		hold = 2*ttl + time.Duration(rng.Int64N(int64(2*ttl)))
 	}
 	sleepUntil(run.at.Add(point))
-	stale := d.replicas[old.node].pg.staleErrors()
+	stale := d.replicas[old.node].pg.StaleErrors()
 	faultAt := time.Now()
 	if crash {
 		d.signal(old.node, syscall.SIGKILL)
@@ -109,7 +109,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 	}
 	tl.figure("rows_old_token", byToken[old.token])
 	tl.figure("rows_new_token", byToken[next.token])
-	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.staleErrors()-stale)
+	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.StaleErrors()-stale)
 	if fin.Status != "succeeded" || fin.Token != next.token || fin.Attempt < 2 {
 		t.Errorf("slot %s: %s under token %d, attempt %d; want succeeded under the new token %d, taken over (attempt >= 2)",
 			stamp(run.slot), fin.Status, fin.Token, fin.Attempt, next.token)

@@ -44,9 +44,9 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	tl := newTimeline(t, "LeaderCutOffFromEtcd")
 	delay := 3 * ttl
 	sleepUntil(run.at.Add(time.Second).Truncate(time.Second).Add(750 * time.Millisecond))
-	r.pg.setDelay(delay)
+	r.pg.Delay(delay)
 	for _, p := range r.etcd {
-		p.pause()
+		p.Pause()
 	}
 	cutAt := time.Now()
 	tl.start(cutAt, fmt.Sprintf("%s (leader, token %d, lease %s) cut off from etcd and its link to Postgres slowed to %d ms, %d ms into the run of slot %s",
@@ -83,7 +83,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	// The old leader's writes sent before the step-down land after the raise and are refused.
 	landed := stepDown.ended.Add(delay + time.Second)
 	sleepUntil(landed)
-	fenced := r.pg.staleErrors()
+	fenced := r.pg.StaleErrors()
 	snap := d.snapshot()
 	tl.mark(raiseTime(snap, next.token), "fence raised to %d by %s", next.token, next.node)
 	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001)", old.node, fenced)
@@ -92,9 +92,9 @@ func (s *suite) leaderCutOff(t *testing.T) {
 		t.Errorf("no write of %s was refused by the fence: want its in-flight claim refused", old.node)
 	}
 
-	r.pg.setDelay(0)
+	r.pg.Delay(0)
 	for _, p := range r.etcd {
-		p.resume()
+		p.Resume()
 	}
 	healAt := time.Now()
 	tl.mark(healAt, "%s's links heal", old.node)
@@ -153,7 +153,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	first := d.waitLeader(0, 30*time.Second)
 	lag := 150 * time.Millisecond
 	for _, p := range d.replicas[first.node].etcd {
-		p.setDelay(lag)
+		p.Delay(lag)
 	}
 	run := d.waitRunStarted(invoicesJob, time.Now().Add(ttl), 40*time.Second)
 	old, ok := d.termOf(run.token)
@@ -162,7 +162,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	}
 	tl := newTimeline(t, "LeaderKeyDeleted")
 	sleepUntil(run.at.Add(200 * time.Millisecond))
-	stale := d.replicas[old.node].pg.staleErrors()
+	stale := d.replicas[old.node].pg.StaleErrors()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := d.etcd.cli.Get(ctx, d.prefix+"/", clientv3.WithFirstCreate()...)
@@ -202,7 +202,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	tl.figure("overlap_ms", ms(ended.ended.Sub(next.won)))
 	tl.figure("tokens", fmt.Sprintf("%d->%d", old.token, next.token))
 	tl.figure("writes_fenced_log", fencedLog)
-	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.staleErrors()-stale)
+	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.StaleErrors()-stale)
 	tl.figure("rows_old_token", byToken[old.token])
 	tl.figure("rows_new_token", byToken[next.token])
 	if !ended.ended.After(next.won) {

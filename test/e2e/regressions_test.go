@@ -60,10 +60,10 @@ func (s *suite) attemptsWhileStoreDown(t *testing.T) {
 	sleepUntil(run.at.Add(100 * time.Millisecond))
 	tl := newTimeline(t, "AttemptsCountedWhileStoreDown")
 	cutAt := time.Now()
-	d.replicas["a"].pg.cutAll()
+	d.replicas["a"].pg.Cut()
 	tl.start(cutAt, fmt.Sprintf("a cut off from Postgres for 2.5 s, %d ms into the run of slot %s", ms(cutAt.Sub(run.at)), stamp(run.slot)))
 	time.Sleep(2500 * time.Millisecond)
-	d.replicas["a"].pg.resume()
+	d.replicas["a"].pg.Resume()
 	tl.mark(time.Now(), "a reaches Postgres again")
 	fin := d.waitFinished(invoicesJob, run.slot, 30*time.Second)
 	var numbers []int
