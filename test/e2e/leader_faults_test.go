@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // frozenLeader is the seed's experiment: SIGSTOP the leader's process group in the middle of a
@@ -78,13 +80,13 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 			t.Errorf("%s took over at %s, after %s woke at %s: the freeze was too short to test a takeover", next.node, stamp(next.won), old.node, stamp(contAt))
 		}
 		var ended term
-		d.waitFor(old.node+"'s term to end after waking", 15*time.Second, func() bool {
+		testenv.Eventually(d.t, 15*time.Second, poll, old.node+"'s term to end after waking", func() bool {
 			ended, _ = d.termOf(old.token)
 			return !ended.ended.IsZero()
 		})
 		tl.mark(ended.ended, "%s's term %d ends (%s)", old.node, old.token, ended.reason)
 		tl.figure("woken_stepdown_ms", ms(ended.ended.Sub(contAt)))
-		d.waitFor(old.node+" to rejoin as a follower", 20*time.Second, func() bool {
+		testenv.Eventually(d.t, 20*time.Second, poll, old.node+" to rejoin as a follower", func() bool {
 			st := d.status()
 			return st.Leader != nil && st.Leader.Token == next.token && st.hasReplica(old.node)
 		})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/testenv"
 )
 
 // beatJob fires every second and holds a connection for half a second without writing: at
@@ -98,7 +100,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	}
 	healAt := time.Now()
 	tl.mark(healAt, "%s's links heal", old.node)
-	d.waitFor(old.node+" to rejoin as a follower", 20*time.Second, func() bool {
+	testenv.Eventually(d.t, 20*time.Second, poll, old.node+" to rejoin as a follower", func() bool {
 		st := d.status()
 		return st.Leader != nil && st.Leader.Token == next.token && st.hasReplica(old.node)
 	})
@@ -181,7 +183,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 		old.node, old.token, ms(delAt.Sub(run.at)), stamp(run.slot), old.node, ms(lag)))
 	next := d.waitLeader(old.token, 10*time.Second)
 	var ended term
-	d.waitFor(old.node+"'s term to end", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, old.node+"'s term to end", func() bool {
 		ended, _ = d.termOf(old.token)
 		return !ended.ended.IsZero()
 	})

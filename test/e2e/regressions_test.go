@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // orphanOutlived kills the only replica in the middle of a run and starts another one after the
@@ -19,7 +21,7 @@ func (s *suite) orphanOutlived(t *testing.T) {
 	d.start("a")
 	d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
-	d.waitFor("three invoices of the slot", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "three invoices of the slot", func() bool {
 		return len(d.snapshot().invoicesOf(run.slot)) >= 3
 	})
 	tl := newTimeline(t, "OrphanOutlivedByNextSlot")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // postgresRestart restarts Postgres while a run has billed some clients: the attempt fails,
@@ -20,7 +22,7 @@ func (s *suite) postgresRestart(t *testing.T) {
 	d.startAll()
 	leader := d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
-	d.waitFor("three invoices of the slot", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "three invoices of the slot", func() bool {
 		return len(d.snapshot().invoicesOf(run.slot)) >= 3
 	})
 	tl := newTimeline(t, "PostgresRestart")
