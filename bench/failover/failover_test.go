@@ -16,8 +16,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -33,19 +31,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 const ttl = 2 * time.Second
 
-// build compiles the scheduler binary.
-func build(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "scheduler")
-	out, err := exec.Command("go", "build", "-o", bin, "scheduler/cmd/scheduler").CombinedOutput()
-	if err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func BenchmarkFailover(b *testing.B) {
-	bin := build(b)
+	bin := testenv.MustBuild(b, "scheduler/cmd/scheduler")
 	etcd := testenv.MustEtcd(b)
 	pg := testenv.MustPostgres(b)
 	b.Run("kill-9", func(b *testing.B) { handover(b, bin, etcd, pg.CreateDatabase(b), syscall.SIGKILL) })

@@ -158,19 +158,20 @@ func (c *cluster) status() statusDoc {
 	return doc
 }
 
-// wait polls cond; the bound only keeps a broken test from hanging.
+// wait polls cond, and logs the replicas' logs if the test ends while it waits; the bound only
+// keeps a broken test from hanging.
 func (c *cluster) wait(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	held := false
+	defer func() {
+		if !held { // the test ends here: Eventually gave up, or cond failed it
 			for _, r := range c.replicas {
 				c.t.Logf("logs of %s:\n%s", r.node, r.logs)
 			}
-			c.t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	testenv.Eventually(c.t, 30*time.Second, 100*time.Millisecond, what, cond)
+	held = true
 }
 
 func countStatus(runs []fence.Run, st fence.Status) int {

@@ -61,18 +61,6 @@ func testLogger(tb testing.TB) *zap.Logger {
 	return zaptest.NewLogger(tb, zaptest.Level(zap.InfoLevel))
 }
 
-// waitUntil polls cond until it holds or ctx ends.
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // waitReady waits until w has listed once.
 func waitReady(t *testing.T, ctx context.Context, w *Watcher) {
 	t.Helper()

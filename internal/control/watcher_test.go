@@ -36,11 +36,11 @@ func TestWatcher_Run(t *testing.T) {
 		if _, err := operator.Pause(ctx, "invoices", "op"); err != nil {
 			t.Fatalf("pause: %v", err)
 		}
-		waitUntil(t, ctx, "invoices paused", func() bool { return w.Paused("invoices") })
+		testenv.Eventually(t, testTimeout, 5*time.Millisecond, "invoices paused", func() bool { return w.Paused("invoices") })
 		if _, err := operator.Resume(ctx, "invoices"); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
-		waitUntil(t, ctx, "invoices resumed", func() bool { return !w.Paused("invoices") })
+		testenv.Eventually(t, testTimeout, 5*time.Millisecond, "invoices resumed", func() bool { return !w.Paused("invoices") })
 		if !w.Paused("early") || w.Paused("stock") {
 			t.Fatalf("paused early=%v stock=%v, want true false", w.Paused("early"), w.Paused("stock"))
 		}
@@ -191,7 +191,7 @@ func TestWatcher_Compaction(t *testing.T) {
 	if _, err := operator.Resume(ctx, "between"); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	waitUntil(t, ctx, "resume after the compaction", func() bool { return !w.Paused("between") })
+	testenv.Eventually(t, testTimeout, 5*time.Millisecond, "resume after the compaction", func() bool { return !w.Paused("between") })
 	after, err := operator.Trigger(ctx, "after", "op", t0.Add(time.Minute))
 	if err != nil {
 		t.Fatalf("trigger: %v", err)
@@ -225,7 +225,7 @@ func TestWatcher_MemberOutage(t *testing.T) {
 	if _, err := operator.Pause(ctx, "before", "op"); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
-	waitUntil(t, ctx, "pause seen", func() bool { return w.Paused("before") })
+	testenv.Eventually(t, testTimeout, 5*time.Millisecond, "pause seen", func() bool { return w.Paused("before") })
 
 	e.Stop(t, 0)
 	e.LeaderIndex(t)
@@ -251,10 +251,10 @@ func TestWatcher_MemberOutage(t *testing.T) {
 	if r := recv(t, ctx, w); r.Key != during.Key {
 		t.Fatalf("delivered %+v, want %+v", r, during)
 	}
-	waitUntil(t, ctx, "state of the outage seen", func() bool { return w.Paused("during") && !w.Paused("before") })
+	testenv.Eventually(t, testTimeout, 5*time.Millisecond, "state of the outage seen", func() bool { return w.Paused("during") && !w.Paused("before") })
 	if _, err := operator.Pause(ctx, "after", "op"); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
-	waitUntil(t, ctx, "pause after the outage seen", func() bool { return w.Paused("after") })
+	testenv.Eventually(t, testTimeout, 5*time.Millisecond, "pause after the outage seen", func() bool { return w.Paused("after") })
 	t.Logf("lists: %d (2 or more: the resumed watch found its revision compacted)", lists.Load())
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/testenv"
 )
 
 // claimlessLedger is a fakeLedger whose claims fail while down is set.
@@ -52,11 +54,11 @@ func TestRunner_BacklogSkipSaysWhy(t *testing.T) {
 	}()
 	led.down.Store(true)
 	for range 3 { // 12:01, 12:02, 12:03 fire while the store is down
-		waitFor(t, "idle loop", func() bool { return clock.Pending() == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 1 })
 		clock.Advance(time.Minute)
 	}
 	led.down.Store(false)
-	waitFor(t, "idle loop", func() bool { return clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 1 })
 	clock.Advance(5 * time.Second) // the backlog's retry, before 12:04
 	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return len(r) >= 3 && count(r, StatusRunning) == 0 })
 	if exec.n.Load() != 1 || count(rows, StatusSucceeded) != 1 || count(rows, StatusSkipped) != 2 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/testenv"
 )
 
 // outsideFence is a fence raised from outside the scheduler, far above any token of the tests.
@@ -95,7 +97,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 		h.ledger.raise("x", outsideFence) // a job role calling the raising fence function
 		h.advance(time.Minute, 1)
-		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		h.running()
 		b := h.runner.Blocked()[0]
@@ -126,7 +128,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 		h.ledger.reset("x") // the table owner's fence_admin_reset('x')
 		h.advance(time.Minute, 1)
-		waitFor(t, "x unblocked", func() bool { return len(h.runner.Blocked()) == 0 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x unblocked", func() bool { return len(h.runner.Blocked()) == 0 })
 		h.advance(time.Minute, 1)
 		h.waitRows("x", "x runs again", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		if got := h.hooks(); got != "x=true,x=false" {
@@ -168,7 +170,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
 		h.ledger.raise("x", outsideFence)
 		h.lead(token)
-		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
 		h.running()
@@ -195,7 +197,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h := newBlockHarness(t, t0.Add(30*time.Second), nil, spec(t, "x", own, nil), spec(t, "y", execFunc(succeed), nil))
 		h.lead(token)
 		h.advance(time.Minute, 1)
-		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		h.running()
@@ -210,7 +212,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
 		h.ledger.raise("x", outsideFence)
 		h.advance(time.Minute, 1)
-		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		h.running()
 		if rows := h.rows("x"); len(rows) != 1 {
@@ -226,7 +228,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		<-b.started
 		h.ledger.raise("x", outsideFence) // while x runs: its outcome write is refused
 		close(b.release)
-		waitFor(t, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
 		h.running()

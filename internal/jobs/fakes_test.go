@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -366,15 +365,3 @@ func contains(list []string, s string) bool {
 type execFunc func(ctx context.Context, r Run) (string, error)
 
 func (f execFunc) Execute(ctx context.Context, r Run) (string, error) { return f(ctx, r) }
-
-// waitFor polls cond until it holds; the bound only keeps a broken test from hanging.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"scheduler/internal/testenv"
 )
 
 // nopLedger answers every call at once and remembers nothing: what is left is the runner's own
@@ -86,14 +88,14 @@ func BenchmarkRunner_Herd(b *testing.B) {
 			defer func() { cancel(); wg.Wait() }()
 			b.ResetTimer()
 			for i := range b.N {
-				waitFor(b, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
+				testenv.Eventually(b, 10*time.Second, time.Millisecond, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
 				fireAt.Store(time.Now().UnixNano())
 				clock.Advance(500 * time.Millisecond) // the slot
 				want := int64((i + 1) * n)
 				for finished.Load() < want {
 					time.Sleep(50 * time.Microsecond)
 				}
-				waitFor(b, "idle", func() bool { return clock.Pending() == 1 && r.claimedAhead() == -1 })
+				testenv.Eventually(b, 10*time.Second, time.Millisecond, "idle", func() bool { return clock.Pending() == 1 && r.claimedAhead() == -1 })
 				clock.Advance(59*time.Second + 500*time.Millisecond) // the next herd's claim time
 			}
 			b.StopTimer()

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"scheduler/internal/testenv"
 )
 
 var errStoreDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
@@ -125,11 +127,11 @@ func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 			h := newOutcomeHarness(t, batched)
 			h.ledger.failing.Store(failures)
 			h.lead(token)
-			waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+			testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 			h.clock.Advance(time.Minute) // 12:01 fires
 			for i := range failures {
 				// The loop's timer (the next claim) and the outcome's backoff.
-				waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
+				testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
 				h.clock.Advance(maxOutcomeRetryDelay)
 			}
 			rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
@@ -156,9 +158,9 @@ func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
 			h := newOutcomeHarness(t, batched)
 			h.ledger.down.Store(true)
 			stop := h.lead(token)
-			waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+			testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 			h.clock.Advance(time.Minute) // 12:01 fires
-			waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+			testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
 			if err := stop(); err != nil {
 				t.Fatalf("Lead=%v", err)
 			}
@@ -199,14 +201,14 @@ func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 	h := newOutcomeHarness(t, false)
 	h.ledger.down.Store(true)
 	h.lead(token)
-	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 	h.clock.Advance(time.Minute)
-	waitFor(t, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
 	grace, expire := context.WithCancel(context.Background())
 	defer expire()
 	drained := make(chan struct{})
 	go func() { h.runner.Drain(grace); close(drained) }()
-	waitFor(t, "draining", func() bool { return len(h.logs.All()) > 0 && h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "draining", func() bool { return len(h.logs.All()) > 0 && h.clock.Pending() == 1 })
 	select {
 	case <-drained:
 		t.Fatal("Drain returned while an outcome write was being retried within the grace")
@@ -224,6 +226,6 @@ func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 func waitForRows(tb testing.TB, l *fakeLedger, cond func([]ledgerRow) bool) []ledgerRow {
 	tb.Helper()
 	var rows []ledgerRow
-	waitFor(tb, "ledger rows", func() bool { rows = l.snapshot("job"); return cond(rows) })
+	testenv.Eventually(tb, 10*time.Second, time.Millisecond, "ledger rows", func() bool { rows = l.snapshot("job"); return cond(rows) })
 	return rows
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/testenv"
 )
 
 func (l *fakeLedger) claimCalls() int {
@@ -123,7 +125,7 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 				}
 			}()
 			if tc.at < time.Minute {
-				waitFor(t, "armed timer", func() bool { return clock.Pending() == 1 })
+				testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != StatusRunning {
 					t.Fatalf("rows=%+v: the slot claimed ahead must be left for the firing loop", rows)
 				}
@@ -153,7 +155,7 @@ func TestRunner_ReloadClosesSlotClaimedAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "reload", func() bool { return h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reload", func() bool { return h.clock.Pending() == 1 })
 	h.advance(500*time.Millisecond, 1)
 	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
 	if rows[0].Completion.Reason != reasonReloaded || exec.n.Load() != 0 {
@@ -210,11 +212,11 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() { result <- r.Lead(ctx, token) }()
-	waitFor(t, "leading", func() bool { return clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return clock.Pending() == 1 })
 	clock.Advance(time.Minute)
-	waitFor(t, "all fired", func() bool { return fired.Load() == n })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "all fired", func() bool { return fired.Load() == n })
 	close(gate) // the herd ends together
-	waitFor(t, "all recorded", func() bool {
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "all recorded", func() bool {
 		done := 0
 		for i := range n {
 			done += count(led.snapshot(fmt.Sprintf("job%03d", i)), StatusSucceeded)
@@ -291,7 +293,7 @@ func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 			t.Errorf("Lead=%v", err)
 		}
 	}()
-	waitFor(t, "armed timer", func() bool { return clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(200 * time.Millisecond)
 	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
 	if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
@@ -339,7 +341,7 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() { result <- r.Lead(ctx, token) }()
-	waitFor(t, "orphans finished", func() bool {
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "orphans finished", func() bool {
 		done := 0
 		for i := range n {
 			for _, row := range led.snapshot(fmt.Sprintf("job%02d", i)) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/testenv"
 )
 
 // t0 is a round instant the tests start from.
@@ -88,7 +90,7 @@ func (h *harness) stop() error {
 // advance waits until want timers are armed (the runner is idle), then moves the clock.
 func (h *harness) advance(d time.Duration, want int) {
 	h.t.Helper()
-	waitFor(h.t, "armed timers", func() bool { return h.clock.Pending() == want })
+	testenv.Eventually(h.t, 10*time.Second, time.Millisecond, "armed timers", func() bool { return h.clock.Pending() == want })
 	h.clock.Advance(d)
 }
 
@@ -97,7 +99,7 @@ func (h *harness) rows(job string) []ledgerRow { return h.ledger.snapshot(job) }
 func (h *harness) waitRows(job string, what string, cond func([]ledgerRow) bool) []ledgerRow {
 	h.t.Helper()
 	var rows []ledgerRow
-	waitFor(h.t, what, func() bool { rows = h.rows(job); return cond(rows) })
+	testenv.Eventually(h.t, 10*time.Second, time.Millisecond, what, func() bool { rows = h.rows(job); return cond(rows) })
 	return rows
 }
 
@@ -305,11 +307,11 @@ func TestRunner_Retries(t *testing.T) {
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, func(s *Spec) { s.Retries = 3 }))
 	h.lead(token)
 	h.advance(time.Minute, 1)
-	waitFor(t, "first attempt", func() bool { return calls.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "first attempt", func() bool { return calls.Load() == 1 })
 	// Backoff 10s, then 20s: the loop's timer plus the backoff timer are armed.
 	h.advance(9*time.Second, 2)
 	h.advance(time.Second, 2)
-	waitFor(t, "second attempt", func() bool { return calls.Load() == 2 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "second attempt", func() bool { return calls.Load() == 2 })
 	h.advance(19*time.Second, 2)
 	if calls.Load() != 2 {
 		t.Fatal("third attempt before its backoff")
@@ -364,7 +366,7 @@ func TestRunner_Jitter(t *testing.T) {
 		t.Fatal("the slot fired before its jitter")
 	}
 	h.advance(time.Millisecond, 1)
-	waitFor(t, "jittered fire", func() bool { return started.Load() != nil })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "jittered fire", func() bool { return started.Load() != nil })
 	if d := started.Load().(time.Duration); d != delay {
 		t.Fatalf("fired %s after the slot, want the jitter %s", d, delay)
 	}
@@ -454,7 +456,7 @@ func TestRunner_Trigger(t *testing.T) {
 		t.Fatalf("Trigger on a follower = %v, want ErrNotLeading", err)
 	}
 	h.lead(token)
-	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 	if err := h.runner.Trigger(ctx, "yearly", t0); err != nil {
 		t.Fatal(err)
 	}
@@ -477,12 +479,12 @@ func TestRunner_Trigger(t *testing.T) {
 func TestRunner_SetTable(t *testing.T) {
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "a", execFunc(succeed), nil))
 	h.lead(token)
-	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 	err := h.runner.SetTable([]Spec{spec(t, "b", execFunc(succeed), func(s *Spec) { s.Schedule = mustSchedule(t, "@every 30s") })})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "reload", func() bool { h.ledger.mu.Lock(); defer h.ledger.mu.Unlock(); return h.ledger.fences["b"] == token })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reload", func() bool { h.ledger.mu.Lock(); defer h.ledger.mu.Unlock(); return h.ledger.fences["b"] == token })
 	h.advance(30*time.Second, 1)
 	h.waitRows("b", "new job runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
 	h.advance(30*time.Second, 1)

@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"scheduler/internal/testenv"
 )
 
 func TestRunner_ScrubsOutcome(t *testing.T) {
@@ -51,7 +53,7 @@ func TestRunner_ScrubsRetryLog(t *testing.T) {
 	h.runner = r
 	h.lead(token)
 	h.advance(time.Minute, 1)
-	waitFor(t, "the retry line", func() bool { return logs.FilterMessage("attempt failed; retrying").Len() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the retry line", func() bool { return logs.FilterMessage("attempt failed; retrying").Len() == 1 })
 	for _, e := range logs.All() {
 		for k, v := range e.ContextMap() {
 			if s, ok := v.(string); ok && strings.Contains(s, secret) {

@@ -1,17 +1,22 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // proxyDialTimeout bounds the proxy's dial to its target.
 const proxyDialTimeout = 5 * time.Second
+
+// staleCode is the SQLSTATE the store's fence raises for a stale token. A
+// proxy in front of Postgres counts it in the server's answers (StaleErrors),
+// so that a write refused after its client went away is still seen.
+var staleCode = []byte("JF001")
 
 // Proxy is a TCP proxy on a random loopback port that forwards every
 // connection to one target, for simulating partitions between a client and
@@ -22,11 +27,17 @@ const proxyDialTimeout = 5 * time.Second
 //     breaking the streams (unlike dropping bytes, which corrupts them).
 //   - Cut closes every connection and refuses new ones until Resume: the
 //     peer is gone.
-//   - Delay adds latency to every chunk forwarded.
+//   - Delay makes every byte arrive d after it was sent, in both directions
+//     (a latency, not a throughput limit: bytes sent together arrive
+//     together).
+//
+// Bytes the proxy has read are delivered even when their sender closed its
+// side meanwhile, the way a slow network delivers what was already sent.
 type Proxy struct {
 	ln     net.Listener
 	target string
 	wg     sync.WaitGroup
+	stale  atomic.Int64 // JF001 seen in what the target sent
 
 	mu      sync.Mutex
 	closed  bool
@@ -71,6 +82,11 @@ func MustProxy(tb testing.TB, target string) *Proxy {
 // Addr returns the proxy's address, "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// StaleErrors returns how many times JF001 appeared in the bytes the target
+// sent through the proxy: for Postgres, how many writes the fence refused,
+// whether or not their client was still there to read the answer.
+func (p *Proxy) StaleErrors() int64 { return p.stale.Load() }
+
 // Pause stops forwarding bytes in both directions on all connections and
 // keeps them open; bytes sent meanwhile are held and delivered on Resume.
 // New connections are accepted but not forwarded until Resume.
@@ -94,7 +110,8 @@ func (p *Proxy) Resume() {
 	p.cut = false
 }
 
-// Delay adds latency d to every chunk forwarded from now on; 0 removes it.
+// Delay makes every byte read from now on arrive d later, in both
+// directions; 0 removes it.
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -158,7 +175,7 @@ func (p *Proxy) acceptLoop() {
 }
 
 // serve dials the target once no pause holds the connection back, then
-// copies both ways until both directions end or the connection is closed.
+// forwards both ways until both directions end or the connection is closed.
 func (p *Proxy) serve(c *proxyConn) {
 	defer func() {
 		c.close()
@@ -181,67 +198,86 @@ func (p *Proxy) serve(c *proxyConn) {
 		return
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pump(c, server, c.client) })
-	wg.Go(func() { p.pump(c, c.client, server) })
+	wg.Go(func() { p.forward(c, server, c.client, nil) })
+	wg.Go(func() { p.forward(c, c.client, server, &p.stale) })
 	wg.Wait()
 }
 
-// pump copies src to dst chunk by chunk, applying the delay and holding each
-// chunk while paused. At EOF it half-closes dst so the other direction can
-// finish; on any other error it closes the whole connection.
-func (p *Proxy) pump(c *proxyConn, dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.wait(c) {
-				return
+// chunk is bytes read from one side, due on the other side at due.
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+// forward copies src to dst through a delay line: a reader stamps each chunk
+// with its due time, a writer delivers it then (and not while paused), so a
+// delay is a latency and not a throughput limit. At the end of src the writer
+// delivers what is left and half-closes dst, so the other direction can
+// finish; a write error closes the connection. count, if set, counts
+// staleCode in the bytes read.
+func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, count *atomic.Int64) {
+	q := make(chan chunk, 1024)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(q)
+		var tail []byte // the end of the previous chunk, for a code split across two reads
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				b := bytes.Clone(buf[:n])
+				if count != nil {
+					seen := append(tail, b...)
+					count.Add(int64(bytes.Count(seen, staleCode)))
+					tail = bytes.Clone(seen[max(0, len(seen)-len(staleCode)+1):])
+				}
+				p.mu.Lock()
+				due := time.Now().Add(p.delay)
+				p.mu.Unlock()
+				select {
+				case q <- chunk{b: b, due: due}:
+				case <-c.ctx.Done():
+					return
+				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				c.close()
+			if err != nil {
 				return
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			if tc, ok := dst.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
+	})
+	defer wg.Wait()
+	for ch := range q {
+		if wait := time.Until(ch.due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				return
 			}
+		}
+		if !p.waitResumed(c) {
 			return
 		}
-		if err != nil {
+		if _, err := dst.Write(ch.b); err != nil {
 			c.close()
 			return
 		}
 	}
-}
-
-// wait applies the current delay, then waits while paused. It reports false
-// when the connection was closed meanwhile.
-func (p *Proxy) wait(c *proxyConn) bool {
-	p.mu.Lock()
-	d := p.delay
-	p.mu.Unlock()
-	if d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return false
-		}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
 	}
-	return p.waitResumed(c)
 }
 
 // waitResumed waits while the proxy is paused. It reports false when the
-// connection was closed meanwhile.
+// connection was closed, meanwhile or before.
 func (p *Proxy) waitResumed(c *proxyConn) bool {
 	for {
 		p.mu.Lock()
 		paused, resumed := p.paused, p.resumed
 		p.mu.Unlock()
 		if !paused {
-			return true
+			return c.ctx.Err() == nil
 		}
 		select {
 		case <-resumed:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,6 +190,45 @@ func TestProxy(t *testing.T) {
 
 		slow.Delay(0)
 		roundTrip(t, cs, "undelayed")
+	})
+
+	t.Run("DelayIsALatency", func(t *testing.T) {
+		p := MustProxy(t, target)
+		const d = 200 * time.Millisecond
+		p.Delay(d)
+		c := dial(t, p.Addr())
+
+		// Bytes sent together arrive together, 2d later (both directions),
+		// however many reads the proxy needs for them.
+		msg := strings.Repeat("x", 256<<10)
+		start := time.Now()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() {
+			if _, err := c.Write([]byte(msg)); err != nil {
+				t.Errorf("write: %v", err)
+			}
+		})
+		expectEcho(t, c, msg)
+		if got, limit := time.Since(start), 4*d; got < 2*d || got >= limit {
+			t.Fatalf("%d delayed bytes took %v, want >= %v and < %v", len(msg), got, 2*d, limit)
+		}
+	})
+
+	t.Run("CountsStaleErrorsFromTarget", func(t *testing.T) {
+		p := MustProxy(t, target)
+		c := dial(t, p.Addr())
+		// The echo sends each code back once; only what the target sends
+		// counts, and a code split across two reads counts once.
+		roundTrip(t, c, "hello JF001")
+		if got := p.StaleErrors(); got != 1 {
+			t.Fatalf("stale errors = %d, want 1", got)
+		}
+		roundTrip(t, c, "JF0")
+		roundTrip(t, c, "01 and JF001")
+		if got := p.StaleErrors(); got != 3 {
+			t.Fatalf("stale errors = %d, want 3", got)
+		}
 	})
 
 	t.Run("CleanupClosesConnections", func(t *testing.T) {

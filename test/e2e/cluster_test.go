@@ -13,10 +13,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"scheduler/internal/testenv"
 )
 
 // ttl is the lease TTL of every scenario: the server's minimum with production etcd timing.
 const ttl = 2 * time.Second
+
+// poll is how often a scenario looks at the system while it waits for a state.
+const poll = 50 * time.Millisecond
 
 // nodes are the replicas of every deployment.
 var nodes = []string{"a", "b", "c"}
@@ -43,8 +48,8 @@ type replica struct {
 	node   string
 	config string
 	log    string
-	etcd   []*proxy // one per member, in member order
-	pg     *proxy
+	etcd   []*testenv.Proxy // one per member, in member order
+	pg     *testenv.Proxy
 	proc   *process
 }
 
@@ -84,15 +89,15 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	for _, n := range nodes {
 		r := &replica{node: n, config: filepath.Join(d.dir, n+".yaml"), log: filepath.Join(d.dir, n+".log")}
 		var eps []string
-		for i, ep := range d.etcd.endpoints {
-			p := newProxy(t, fmt.Sprintf("%s-etcd%d", n, i), ep)
+		for _, ep := range d.etcd.endpoints {
+			p := testenv.MustProxy(t, ep)
 			r.etcd = append(r.etcd, p)
-			eps = append(eps, p.addr())
+			eps = append(eps, p.Addr())
 		}
-		r.pg = newProxy(t, n+"-pg", mustHost(t, d.dsn))
-		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.addr(), "e2e-"+n), ""
+		r.pg = testenv.MustProxy(t, mustHost(t, d.dsn))
+		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.Addr(), "e2e-"+n), ""
 		if jobDSN != "" {
-			storeJobDSN = viaProxy(t, jobDSN, r.pg.addr(), "e2e-"+n)
+			storeJobDSN = viaProxy(t, jobDSN, r.pg.Addr(), "e2e-"+n)
 		}
 		d.writeConfig(r.config, n, eps, storeDSN, storeJobDSN)
 		d.replicas[n] = r
@@ -227,24 +232,12 @@ func (d *deployment) leader() (term, bool) {
 func (d *deployment) waitLeader(after int64, within time.Duration) term {
 	d.t.Helper()
 	var l term
-	d.waitFor(fmt.Sprintf("a leader with a token above %d", after), within, func() bool {
+	testenv.Eventually(d.t, within, poll, fmt.Sprintf("a leader with a token above %d", after), func() bool {
 		var ok bool
 		l, ok = d.leader()
 		return ok && l.token > after
 	})
 	return l
-}
-
-// waitFor polls cond every 50 ms; the bound only keeps a broken run from hanging.
-func (d *deployment) waitFor(what string, within time.Duration, cond func() bool) {
-	d.t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // snapshot reads the scenario's data.
@@ -290,7 +283,7 @@ func (d *deployment) runStarts(job string) []runStart {
 func (d *deployment) waitRunStarted(job string, after time.Time, within time.Duration) runStart {
 	d.t.Helper()
 	var got runStart
-	d.waitFor("a run of "+job+" for a slot after "+stamp(after), within, func() bool {
+	testenv.Eventually(d.t, within, poll, "a run of "+job+" for a slot after "+stamp(after), func() bool {
 		for _, r := range d.runStarts(job) {
 			if r.slot.After(after) {
 				got = r
@@ -306,7 +299,7 @@ func (d *deployment) waitRunStarted(job string, after time.Time, within time.Dur
 func (d *deployment) waitFinished(job string, slot time.Time, within time.Duration) ledgerRow {
 	d.t.Helper()
 	var got ledgerRow
-	d.waitFor(fmt.Sprintf("slot %s of %s to finish", stamp(slot), job), within, func() bool {
+	testenv.Eventually(d.t, within, poll, fmt.Sprintf("slot %s of %s to finish", stamp(slot), job), func() bool {
 		s, err := d.trySnapshot()
 		if err != nil {
 			return false

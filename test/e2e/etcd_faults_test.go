@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // etcdFaults kills etcd members under the replicas:
@@ -33,7 +35,7 @@ func (s *suite) etcdFaults(t *testing.T) {
 	tl.mark(time.Now(), "etcd member m%d leads etcd", newEtcd)
 	window := killAt.Add(4 * ttl)
 	var disruption time.Duration
-	d.waitFor("the scheduler term to survive or a new one to start", 6*ttl, func() bool {
+	testenv.Eventually(d.t, 6*ttl, poll, "the scheduler term to survive or a new one to start", func() bool {
 		cur, _ := d.termOf(before.token)
 		if cur.ended.IsZero() {
 			return time.Now().After(window)
@@ -69,7 +71,7 @@ func (s *suite) etcdFaults(t *testing.T) {
 	d.etcd.kill(b)
 	tl.start(lostAt, fmt.Sprintf("SIGKILL etcd members m%d and m%d: no quorum; %s leads, token %d", a, b, leader.node, leader.token))
 	var ended term
-	d.waitFor(leader.node+"'s term to end", 3*ttl, func() bool {
+	testenv.Eventually(d.t, 3*ttl, poll, leader.node+"'s term to end", func() bool {
 		ended, _ = d.termOf(leader.token)
 		return !ended.ended.IsZero()
 	})

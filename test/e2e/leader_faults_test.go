@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // frozenLeader is the seed's experiment: SIGSTOP the leader's process group in the middle of a
@@ -47,7 +49,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 		hold = 2*ttl + time.Duration(rng.Int64N(int64(2*ttl)))
 	}
 	sleepUntil(run.at.Add(point))
-	stale := d.replicas[old.node].pg.staleErrors()
+	stale := d.replicas[old.node].pg.StaleErrors()
 	faultAt := time.Now()
 	if crash {
 		d.signal(old.node, syscall.SIGKILL)
@@ -78,13 +80,13 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 			t.Errorf("%s took over at %s, after %s woke at %s: the freeze was too short to test a takeover", next.node, stamp(next.won), old.node, stamp(contAt))
 		}
 		var ended term
-		d.waitFor(old.node+"'s term to end after waking", 15*time.Second, func() bool {
+		testenv.Eventually(d.t, 15*time.Second, poll, old.node+"'s term to end after waking", func() bool {
 			ended, _ = d.termOf(old.token)
 			return !ended.ended.IsZero()
 		})
 		tl.mark(ended.ended, "%s's term %d ends (%s)", old.node, old.token, ended.reason)
 		tl.figure("woken_stepdown_ms", ms(ended.ended.Sub(contAt)))
-		d.waitFor(old.node+" to rejoin as a follower", 20*time.Second, func() bool {
+		testenv.Eventually(d.t, 20*time.Second, poll, old.node+" to rejoin as a follower", func() bool {
 			st := d.status()
 			return st.Leader != nil && st.Leader.Token == next.token && st.hasReplica(old.node)
 		})
@@ -109,7 +111,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 	}
 	tl.figure("rows_old_token", byToken[old.token])
 	tl.figure("rows_new_token", byToken[next.token])
-	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.staleErrors()-stale)
+	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.StaleErrors()-stale)
 	if fin.Status != "succeeded" || fin.Token != next.token || fin.Attempt < 2 {
 		t.Errorf("slot %s: %s under token %d, attempt %d; want succeeded under the new token %d, taken over (attempt >= 2)",
 			stamp(run.slot), fin.Status, fin.Token, fin.Attempt, next.token)

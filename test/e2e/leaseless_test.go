@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/testenv"
 )
 
 // leaselessKey writes a key without a lease under the election prefix, as `etcdctl put` does,
@@ -24,7 +26,7 @@ func (s *suite) leaselessKey(t *testing.T) {
 	d := s.deploy(t, deployOptions{jobs: w.yaml()})
 	d.startAll()
 	first := d.waitLeader(0, 30*time.Second)
-	d.waitFor("every replica to queue as a candidate", 30*time.Second, func() bool { return len(d.candidateKeys()) == len(nodes) })
+	testenv.Eventually(d.t, 30*time.Second, poll, "every replica to queue as a candidate", func() bool { return len(d.candidateKeys()) == len(nodes) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	fake := d.prefix + "/0fake"
@@ -37,7 +39,7 @@ func (s *suite) leaselessKey(t *testing.T) {
 
 	// Behind every candidate, it blocks nobody yet: status reports it and the leader stays.
 	var st leaselessStatus
-	d.waitFor("status to report the lease-less key", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "status to report the lease-less key", func() bool {
 		st = d.leaselessStatus()
 		return len(st.Leaseless) == 1 && st.Leaseless[0].Key == fake
 	})
@@ -62,7 +64,7 @@ func (s *suite) leaselessKey(t *testing.T) {
 
 	next := d.waitLeader(put.Header.Revision, 10*ttl)
 	tl.mark(next.won, "%s wins, token %d", next.node, next.token)
-	d.waitFor("the lease-less key to be gone", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "the lease-less key to be gone", func() bool {
 		resp, err := d.etcd.cli.Get(ctx, fake, clientv3.WithCountOnly())
 		return err == nil && resp.Count == 0
 	})

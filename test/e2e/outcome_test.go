@@ -37,11 +37,11 @@ func (s *suite) outcomeWriteLost(t *testing.T) {
 	sleepUntil(run.at.Add(500 * time.Millisecond))
 	tl := newTimeline(t, "OutcomeWriteLost")
 	cutAt := time.Now()
-	d.replicas["a"].pg.cutAll()
+	d.replicas["a"].pg.Cut()
 	tl.start(cutAt, fmt.Sprintf("a cut off from Postgres for %s, %d ms into the run of slot %s; the job ends %s into its run",
 		cut, ms(cutAt.Sub(run.at)), stamp(run.slot), runs))
 	time.Sleep(cut)
-	d.replicas["a"].pg.resume()
+	d.replicas["a"].pg.Resume()
 	tl.mark(time.Now(), "a reaches Postgres again")
 	fin := d.waitFinished(job, run.slot, 30*time.Second)
 	if fin.Finished != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/testenv"
 )
 
 // beatJob fires every second and holds a connection for half a second without writing: at
@@ -44,9 +46,9 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	tl := newTimeline(t, "LeaderCutOffFromEtcd")
 	delay := 3 * ttl
 	sleepUntil(run.at.Add(time.Second).Truncate(time.Second).Add(750 * time.Millisecond))
-	r.pg.setDelay(delay)
+	r.pg.Delay(delay)
 	for _, p := range r.etcd {
-		p.pause()
+		p.Pause()
 	}
 	cutAt := time.Now()
 	tl.start(cutAt, fmt.Sprintf("%s (leader, token %d, lease %s) cut off from etcd and its link to Postgres slowed to %d ms, %d ms into the run of slot %s",
@@ -83,7 +85,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	// The old leader's writes sent before the step-down land after the raise and are refused.
 	landed := stepDown.ended.Add(delay + time.Second)
 	sleepUntil(landed)
-	fenced := r.pg.staleErrors()
+	fenced := r.pg.StaleErrors()
 	snap := d.snapshot()
 	tl.mark(raiseTime(snap, next.token), "fence raised to %d by %s", next.token, next.node)
 	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001)", old.node, fenced)
@@ -92,13 +94,13 @@ func (s *suite) leaderCutOff(t *testing.T) {
 		t.Errorf("no write of %s was refused by the fence: want its in-flight claim refused", old.node)
 	}
 
-	r.pg.setDelay(0)
+	r.pg.Delay(0)
 	for _, p := range r.etcd {
-		p.resume()
+		p.Resume()
 	}
 	healAt := time.Now()
 	tl.mark(healAt, "%s's links heal", old.node)
-	d.waitFor(old.node+" to rejoin as a follower", 20*time.Second, func() bool {
+	testenv.Eventually(d.t, 20*time.Second, poll, old.node+" to rejoin as a follower", func() bool {
 		st := d.status()
 		return st.Leader != nil && st.Leader.Token == next.token && st.hasReplica(old.node)
 	})
@@ -153,7 +155,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	first := d.waitLeader(0, 30*time.Second)
 	lag := 150 * time.Millisecond
 	for _, p := range d.replicas[first.node].etcd {
-		p.setDelay(lag)
+		p.Delay(lag)
 	}
 	run := d.waitRunStarted(invoicesJob, time.Now().Add(ttl), 40*time.Second)
 	old, ok := d.termOf(run.token)
@@ -162,7 +164,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	}
 	tl := newTimeline(t, "LeaderKeyDeleted")
 	sleepUntil(run.at.Add(200 * time.Millisecond))
-	stale := d.replicas[old.node].pg.staleErrors()
+	stale := d.replicas[old.node].pg.StaleErrors()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := d.etcd.cli.Get(ctx, d.prefix+"/", clientv3.WithFirstCreate()...)
@@ -181,7 +183,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 		old.node, old.token, ms(delAt.Sub(run.at)), stamp(run.slot), old.node, ms(lag)))
 	next := d.waitLeader(old.token, 10*time.Second)
 	var ended term
-	d.waitFor(old.node+"'s term to end", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, old.node+"'s term to end", func() bool {
 		ended, _ = d.termOf(old.token)
 		return !ended.ended.IsZero()
 	})
@@ -202,7 +204,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	tl.figure("overlap_ms", ms(ended.ended.Sub(next.won)))
 	tl.figure("tokens", fmt.Sprintf("%d->%d", old.token, next.token))
 	tl.figure("writes_fenced_log", fencedLog)
-	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.staleErrors()-stale)
+	tl.figure("writes_fenced_wire", d.replicas[old.node].pg.StaleErrors()-stale)
 	tl.figure("rows_old_token", byToken[old.token])
 	tl.figure("rows_new_token", byToken[next.token])
 	if !ended.ended.After(next.won) {

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // orphanOutlived kills the only replica in the middle of a run and starts another one after the
@@ -19,7 +21,7 @@ func (s *suite) orphanOutlived(t *testing.T) {
 	d.start("a")
 	d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
-	d.waitFor("three invoices of the slot", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "three invoices of the slot", func() bool {
 		return len(d.snapshot().invoicesOf(run.slot)) >= 3
 	})
 	tl := newTimeline(t, "OrphanOutlivedByNextSlot")
@@ -60,10 +62,10 @@ func (s *suite) attemptsWhileStoreDown(t *testing.T) {
 	sleepUntil(run.at.Add(100 * time.Millisecond))
 	tl := newTimeline(t, "AttemptsCountedWhileStoreDown")
 	cutAt := time.Now()
-	d.replicas["a"].pg.cutAll()
+	d.replicas["a"].pg.Cut()
 	tl.start(cutAt, fmt.Sprintf("a cut off from Postgres for 2.5 s, %d ms into the run of slot %s", ms(cutAt.Sub(run.at)), stamp(run.slot)))
 	time.Sleep(2500 * time.Millisecond)
-	d.replicas["a"].pg.resume()
+	d.replicas["a"].pg.Resume()
 	tl.mark(time.Now(), "a reaches Postgres again")
 	fin := d.waitFinished(invoicesJob, run.slot, 30*time.Second)
 	var numbers []int

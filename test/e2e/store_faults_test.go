@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // postgresRestart restarts Postgres while a run has billed some clients: the attempt fails,
@@ -20,7 +22,7 @@ func (s *suite) postgresRestart(t *testing.T) {
 	d.startAll()
 	leader := d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
-	d.waitFor("three invoices of the slot", 10*time.Second, func() bool {
+	testenv.Eventually(d.t, 10*time.Second, poll, "three invoices of the slot", func() bool {
 		return len(d.snapshot().invoicesOf(run.slot)) >= 3
 	})
 	tl := newTimeline(t, "PostgresRestart")
@@ -32,7 +34,7 @@ func (s *suite) postgresRestart(t *testing.T) {
 		tl.start(restartAt, fmt.Sprintf("external Postgres: cut every replica's connection and terminate its sessions for 2 s, %d ms into the run of slot %s",
 			ms(restartAt.Sub(run.at)), stamp(run.slot)))
 		for _, n := range nodes {
-			d.replicas[n].pg.cutAll()
+			d.replicas[n].pg.Cut()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := d.db.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -43,7 +45,7 @@ func (s *suite) postgresRestart(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		for _, n := range nodes {
-			d.replicas[n].pg.resume()
+			d.replicas[n].pg.Resume()
 		}
 	}
 	tl.mark(time.Now(), "Postgres accepts connections again")
@@ -86,12 +88,12 @@ func (s *suite) slowStore(t *testing.T) {
 	tl := newTimeline(t, "SlowStore")
 	slowAt := time.Now()
 	for _, n := range nodes {
-		d.replicas[n].pg.setDelay(latency)
+		d.replicas[n].pg.Delay(latency)
 	}
 	tl.start(slowAt, fmt.Sprintf("Postgres latency %d ms each way, %d ms into the run of slot %s", ms(latency), ms(slowAt.Sub(run.at)), stamp(run.slot)))
 	sleepUntil(slowAt.Add(hold))
 	for _, n := range nodes {
-		d.replicas[n].pg.setDelay(0)
+		d.replicas[n].pg.Delay(0)
 	}
 	tl.mark(time.Now(), "latency removed")
 	fin := d.waitFinished(invoicesJob, run.slot, 90*time.Second)

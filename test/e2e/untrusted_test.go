@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"scheduler/internal/testenv"
 )
 
 // The scenarios below are about parties the scheduler does not trust: a job's database role and
@@ -128,7 +130,7 @@ func (s *suite) jobRoleRaisesFence(t *testing.T) {
 		t.Fatalf("fence_admin_reset: %v", err)
 	}
 	tl.mark(resetAt, "the table owner resets the fence of %s", otherJob)
-	d.waitFor(otherJob+" running again", 30*time.Second, func() bool {
+	testenv.Eventually(d.t, 30*time.Second, poll, otherJob+" running again", func() bool {
 		for _, r := range d.snapshot().runs {
 			if r.Job == otherJob && r.Slot.After(resetAt) && r.Status == "succeeded" && r.Token == lead.token {
 				tl.mark(*r.Finished, "%s runs again, token %d", otherJob, r.Token)
