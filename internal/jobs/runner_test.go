@@ -515,7 +515,7 @@ func TestRunner_ReloadWhileRunStarts(t *testing.T) {
 	})
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", block, nil))
 	h.lead(token)
-	waitFor(t, "leading", func() bool { return h.clock.Pending() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
 	changed, err := checkTable([]Spec{spec(t, "job", block, func(s *Spec) { s.Retries = 3 })})
 	if err != nil {
 		t.Fatal(err)
