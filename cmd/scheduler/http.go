@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"scheduler/internal/election"
 )
 
 // handler serves the read-only operations endpoints. Nothing here changes state: pausing,
@@ -49,6 +51,11 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		for _, l := range stray {
 			problems = append(problems, errors.New("election: "+l.problem()))
 		}
+		if p, err := d.foreignLeader(ctx); err != nil {
+			problems = append(problems, fmt.Errorf("etcd: %w", err))
+		} else if p != "" {
+			problems = append(problems, errors.New("election: "+p))
+		}
 	}
 	if err := d.store.CheckSchema(ctx); err != nil {
 		problems = append(problems, fmt.Errorf("store: %w", err))
@@ -61,6 +68,23 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// foreignLeader reads the leader and the replicas and describes a leader key that names no
+// replica (see foreignLeader); "" when a replica leads or none does.
+func (d *daemon) foreignLeader(ctx context.Context) (string, error) {
+	l, err := election.ReadLeader(ctx, d.cli, d.cfg.Election.Prefix)
+	if errors.Is(err, election.ErrNoLeader) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	rs, err := d.control.Replicas(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the replicas: %w", err)
+	}
+	return foreignLeader(l, rs), nil
 }
 
 // serveHTTP serves until ctx ends, then shuts the server down.

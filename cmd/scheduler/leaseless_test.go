@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,75 @@ func TestDaemon_LeaselessKey(t *testing.T) {
 	}
 	if logs := r.logs.String(); !strings.Contains(logs, "removed a lease-less key") || !strings.Contains(logs, fake) {
 		t.Fatalf("no error line says the key was removed:\n%s", logs)
+	}
+}
+
+// TestDaemon_ForeignLeaseKey: a key under the election prefix bound to a lease that another
+// client keeps alive (`etcdctl elect PREFIX VALUE` without --listen) wins the election once it
+// stands first. It cannot be told from a replica's key by its lease, so it is not removed; status,
+// /status and /readyz say that the election is held by no replica and how to end it, and once its
+// lease is revoked the replica leads again.
+func TestDaemon_ForeignLeaseKey(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	c.start("a")
+	var addr string
+	c.wait("a to lead", func() bool {
+		doc := c.status()
+		if doc.Leader == nil || len(doc.Replicas) == 0 {
+			return false
+		}
+		addr = doc.Replicas[0].HTTPAddr
+		return true
+	})
+	first := c.status().Leader
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cli := c.etcd.Client(t)
+	lease, err := cli.Grant(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stopKeepAlive := context.WithCancel(ctx)
+	defer stopKeepAlive()
+	if _, err := cli.KeepAlive(kctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	outsider := "/test/election/outsider"
+	if _, err := cli.Put(ctx, outsider, "someone", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// a's leader key deleted: a's next key is newer than the outsider's, which now holds the election.
+	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) == outsider {
+		t.Fatalf("read the leader key: %v", err)
+	}
+	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease.ID)
+	c.wait("readyz to fail naming the outsider's key and lease", func() bool {
+		code, body := httpGet(t, "http://"+addr+"/readyz")
+		return code == 503 && strings.Contains(body, outsider) && strings.Contains(body, revoke)
+	})
+	if out := c.cli("status"); !strings.Contains(out, "names no running replica") || !strings.Contains(out, revoke) {
+		t.Fatalf("status does not say that no replica holds the election:\n%s", out)
+	}
+	if _, body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, "names no running replica") {
+		t.Fatalf("/status does not say that no replica holds the election:\n%.1000s", body)
+	}
+
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("a to lead again with a new token", func() bool {
+		doc := c.status()
+		return doc.Leader != nil && doc.Leader.Node == "a" && doc.Leader.Token > first.Token
+	})
+	c.wait("readyz to answer 200", func() bool {
+		code, _ := httpGet(t, "http://"+addr+"/readyz")
+		return code == 200
+	})
+	if out := c.cli("status"); strings.Contains(out, "names no running replica") {
+		t.Fatalf("status still warns once a leads:\n%s", out)
 	}
 }

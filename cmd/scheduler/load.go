@@ -165,6 +165,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 
 	raw := v.AllSettings()
 	problems := resolveSecretFiles(raw)
+	problems = append(problems, restoreEnvCase(raw, doc)...)
 	identitiesAsStrings(raw)
 	if s, ok := raw["etcd"].(map[string]any); ok {
 		if list, ok := s["endpoints"].(string); ok { // SCHEDULER_ETCD_ENDPOINTS=a:2379,b:2379

@@ -73,6 +73,7 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 	}
 
 	l, err := election.ReadLeader(ctx, cli, prefix)
+	leads := err == nil
 	switch {
 	case errors.Is(err, election.ErrNoLeader):
 		warn("no replica leads: no job runs until one is elected")
@@ -97,6 +98,11 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		warn("read the replicas from etcd: %v", err)
 	} else {
 		doc.Replicas = rs
+		if leads {
+			if p := foreignLeader(l, rs); p != "" {
+				warn("%s", p)
+			}
+		}
 		if groups := control.HashGroups(rs); len(groups) > 1 {
 			var parts []string
 			for hash, nodes := range groups {
