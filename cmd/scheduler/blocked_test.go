@@ -235,6 +235,11 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 					t.Fatalf("y run %+v: want token %d and no missed slot", r, term)
 				}
 			}
+			// etcd confirms the term: no line may blame a newer leader alone.
+			if logs := c.replicas["a"].logs.String(); strings.Contains(logs, "fenced out by a newer leader") ||
+				strings.Contains(logs, "a newer leader owns the job\"") {
+				t.Fatalf("the leader's logs blame a newer leader for a fence raised from outside:\n%s", logs)
+			}
 
 			if err := admin.reset(ctx, "x"); err != nil {
 				t.Fatalf("fence_admin_reset('x'): %v", err)

@@ -28,7 +28,7 @@ type Executor interface {
 
 // ErrFenced means the scheduler's own store rejected the run's token for its job. The run must
 // not be retried; the runner steps down, or blocks only that job when etcd confirms the term.
-var ErrFenced = errors.New("jobs: fenced out by a newer leader")
+var ErrFenced = errors.New("jobs: fenced out: the store refused the token")
 
 // ErrFenceHeld means a raise of a job's fence gave up waiting for a transaction that entered
 // the fence with an older token and is still open: a frozen old leader's write, or a job's
