@@ -253,6 +253,18 @@ func (t *term) raised(js *jobState, err error) {
 	case err == nil:
 		t.unblock(js)
 		t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
+		if js.catchUp {
+			js.catchUp = false
+			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, ErrFenced) {
+				select {
+				case t.fence <- cerr:
+				default:
+				}
+				return
+			} else if cerr != nil {
+				t.lg.Error("catch-up of an unblocked job", zap.String("job", js.spec.Name), zap.Error(cerr))
+			}
+		}
 		t.schedule(js, now)
 	case errors.Is(err, ErrFenced):
 		if js.held {

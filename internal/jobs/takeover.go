@@ -22,6 +22,11 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 	if err := t.raiseUnblocked(ctx, names); err != nil {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
+	for _, js := range t.blocked {
+		// A held fence is usually an earlier leader's last write: once it is free, the job
+		// is taken over like the others (orphans, missed slots).
+		js.catchUp = js.held
+	}
 	now := t.r.clock.Now()
 	if err := t.catchUp(ctx, specs, now); err != nil {
 		return err

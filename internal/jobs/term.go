@@ -88,6 +88,7 @@ type jobState struct {
 	held    bool      // blocked because a transaction with an older token holds its fence
 	raising bool      // a raise of a blocked job's fence is in flight (blocked.go)
 	reason  string    // why the job is blocked, as Block.Reason
+	catchUp bool      // held at takeover: its catch-up is due when it is unblocked
 
 	starting int // runs dispatch is about to start
 
