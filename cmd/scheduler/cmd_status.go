@@ -112,6 +112,8 @@ func printStatus(w io.Writer, doc statusDoc) {
 		switch {
 		case !j.Enabled:
 			state = "disabled"
+		case j.Blocked != nil && j.Blocked.Held:
+			state = fmt.Sprintf("blocked (fence %d held below token %d)", j.Blocked.Fence, j.Blocked.Token)
 		case j.Blocked != nil:
 			state = fmt.Sprintf("blocked (fence %d > token %d)", j.Blocked.Fence, j.Blocked.Token)
 		case j.Paused:

@@ -51,7 +51,15 @@ type blockedDoc struct {
 	Fence  int64  `json:"fence"`  // the job's fence in the store
 	Token  int64  `json:"token"`  // the leader's token, below it
 	Reason string `json:"reason"` // the possible causes and the remedy of each
+	// Held: the fence is below the token, and the leader, leading for longer than
+	// heldAfter, has not raised it: a transaction with an older token holds it.
+	Held bool `json:"held,omitempty"`
 }
+
+// heldAfter is how long a leader may take to raise a job's fence before status reports the job
+// held: a raise held up by an open transaction gives up after its lock timeout (10s), twice when
+// the held job is searched among the others.
+const heldAfter = 30 * time.Second
 
 // collectStatus reads the leader and the replicas from etcd and the last runs from the store.
 // Parts it cannot read become warnings, so a partial answer still helps an operator.
@@ -130,6 +138,9 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		}
 		if f, ok := fences[j.Name]; ok && doc.Leader != nil && f > doc.Leader.Token {
 			js.Blocked = &blockedDoc{Fence: f, Token: doc.Leader.Token, Reason: jobs.BlockReason(j.Name, doc.Leader.Token, f)}
+			warn("%s", js.Blocked.Reason)
+		} else if ok && doc.Leader != nil && f < doc.Leader.Token && doc.Leader.Since != nil && now.Sub(*doc.Leader.Since) > heldAfter {
+			js.Blocked = &blockedDoc{Fence: f, Token: doc.Leader.Token, Held: true, Reason: jobs.HeldReason(j.Name, doc.Leader.Token)}
 			warn("%s", js.Blocked.Reason)
 		}
 		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {

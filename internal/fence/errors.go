@@ -54,7 +54,7 @@ type StaleError struct {
 
 // Error implements error.
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("fence: job %q: token %d is older than the fence %d: a newer leader owns the job", e.Job, e.Token, e.Fence)
+	return fmt.Sprintf("fence: job %q: token %d is older than the fence %d: a newer leader owns the job, or the fence was raised from outside the scheduler", e.Job, e.Token, e.Fence)
 }
 
 // Is makes errors.Is(err, ErrStale) true.

@@ -14,7 +14,7 @@ import (
 var dmlTag = regexp.MustCompile(`^(INSERT|UPDATE|DELETE|MERGE) `)
 
 // errTxEnded reports statements that ended the fenced transaction.
-var errTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran after that was not fenced")
+var errTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran before a COMMIT is committed, and what ran after it was not fenced")
 
 // statements runs st as FencedStatements documents, raising a fence below
 // token with the store's own role and trying once more.

@@ -229,6 +229,9 @@ func (l *liteBackend) statements(ctx context.Context, job string, token int64, s
 		if _, err := tx.ExecContext(ctx, st.Text); err != nil {
 			return err
 		}
+		if err := l.stillInTx(ctx, tx); err != nil {
+			return err
+		}
 		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
 			return err
 		}
@@ -236,4 +239,18 @@ func (l *liteBackend) statements(ctx context.Context, job string, token int64, s
 		return nil
 	})
 	return n, err
+}
+
+// stillInTx returns errTxEnded when the statements ended the transaction themselves (a COMMIT
+// or ROLLBACK in the text): the connection is then in autocommit, where a BEGIN succeeds (and
+// the caller's rollback ends it); inside the transaction SQLite refuses it.
+func (l *liteBackend) stillInTx(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `BEGIN`)
+	switch {
+	case err == nil:
+		return errTxEnded
+	case strings.Contains(err.Error(), "within a transaction"):
+		return nil
+	}
+	return fmt.Errorf("check that the statements kept the transaction: %w", err)
 }

@@ -11,8 +11,9 @@ import (
 type Statements struct {
 	// Text holds one or more statements separated by semicolons. It must not
 	// end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
-	// fails the run, and what it ran outside the fenced transaction was not
-	// fenced.
+	// fails the run (on either store), yet what it ran before a COMMIT is
+	// committed, and what it ran after one is not fenced (and on Postgres
+	// runs without Role).
 	Text string
 	// Role, when set, is the Postgres role the statements run under: after
 	// the fence is entered the transaction does SET LOCAL ROLE Role. It is

@@ -55,6 +55,16 @@ func TestFencedStatements(t *testing.T) {
 			if got := scans(); got != 1 {
 				t.Fatalf("a stale token wrote: %d scans, want 1", got)
 			}
+			// A text that ends the transaction itself fails the run with errTxEnded, on
+			// either store.
+			for _, text := range []string{
+				`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
+				`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
+			} {
+				if _, err := s.FencedStatements(ctx, "job", 20, Statements{Text: text}); !errors.Is(err, errTxEnded) {
+					t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
+				}
+			}
 			for _, st := range []Statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
 				if _, err := s.FencedStatements(ctx, "job", 20, st); err == nil {
 					t.Errorf("FencedStatements(%+v) succeeded", st)

@@ -99,6 +99,24 @@ func TestPostgres_FenceVerify(t *testing.T) {
 			t.Fatalf("job_fence has %d rows after the refused checks, had %d", n, rows)
 		}
 	})
+	t.Run("NullRefused", func(t *testing.T) {
+		// A script whose token or job name came out NULL must not pass the check: a STRICT
+		// function would return NULL without checking anything.
+		for _, sql := range []string{
+			`SELECT scheduler.fence_verify('nightly', NULL)`,
+			`SELECT scheduler.fence_verify(NULL, 10)`,
+			`SELECT scheduler.fence_verify(NULL, NULL)`,
+		} {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, sql); sqlState(err) != StaleErrorCode {
+				t.Errorf("%s: err %v, want SQLSTATE %s", sql, err, StaleErrorCode)
+			}
+			_ = tx.Rollback(ctx)
+		}
+	})
 	t.Run("RaisingFunctionsDenied", func(t *testing.T) {
 		for _, sql := range []string{
 			`SELECT scheduler.fence_check('nightly', 9000000000000)`,

@@ -59,6 +59,9 @@ type Block struct {
 	Fence  int64     // the job's fence, above Token (0: the store did not say)
 	Since  time.Time // when the job was blocked, on the runner's clock
 	Reason string    // both possible causes and the remedy of each, for an operator
+	// Held: the job's fence is not above Token, but its raise to Token gave up waiting for a
+	// transaction that entered the fence with an older token and is still open.
+	Held bool
 }
 
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
@@ -75,6 +78,16 @@ func BlockReason(job string, token, fence int64) string {
 		"that role, then reset the fence as the table owner (SELECT fence_admin_reset('%s') in the scheduler's "+
 		"schema on Postgres; DELETE FROM job_fence WHERE job = '%s' on SQLite). The other jobs keep running; "+
 		"this one runs again by itself once its fence is reset", job, above, token, job, job)
+}
+
+// HeldReason says why job is held back and what to do, for logs, status pages and /readyz.
+func HeldReason(job string, token int64) string {
+	return fmt.Sprintf("job %q is blocked: its fence cannot be raised to the leader's token %d, because a "+
+		"transaction that entered it with an older token is still open: a frozen earlier leader's write, "+
+		"or a job's database role inside fence_verify('%s', ...) or holding the fence's advisory lock. "+
+		"Find it in pg_stat_activity and pg_locks (locktype advisory) and end it (pg_terminate_backend), "+
+		"or let idle_in_transaction_session_timeout end it. The other jobs keep running; this one runs "+
+		"again by itself once that transaction ends", job, token, job)
 }
 
 // Blocked returns the jobs the current term has blocked, by name; none while following.
@@ -150,13 +163,35 @@ func (t *term) refused(ctx context.Context, fallback string, err error) error {
 // raised again at its next slot.
 func (t *term) block(js *jobState, fence int64, err error) {
 	now := t.r.clock.Now()
-	js.blocked, js.fence = true, fence
+	if !js.blocked {
+		js.blocked = true
+		t.blocked = append(t.blocked, js)
+	}
+	js.fence, js.held = fence, false
 	js.entry, js.queue = nil, nil
 	js.retryAt = t.nextRaise(js, now)
-	t.blocked = append(t.blocked, js)
 	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Reason: BlockReason(js.spec.Name, t.token, fence)}
+	js.reason = b.Reason
 	t.r.setBlocked(b, true)
 	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Int64("fence", fence), zap.String("reason", b.Reason),
+		zap.Time("retry_at", js.retryAt), zap.Error(err))
+}
+
+// hold stops firing js in this term because the raise of its fence gave up waiting for a
+// transaction with an older token (err); its fence is raised again at its next slot.
+func (t *term) hold(js *jobState, err error) {
+	now := t.r.clock.Now()
+	if !js.blocked {
+		js.blocked = true
+		t.blocked = append(t.blocked, js)
+	}
+	js.fence, js.held = 0, true
+	js.entry, js.queue = nil, nil
+	js.retryAt = t.nextRaise(js, now)
+	b := Block{Job: js.spec.Name, Token: t.token, Since: now, Reason: HeldReason(js.spec.Name, t.token), Held: true}
+	js.reason = b.Reason
+	t.r.setBlocked(b, true)
+	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Bool("held", true), zap.String("reason", b.Reason),
 		zap.Time("retry_at", js.retryAt), zap.Error(err))
 }
 
@@ -178,6 +213,9 @@ func (t *term) nextRaise(js *jobState, now time.Time) time.Time {
 func (t *term) blockedWake() time.Time {
 	var at time.Time
 	for _, js := range t.blocked {
+		if js.raising {
+			continue // its answer wakes the loop
+		}
 		if at.IsZero() || js.retryAt.Before(at) {
 			at = js.retryAt
 		}
@@ -185,28 +223,69 @@ func (t *term) blockedWake() time.Time {
 	return at
 }
 
-// retryBlocked raises the fences of the blocked jobs whose time has come; a job whose fence
-// is reset (or no longer above the token) is unblocked and scheduled again.
+// retryBlocked raises the fences of the blocked jobs whose time has come, each on a goroutine of
+// its own (a held fence makes the raise wait up to its lock timeout, which must not hold up the
+// loop); a job whose fence is reset (or no longer above the token) is unblocked and scheduled
+// again when the answer comes.
 func (t *term) retryBlocked(ctx context.Context, now time.Time) {
 	for _, js := range slices.Clone(t.blocked) {
-		if js.retryAt.After(now) {
+		if js.raising || js.retryAt.After(now) {
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
-		err := t.r.opts.Ledger.RaiseAll(wctx, []string{js.spec.Name}, t.token)
-		cancel()
-		switch {
-		case err == nil:
-			t.unblock(js)
-			t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
-			t.schedule(js, now)
-		case errors.Is(err, ErrFenced):
-			js.retryAt = t.nextRaise(js, now)
-			t.lg.Debug("job still blocked", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
-		default:
-			js.retryAt = t.nextRaise(js, now)
-			t.lg.Warn("raise the fence of a blocked job", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+		js.raising = true
+		name := js.spec.Name // js belongs to the loop: the goroutine reads nothing of it
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
+			err := t.r.opts.Ledger.RaiseAll(wctx, []string{name}, t.token)
+			cancel()
+			t.send(func() { t.raised(js, err) })
+		}()
+	}
+}
+
+// raised settles the raise of a blocked job's fence that retryBlocked started.
+func (t *term) raised(js *jobState, err error) {
+	js.raising = false
+	if !js.blocked || t.ended {
+		return
+	}
+	now := t.r.clock.Now()
+	switch {
+	case err == nil:
+		t.unblock(js)
+		t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
+		if js.catchUp {
+			js.catchUp = false
+			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, ErrFenced) {
+				select {
+				case t.fence <- cerr:
+				default:
+				}
+				return
+			} else if cerr != nil {
+				t.lg.Error("catch-up of an unblocked job", zap.String("job", js.spec.Name), zap.Error(cerr))
+			}
 		}
+		t.schedule(js, now)
+	case errors.Is(err, ErrFenced):
+		if js.held {
+			// The transaction ended, and the fence is now above the token.
+			_, fence := refusedJob(err, js.spec.Name)
+			t.block(js, fence, err)
+			return
+		}
+		js.retryAt = t.nextRaise(js, now)
+		t.lg.Debug("job still blocked", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+	case errors.Is(err, ErrFenceHeld):
+		if !js.held {
+			t.hold(js, err)
+			return
+		}
+		js.retryAt = t.nextRaise(js, now)
+		t.lg.Debug("job still blocked: its fence is held", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+	default:
+		js.retryAt = t.nextRaise(js, now)
+		t.lg.Warn("raise the fence of a blocked job", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
 	}
 }
 
@@ -215,7 +294,7 @@ func (t *term) unblock(js *jobState) {
 	if !js.blocked {
 		return
 	}
-	js.blocked = false
+	js.blocked, js.held = false, false
 	t.blocked = slices.DeleteFunc(t.blocked, func(x *jobState) bool { return x == js })
 	t.r.setBlocked(Block{Job: js.spec.Name}, false)
 }

@@ -34,7 +34,7 @@ func (t *term) trigger(job string, at time.Time) error {
 		return fmt.Errorf("trigger %q: no such job", job)
 	}
 	if js.blocked {
-		return fmt.Errorf("trigger %q: %s", job, BlockReason(job, t.token, js.fence))
+		return fmt.Errorf("trigger %q: %s", job, js.reason)
 	}
 	if t.draining {
 		return fmt.Errorf("trigger %q: shutting down", job)

@@ -28,7 +28,13 @@ type Executor interface {
 
 // ErrFenced means the scheduler's own store rejected the run's token for its job. The run must
 // not be retried; the runner steps down, or blocks only that job when etcd confirms the term.
-var ErrFenced = errors.New("jobs: fenced out by a newer leader")
+var ErrFenced = errors.New("jobs: fenced out: the store refused the token")
+
+// ErrFenceHeld means a raise of a job's fence gave up waiting for a transaction that entered
+// the fence with an older token and is still open: a frozen old leader's write, or a job's
+// database role inside fence_verify (or holding the fence's advisory lock). It says nothing
+// about the other jobs: the leader holds back that job alone and raises its fence again later.
+var ErrFenceHeld = errors.New("jobs: a transaction with an older token holds the job's fence")
 
 // ErrRefused means a job's receiver (an http job's service answering 409 Conflict) refused the
 // run's token. Only the scheduler's own store may end a term: the run ends recorded fenced, is not

@@ -22,6 +22,11 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 	if err := t.raiseUnblocked(ctx, names); err != nil {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
+	for _, js := range t.blocked {
+		// A held fence is usually an earlier leader's last write: once it is free, the job
+		// is taken over like the others (orphans, missed slots).
+		js.catchUp = js.held
+	}
 	now := t.r.clock.Now()
 	if err := t.catchUp(ctx, specs, now); err != nil {
 		return err
@@ -38,6 +43,9 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 func (t *term) raiseUnblocked(ctx context.Context, names []string) error {
 	for {
 		err := t.raiseAll(ctx, names)
+		if errors.Is(err, ErrFenceHeld) {
+			return t.raiseAround(ctx, names, err)
+		}
 		if !errors.Is(err, ErrFenced) {
 			return err
 		}
@@ -52,6 +60,51 @@ func (t *term) raiseUnblocked(ctx context.Context, names []string) error {
 			return nil
 		}
 	}
+}
+
+// heldParts is how many parts raiseAround splits a set of jobs into.
+const heldParts = 8
+
+// raiseAround raises the fences of names after a raise of them all gave up waiting for a
+// transaction with an older token (err): in parts, in parallel, each part that gives up split
+// again, until the jobs whose fences are held are found. Those are held back (blocked) and
+// raised again later; the others run. One open transaction on one job's fence, such as a job
+// role's fence_verify, must not stop every job.
+func (t *term) raiseAround(ctx context.Context, names []string, err error) error {
+	if len(names) == 1 {
+		if js := t.jobs[names[0]]; js != nil && !t.ended {
+			t.hold(js, err)
+			return nil
+		}
+		return err
+	}
+	size := (len(names) + heldParts - 1) / heldParts
+	var parts [][]string
+	for lo := 0; lo < len(names); lo += size {
+		parts = append(parts, names[lo:min(lo+size, len(names))])
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { errs[i] = t.r.opts.Ledger.RaiseAll(ctx, part, t.token) })
+	}
+	wg.Wait()
+	for i, part := range parts {
+		switch {
+		case errs[i] == nil:
+		case errors.Is(errs[i], ErrFenceHeld):
+			if err := t.raiseAround(ctx, part, errs[i]); err != nil {
+				return err
+			}
+		case errors.Is(errs[i], ErrFenced):
+			if err := t.raiseUnblocked(ctx, part); err != nil {
+				return err
+			}
+		default:
+			return errs[i]
+		}
+	}
+	return nil
 }
 
 // raiseParts is how many RaiseAll calls a large table's fences are raised with at once.

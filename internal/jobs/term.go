@@ -85,6 +85,10 @@ type jobState struct {
 	blocked bool      // the store refuses the term's token for this job alone (blocked.go)
 	retryAt time.Time // when a blocked job's fence is raised again
 	fence   int64     // a blocked job's fence, as the store last reported it
+	held    bool      // blocked because a transaction with an older token holds its fence
+	raising bool      // a raise of a blocked job's fence is in flight (blocked.go)
+	reason  string    // why the job is blocked, as Block.Reason
+	catchUp bool      // held at takeover: its catch-up is due when it is unblocked
 
 	starting int // runs dispatch is about to start
 

@@ -37,6 +37,8 @@ func fencedErr(err error) error {
 		return &jobs.FenceError{Job: reg.Job, Token: reg.Token, Fence: reg.Fence, Err: fmt.Errorf("%w: %w", jobs.ErrFenced, err)}
 	case errors.Is(err, fence.ErrStale):
 		return fmt.Errorf("%w: %w", jobs.ErrFenced, err)
+	case errors.Is(err, fence.ErrRaiseTimeout):
+		return fmt.Errorf("%w: %w", jobs.ErrFenceHeld, err)
 	}
 	return err
 }
