@@ -411,5 +411,9 @@ func (d *daemon) reload(ctx context.Context) {
 	d.jobs, d.hash = cfg.Jobs, tableHash(cfg)
 	d.mu.Unlock()
 	d.cfg.Jobs = cfg.Jobs
+	select {
+	case d.republish <- struct{}{}: // the replica's entry in etcd names the new table hash
+	default: // a republish is pending, and it reads the hash when it runs
+	}
 	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
 }
