@@ -100,6 +100,9 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		closes  []Completion
 		// heldStarts: jobs of which a slot whose claim waited for the store starts here.
 		heldStarts = map[*jobState]bool{}
+		// behind: slots to claim now skipped for a slot starting here, not a run in progress;
+		// recorded once that slot's claim landed, else they wait for the store with it.
+		behind []skipped
 	)
 	skip := func(p pending, reason string) {
 		switch {
@@ -127,6 +130,14 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if len(js.active)+js.starting > 0 {
 			switch js.spec.Overlap {
 			case OverlapSkip:
+				if len(js.active) == 0 && p.claimed == nil && p.orphan == nil {
+					r := reasonSameTimeSkip
+					if heldStarts[js] {
+						r = reasonBacklogSkip
+					}
+					behind = append(behind, skipped{p, r})
+					continue
+				}
 				switch {
 				case heldStarts[js]:
 					skip(p, reasonBacklogSkip)
@@ -164,7 +175,38 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 	if err := t.closeRuns(ctx, closes); err != nil {
 		return err
 	}
-	return t.start(ctx, start)
+	if err := t.start(ctx, start); err != nil {
+		return err
+	}
+	return t.settleBehind(ctx, behind)
+}
+
+// skipped is a slot dispatch skips, and why.
+type skipped struct {
+	p      pending
+	reason string
+}
+
+// settleBehind records the slots skipped for a slot that started in the same dispatch, once it
+// runs. If its claim failed instead, they were skipped for nothing: they wait for the store
+// with it, and fire again together.
+func (t *term) settleBehind(ctx context.Context, behind []skipped) error {
+	var records []Outcome
+	for _, b := range behind {
+		if len(b.p.js.active) > 0 {
+			records = append(records, Outcome{Slot: b.p.slot, Status: StatusSkipped, Reason: b.reason})
+			continue
+		}
+		at := t.heldAt
+		if now := t.r.clock.Now(); !at.After(now) {
+			at = now.Add(retryDelay)
+		}
+		p := pending{slot: b.p.slot, held: true}
+		e := &fireEntry{at: at, slot: p.slot, js: b.p.js, retry: &p}
+		t.heap.push(e)
+		t.held = append(t.held, e)
+	}
+	return t.record(ctx, records)
 }
 
 // record stores slots that end without running; a failure other than the fence is retried
