@@ -10,7 +10,7 @@ import (
 
 // Slots that fire while the store cannot be reached are held: their claims, and the records of
 // slots that end without running, wait for one retry together, and fire as soon as a write
-// lands again, so that a backlog fires together and never behind the slots that came after it.
+// lands again: a backlog fires together, not spread over retries that grow apart.
 
 // retryLater puts slots whose claim failed back on the heap, with a growing delay. Every slot
 // waiting so joins the retry already set, if any: the backlog is retried, and fires, together.
