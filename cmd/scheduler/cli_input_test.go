@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/testenv"
 )
 
 // runCLIEnv runs the command line in-process with the environment env.
@@ -102,6 +104,30 @@ func TestCLI_NextPrintsDates(t *testing.T) {
 	}
 	if !strings.Contains(lines[2], "+02:00 CEST") {
 		t.Fatalf("the slot after the DST change lost its offset: %q", lines[2])
+	}
+}
+
+// TestCLI_HistoryOnUnmigratedStore: history on a Postgres database, or an SQLite file, that
+// `migrate` never ran on says to run it, instead of the store's missing-table error.
+func TestCLI_HistoryOnUnmigratedStore(t *testing.T) {
+	sqlite := t.TempDir()
+	if err := os.WriteFile(filepath.Join(sqlite, "scheduler.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, keys := range map[string]string{
+		"Postgres": fmt.Sprintf("store: {dsn: %q}\n", testenv.MustDatabase(t)),
+		"SQLite":   fmt.Sprintf("data_dir: %q\n", sqlite),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "scheduler.yaml")
+			if err := os.WriteFile(path, []byte(keys+minimalJob), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCLI(t, "history", "beat", "--config", path)
+			if code != 1 || !strings.Contains(errOut, "run `scheduler migrate` first") {
+				t.Fatalf("exit %d, want 1 saying to run migrate:\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }
 

@@ -41,6 +41,11 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer store.Close()
+			// A store that was never migrated would fail the query with "relation does not
+			// exist" or "no such table": say what to do instead.
+			if err := store.CheckSchema(ctx); err != nil {
+				return err
+			}
 			runs, err := store.History(ctx, args[0], limit)
 			if err != nil {
 				return err

@@ -235,6 +235,26 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 			t.Fatalf("a file of exactly %d bytes: %v", len(body), err)
 		}
 	})
+	t.Run("PipeInPlaceAfterTheCheck", func(t *testing.T) {
+		// The file was a regular one when stat saw it; a named pipe put in its place since must
+		// be refused, not waited on.
+		done := make(chan error, 1)
+		go func() {
+			f, err := openChecked(fifo, time.Second)
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), fifo+" is not a regular file (a named pipe)") {
+				t.Fatalf("err=%v, want the named pipe refused", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("opening a named pipe with no writer still blocks after 10s")
+		}
+	})
 	t.Run("ReadsAtMostOneBytePastTheLimit", func(t *testing.T) {
 		r := &countingReader{r: zeroReader{}}
 		if _, err := readLimited(r, "stream", 1000); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {

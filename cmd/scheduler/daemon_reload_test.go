@@ -252,3 +252,40 @@ func showsTable(doc statusDoc, hash string, jobs ...string) error {
 	}
 	return nil
 }
+
+// TestDaemon_ReloadRepublishesTableHash: a reload that changes the table publishes the new
+// table hash, so `status` compares the tables the replicas run now. Two replicas started on
+// different tables are reported as such; once a SIGHUP gives both the same table, both entries
+// carry its hash and the warning is gone.
+func TestDaemon_ReloadRepublishesTableHash(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	c.start("a")
+	c.wait("a registered", func() bool { return len(c.status().Replicas) == 1 })
+	added := "  - name: added\n    schedule: '@yearly'\n    type: sql\n    sql: \"INSERT INTO stock_scans (sku, quantity) VALUES ('added', 1)\"\n"
+	c.writeConfig(testJobs + added)
+	c.start("b")
+	hashes := func() map[string]string {
+		h := map[string]string{}
+		for _, r := range c.status().Replicas {
+			h[r.Node] = r.TableHash
+		}
+		return h
+	}
+	c.wait("both replicas registered", func() bool { return len(hashes()) == 2 })
+	if h := hashes(); h["a"] == h["b"] {
+		t.Fatalf("table hashes %v, want a and b to differ before the reload", h)
+	}
+	if w := c.status().Warnings; len(w) == 0 {
+		t.Fatalf("no warning while the replicas run different tables")
+	}
+	if err := syscallHUP(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("a's entry to carry the reloaded table's hash", func() bool {
+		h := hashes()
+		return h["a"] != "" && h["a"] == h["b"]
+	})
+	if w := c.status().Warnings; len(w) != 0 {
+		t.Fatalf("warnings %q after both replicas reloaded the same table", w)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -73,7 +74,29 @@ const MaxJobs = 100_000
 // readConfigFile reads a regular file of at most MaxConfigBytes, reading no more than one byte
 // past the limit.
 func readConfigFile(path string) ([]byte, error) {
-	// Stat before open: opening a FIFO would block until a writer comes.
+	f, err := openRegularFile(path, fileStall)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readLimited(f, path, MaxConfigBytes)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, stalledError(path, fileStall)
+	}
+	return data, err
+}
+
+// fileStall is how long a read of the configuration or a secret file may wait for data. A file
+// on disk never makes a read wait; a kernel stream that stat calls a regular file (/proc/kmsg)
+// would block `validate`, a reload, and with it the daemon's shutdown, forever.
+const fileStall = 5 * time.Second
+
+// openRegularFile opens path for reading if it is a regular file, and refuses anything else
+// without blocking: the open is non-blocking, so a named pipe put in place of the file after
+// the first check does not wait for a writer, and a file whose reads can wait (one the poller
+// accepts, which a file on disk never is) gets a read deadline stall from now.
+func openRegularFile(path string, stall time.Duration) (*os.File, error) {
+	// Stat before open, so that a device is refused without being opened at all.
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -81,18 +104,32 @@ func readConfigFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
-	f, err := os.Open(path)
+	return openChecked(path, stall)
+}
+
+// openChecked is openRegularFile once path was seen to be a regular file: what it opens may
+// have been replaced since.
+func openChecked(path string, stall time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
+		_ = f.Close()
 		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
-	return readLimited(f, path, MaxConfigBytes)
+	_ = f.SetReadDeadline(time.Now().Add(stall)) // os.ErrNoDeadline for a file on disk
+	return f, nil
+}
+
+// stalledError says that reading path waited past stall.
+func stalledError(path string, stall time.Duration) error {
+	return fmt.Errorf("%s gave no data for %s: it is not a file on disk", path, stall)
 }
 
 // readLimited reads r to its end, at most limit+1 bytes of it, and refuses more than limit.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"sort"
@@ -61,7 +63,7 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
 			continue
 		}
-		data, err := os.ReadFile(path)
+		data, err := readSecretFile(path)
 		if err != nil {
 			// The *PathError names the path; the content, a secret, is never quoted.
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("cannot read the secret: %v", err)})
@@ -75,6 +77,30 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 		parent[leaf] = secret
 	}
 	return problems
+}
+
+// MaxSecretBytes is the largest secret file accepted (a password, a DSN): the same checks as the
+// configuration file, with a bound fit for a secret.
+const MaxSecretBytes = 64 << 10
+
+// readSecretFile reads a regular file of at most MaxSecretBytes. Its errors name the path, and
+// never quote the content.
+func readSecretFile(path string) ([]byte, error) {
+	f, err := openRegularFile(path, fileStall)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSecretBytes+1))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, stalledError(path, fileStall)
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	case len(data) > MaxSecretBytes:
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes (%d KiB) for a secret file", path, MaxSecretBytes, MaxSecretBytes>>10)
+	}
+	return data, nil
 }
 
 // settingParent returns the mapping of raw that holds the dotted key path, and the last element

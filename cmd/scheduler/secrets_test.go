@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // writeSecret writes content to a file in a temp dir and returns its path.
@@ -82,6 +84,28 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 			name: "NotAPath", key: "store.dsn_file", want: []string{"must be a file path"},
 			yaml: "store:\n  dsn_file: [a, b]\n",
 		},
+		{
+			// Read to its end, a device would fill the memory.
+			name: "Device", key: "store.dsn_file", want: []string{"/dev/zero is not a regular file (a device)"},
+			environ: func(*testing.T) []string { return []string{"SCHEDULER_STORE_DSN_FILE=/dev/zero"} },
+		},
+		{
+			// Opened for reading, a named pipe with no writer would block for ever.
+			name: "NamedPipe", key: "etcd.password_file", want: []string{"is not a regular file (a named pipe)"},
+			environ: func(t *testing.T) []string {
+				fifo := filepath.Join(t.TempDir(), "password")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return []string{"SCHEDULER_ETCD_PASSWORD_FILE=" + fifo}
+			},
+		},
+		{
+			name: "TooLarge", key: "etcd.password_file", want: []string{"is larger than the limit of 65536 bytes (64 KiB) for a secret file"},
+			environ: func(t *testing.T) []string {
+				return []string{"SCHEDULER_ETCD_PASSWORD_FILE=" + writeSecret(t, strings.Repeat("x", MaxSecretBytes+1))}
+			},
+		},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +113,18 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 			if tc.environ != nil {
 				environ = tc.environ(t)
 			}
-			_, err := LoadConfig(writeConfig(t, tc.yaml+minimalJob), environ)
+			path := writeConfig(t, tc.yaml+minimalJob)
+			done := make(chan error, 1)
+			go func() {
+				_, err := LoadConfig(path, environ)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("LoadConfig still reading the secret file after 10s")
+			}
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err=%v, want a *ConfigError", err)

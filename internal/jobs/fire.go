@@ -14,13 +14,14 @@ import (
 const (
 	reasonPaused      = "paused"
 	reasonOverlapSkip = "overlap: the previous run is still running"
+	reasonHeldSkip    = "overlap: another run of the job started while this slot's claim waited for the store"
 	// A backlog (slots whose claims waited for the store) fires when the store is back: under
-	// overlap skip one of its slots runs and the others are skipped. A held slot found no run
-	// in progress when it fired (else it was skipped then), so the run in its way is the
-	// backlog's.
-	reasonBacklogSkip = "overlap: another slot of the same backlog runs (their claims waited for the store)"
-	reasonReloaded    = "the job's schedule changed before the slot"
-	reasonRefused     = "receiver refused the token"
+	// overlap skip one of its slots runs and the others are skipped, or all of them when a run
+	// started since they fired is in their way.
+	reasonBacklogSkip  = "overlap: another slot of the same backlog runs (their claims waited for the store)"
+	reasonSameTimeSkip = "overlap: another slot of the job due at the same time runs"
+	reasonReloaded     = "the job's schedule changed before the slot"
+	reasonRefused      = "receiver refused the token"
 )
 
 // fireDue dispatches every slot whose time has come and schedules each job's next slot. A slot
@@ -32,14 +33,25 @@ func (t *term) fireDue(ctx context.Context) error {
 	}
 	t.claimAhead(now)
 	var (
-		due    []pending
-		closes []Completion
-		fired  []*fireEntry
+		due     []pending
+		closes  []Completion
+		fired   []*fireEntry
+		records []Outcome
 	)
 	for len(t.heap) > 0 && !t.heap.peek().at.After(now) {
 		e := t.heap.pop()
+		if e.records != nil {
+			if !e.dropped {
+				e.dropped = true
+				records = append(records, e.records...)
+			}
+			continue
+		}
 		if e.retry != nil {
-			due = append(due, *e.retry)
+			if !e.dropped { // else brought forward by retryHeld, and fired then
+				e.dropped = true
+				due = append(due, *e.retry)
+			}
 			continue
 		}
 		js := e.js
@@ -64,6 +76,9 @@ func (t *term) fireDue(ctx context.Context) error {
 	if err := t.closeRuns(ctx, closes); err != nil {
 		return err
 	}
+	if err := t.record(ctx, records); err != nil {
+		return err
+	}
 	if err := t.dispatch(ctx, due); err != nil {
 		return err
 	}
@@ -82,6 +97,11 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		start   = make([]pending, 0, len(due))
 		records []Outcome
 		closes  []Completion
+		// heldStarts: jobs of which a slot whose claim waited for the store starts here.
+		heldStarts = map[*jobState]bool{}
+		// behind: slots to claim now skipped for a slot starting here, not a run in progress;
+		// recorded once that slot's claim landed, else they wait for the store with it.
+		behind []skipped
 	)
 	skip := func(p pending, reason string) {
 		switch {
@@ -109,9 +129,24 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 		if len(js.active)+js.starting > 0 {
 			switch js.spec.Overlap {
 			case OverlapSkip:
-				if len(js.active) == 0 || p.held {
+				if len(js.active) == 0 && p.claimed == nil && p.orphan == nil {
+					r := reasonSameTimeSkip
+					if heldStarts[js] {
+						r = reasonBacklogSkip
+					}
+					behind = append(behind, skipped{p, r})
+					continue
+				}
+				switch {
+				case heldStarts[js]:
 					skip(p, reasonBacklogSkip)
-				} else {
+				case p.held:
+					// It found no run in progress when it fired (else it was skipped then): the
+					// run in its way started since.
+					skip(p, reasonHeldSkip)
+				case len(js.active) == 0:
+					skip(p, reasonSameTimeSkip)
+				default:
 					skip(p, reasonOverlapSkip)
 				}
 				continue
@@ -125,6 +160,9 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 			}
 		}
 		js.starting++
+		if p.held {
+			heldStarts[js] = true
+		}
 		start = append(start, p)
 	}
 	for _, p := range start {
@@ -136,11 +174,15 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 	if err := t.closeRuns(ctx, closes); err != nil {
 		return err
 	}
-	return t.start(ctx, start)
+	if err := t.start(ctx, start); err != nil {
+		return err
+	}
+	return t.settleBehind(ctx, behind)
 }
 
-// record stores slots that end without running; a failure other than the fence is logged
-// (the slots stay without a row, and a later leader records them missed).
+// record stores slots that end without running; a failure other than the fence is retried
+// with the claims that wait for the store (if the term ends first, the slots stay without a
+// row, and a later leader deals with them as slots no leader saw).
 func (t *term) record(ctx context.Context, outs []Outcome) error {
 	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
 }
@@ -177,8 +219,9 @@ func (t *term) recorded(ctx context.Context, outs []Outcome, errs []error) error
 				return err
 			}
 		case err != nil:
-			t.lg.Warn("record slots", zap.Int("slots", len(part)), zap.Error(err))
+			t.recordLater(part, err)
 		default:
+			t.retryHeld() // the store is back
 			for _, o := range part {
 				t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
 				if h := t.r.opts.Hooks.Recorded; h != nil {
@@ -290,6 +333,7 @@ func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claime
 		return nil
 	}
 	t.failures = 0
+	t.retryHeld()
 	for _, c := range claimed {
 		switch {
 		case c.Written:
@@ -410,16 +454,4 @@ func (t *term) reclaimed(orphan, run LedgerRun, err error) error {
 		zap.Int64("old_token", orphan.Token), zap.Int("attempt", run.Attempt))
 	t.launch(nil, run)
 	return nil
-}
-
-// retryLater puts slots whose claim failed back on the heap, with a growing delay.
-func (t *term) retryLater(slots []SlotKey, err error) {
-	t.failures++
-	delay := min(retryDelay<<min(t.failures-1, 10), maxRetryDelay)
-	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", delay), zap.Int("failures", t.failures), zap.Error(err))
-	at := t.r.clock.Now().Add(delay)
-	for _, s := range slots {
-		p := pending{slot: s, held: true}
-		t.heap.push(&fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p})
-	}
 }

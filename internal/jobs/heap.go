@@ -19,6 +19,8 @@ type fireEntry struct {
 	slot  SlotKey
 	js    *jobState
 	retry *pending
+	// records: slots that end without running whose write failed, written again (no slot or js)
+	records []Outcome
 
 	claim   claimState
 	run     LedgerRun // with claimDone: the slot's run as the ledger left it

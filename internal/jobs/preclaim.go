@@ -213,9 +213,12 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 	}
 	if b.err != nil {
 		t.lg.Warn("claim slots ahead; claiming them when they fire", zap.Int("slots", len(b.entries)), zap.Error(b.err))
-	} else if len(b.entries) >= minRateSample && b.took > 0 {
-		rate := float64(len(b.entries)) / b.took.Seconds()
-		t.queue.rate = 0.5*t.queue.rate + 0.5*rate
+	} else {
+		t.retryHeld() // the store is back
+		if len(b.entries) >= minRateSample && b.took > 0 {
+			rate := float64(len(b.entries)) / b.took.Seconds()
+			t.queue.rate = 0.5*t.queue.rate + 0.5*rate
+		}
 	}
 	var (
 		due    []pending

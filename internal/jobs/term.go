@@ -69,6 +69,8 @@ type term struct {
 	drainIdle chan struct{} // closed when draining and no run is left
 	exited    chan struct{} // closed when the loop has returned
 	failures  int           // consecutive failed ledger writes in the loop
+	held      []*fireEntry  // retries of slots whose claims failed (retryLater), some popped already
+	heldAt    time.Time     // when they are retried, all together
 
 	blocked []*jobState // jobs whose fence is above the token (blocked.go)
 }
