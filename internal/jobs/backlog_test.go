@@ -162,7 +162,9 @@ func TestRunner_SkipRecordsAreRetried(t *testing.T) {
 	<-b.started
 	led.down.Store(true)
 	// The loop's timer and the run's timeout: the loop is idle.
-	idle := func() { testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 2 }) }
+	idle := func() {
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 2 })
+	}
 	for range 2 { // 12:02 and 12:03 are skipped behind it while the store is down
 		idle()
 		clock.Advance(time.Minute)
