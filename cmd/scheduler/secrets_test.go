@@ -34,6 +34,18 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 			t.Fatalf("store.dsn=%q, want %q (the trailing newline trimmed)", cfg.Store.DSN, dsn)
 		}
 	})
+	t.Run("JobDSNFromEnvironment", func(t *testing.T) {
+		const jobDSN = "postgres://scheduler_jobs:jobpw@db:5432/app"
+		path := writeSecret(t, jobDSN+"\n")
+		cfg, err := LoadConfig(writeConfig(t, minimalJob),
+			[]string{"SCHEDULER_STORE_DSN=" + dsn, "SCHEDULER_STORE_JOB_DSN_FILE=" + path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Store.JobDSN != jobDSN {
+			t.Fatalf("store.job_dsn=%q, want %q", cfg.Store.JobDSN, jobDSN)
+		}
+	})
 	t.Run("EtcdPasswordFromFile", func(t *testing.T) {
 		path := writeSecret(t, "etcd-secret\r\n")
 		cfg, err := LoadConfig(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
@@ -167,6 +179,8 @@ func TestConfig_Secrets(t *testing.T) {
 		{"KeyValuePlain", Config{Store: StoreConfig{DSN: "host=db password=plain user=u"}},
 			[]string{"host=db password=plain user=u", "plain"}},
 		{"Etcd", Config{Etcd: EtcdConfig{Password: "etcdpw"}}, []string{"etcdpw"}},
+		{"JobDSN", Config{Store: StoreConfig{JobDSN: "postgres://scheduler_jobs:jobpw@db/app"}},
+			[]string{"postgres://scheduler_jobs:jobpw@db/app", "jobpw"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
