@@ -268,12 +268,21 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	return err
 }
 
-// retention returns every configured job's retention, for the pruner's next pass.
+// retention returns the retention of every configured job not blocked, for the pruner's next
+// pass.
 func (d *daemon) retention() []retention.Policy {
 	table, _ := d.table()
-	ps := make([]retention.Policy, len(table))
-	for i, j := range table {
-		ps[i] = retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup}
+	// A blocked job's fence refuses the term's writes, its deletes too: pruning it would end
+	// pruning for every job.
+	blocked := map[string]bool{}
+	for _, b := range d.runner.Blocked() {
+		blocked[b.Job] = true
+	}
+	ps := make([]retention.Policy, 0, len(table))
+	for _, j := range table {
+		if !blocked[j.Name] {
+			ps = append(ps, retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup})
+		}
 	}
 	return ps
 }

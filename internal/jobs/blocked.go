@@ -234,12 +234,12 @@ func (t *term) retryBlocked(ctx context.Context, now time.Time) {
 		}
 		js.raising = true
 		name := js.spec.Name // js belongs to the loop: the goroutine reads nothing of it
-		go func() {
+		t.raises.Go(func() {
 			wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
 			err := t.r.opts.Ledger.RaiseAll(wctx, []string{name}, t.token)
 			cancel()
 			t.send(func() { t.raised(js, err) })
-		}()
+		})
 	}
 }
 

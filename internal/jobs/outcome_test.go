@@ -75,6 +75,12 @@ type outcomeHarness struct {
 
 func newOutcomeHarness(t *testing.T, batched bool) *outcomeHarness {
 	t.Helper()
+	return newOutcomeHarnessWith(t, batched, nil)
+}
+
+// newOutcomeHarnessWith is newOutcomeHarness with the runner's options changed by mod.
+func newOutcomeHarnessWith(t *testing.T, batched bool, mod func(*Options)) *outcomeHarness {
+	t.Helper()
 	h := &outcomeHarness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: &flakyLedger{fakeLedger: newFakeLedger()}}
 	core, logs := observer.New(zapcore.WarnLevel)
 	h.logs = logs
@@ -83,8 +89,12 @@ func newOutcomeHarness(t *testing.T, batched bool) *outcomeHarness {
 		led = batchFlakyLedger{h.ledger}
 	}
 	exec := execFunc(func(context.Context, Run) (string, error) { h.runs.Add(1); return "ran", nil })
-	r, err := New([]Spec{spec(t, "job", exec, nil)}, Options{Node: "n1", Ledger: led, Clock: h.clock,
-		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))})
+	opts := Options{Node: "n1", Ledger: led, Clock: h.clock,
+		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))}
+	if mod != nil {
+		mod(&opts)
+	}
+	r, err := New([]Spec{spec(t, "job", exec, nil)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +204,49 @@ func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
 				t.Fatalf("rows=%+v, want the kept outcome, attempt 1", rows)
 			}
 		})
+	}
+}
+
+// TestRunner_KeptOutcomeOfABlockedJob: a runner that kept a run's outcome (its term ended before
+// the write landed) leads again, but the job's fence was raised from outside meanwhile, so the
+// job is blocked. The kept outcome waits for the job's unblocking; once the fence is reset it is
+// written, and the slot is not run again.
+func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
+	h := newOutcomeHarnessWith(t, false, func(o *Options) {
+		o.Confirm = func(context.Context, int64) error { return nil } // etcd confirms every term
+	})
+	h.ledger.down.Store(true)
+	stop := h.lead(token)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
+	h.clock.Advance(time.Minute) // 12:01 fires
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	if err := stop(); err != nil {
+		t.Fatalf("Lead=%v", err)
+	}
+
+	h.ledger.down.Store(false)
+	h.ledger.raise("job", outsideFence)
+	h.lead(token + 1)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "job blocked", func() bool { return len(h.runner.Blocked()) == 1 })
+	h.runner.mu.Lock()
+	kept := len(h.runner.unwritten)
+	h.runner.mu.Unlock()
+	if kept != 1 {
+		t.Fatalf("kept outcomes=%d while the job is blocked, want 1", kept)
+	}
+	h.ledger.reset("job")
+	for i := 0; len(h.runner.Blocked()) != 0 && i < 100; i++ {
+		h.clock.Advance(time.Minute) // the blocked job's fence is raised again at the latest every 30 s
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := t0.Add(time.Minute) // the slot whose outcome was kept
+	rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool {
+		return len(r) > 0 && r[0].Slot.At.Equal(first) && r[0].Status == StatusSucceeded
+	})
+	// Every later slot ran once under the new term; the kept one was not run again.
+	if n := h.runs.Load(); int(n) != len(rows) || rows[0].Token != token || rows[0].Completion.Output != "ran" {
+		t.Fatalf("executions=%d rows=%+v, want the kept outcome written for slot %s and one execution per slot",
+			n, rows, first.Format(time.RFC3339))
 	}
 }
 

@@ -240,5 +240,8 @@ func (r *Runner) Lead(ctx context.Context, token int64) error {
 		r.current = nil
 		r.mu.Unlock()
 	}()
-	return t.run(ctx, specs)
+	err := t.run(ctx, specs)
+	// The loop has exited: a raise answering now finds it gone (send returns false).
+	t.raises.Wait()
+	return err
 }

@@ -23,9 +23,11 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
 	for _, js := range t.blocked {
-		// A held fence is usually an earlier leader's last write: once it is free, the job
-		// is taken over like the others (orphans, missed slots).
-		js.catchUp = js.held
+		// A job blocked at takeover missed the takeover's catch-up: once its fence is free (a
+		// held fence is usually an earlier leader's last write; a raised one is reset by an
+		// operator), it is taken over like the others (orphans and their kept outcomes,
+		// missed slots).
+		js.catchUp = true
 	}
 	now := t.r.clock.Now()
 	if err := t.catchUp(ctx, specs, now); err != nil {
@@ -163,6 +165,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
+	// again: their saved outcomes must stay saved, not be written against a refusing fence.
+	orphans = slices.DeleteFunc(orphans, func(o LedgerRun) bool { return t.isBlocked(o.Slot.Job) })
 	// Runs of an earlier term of this process whose executors returned are finished with their
 	// outcomes, never run again.
 	orphans, closes := t.takeUnwritten(orphans)

@@ -59,6 +59,7 @@ type term struct {
 
 	completer *completer     // nil when the Ledger has no CompleteMany
 	marks     sync.WaitGroup // writes of runs started (started.go)
+	raises    sync.WaitGroup // raises of blocked jobs' fences (blocked.go), joined by Lead
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
 	// and the writes made for them hang off it. Each run has its own runCancel (in
@@ -90,7 +91,7 @@ type jobState struct {
 	held    bool      // blocked because a transaction with an older token holds its fence
 	raising bool      // a raise of a blocked job's fence is in flight (blocked.go)
 	reason  string    // why the job is blocked, as Block.Reason
-	catchUp bool      // held at takeover: its catch-up is due when it is unblocked
+	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
 
 	starting int // runs dispatch is about to start
 
@@ -154,6 +155,10 @@ func (t *term) send(fn func()) bool {
 
 func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 	defer close(t.exited)
+	// Cancelled once the loop's work is drained (defers run last first), so that the raises
+	// of blocked jobs still in flight end with the term; Lead then joins them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	t.claimCtx = ctx
 	t.runsCtx = context.WithoutCancel(ctx)
 	stopCompleter := make(chan struct{})

@@ -20,7 +20,7 @@ func (p Pruner) Prune(ctx context.Context, token int64, b retention.Batch) (int,
 	n, err := p.Store.Prune(ctx, token, fence.Retention{
 		Job: b.Job, Before: b.Before, Keep: b.Keep, Protect: b.Protect, Limit: b.Limit,
 	})
-	if errors.Is(err, fence.ErrStale) {
+	if errors.Is(err, fence.ErrStale) || errors.Is(err, fence.ErrTokenRegressed) {
 		return n, fmt.Errorf("%w: %w", retention.ErrFenced, err)
 	}
 	return n, err
