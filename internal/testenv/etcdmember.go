@@ -68,7 +68,7 @@ func (m *etcdMember) logger() *zap.Logger {
 // newClusterMembers describes n members with distinct free ports and data
 // directories under root.
 func newClusterMembers(root string, n int) ([]*etcdMember, error) {
-	ports, err := freePorts(2 * n)
+	ports, err := FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}

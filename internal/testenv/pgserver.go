@@ -178,7 +178,7 @@ func (p *Postgres) start() error {
 		return errors.New("postgres is already running")
 	}
 	if p.port == 0 {
-		addrs, err := freePorts(1)
+		addrs, err := FreePorts(1)
 		if err != nil {
 			return err
 		}

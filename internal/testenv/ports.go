@@ -8,10 +8,13 @@ import (
 	"syscall"
 )
 
-// freePorts returns n distinct loopback addresses whose ports were free a
-// moment ago. All listeners are held until every port is picked so the
-// addresses differ.
-func freePorts(n int) ([]string, error) {
+// FreePorts returns n distinct loopback addresses ("127.0.0.1:port") whose
+// ports were free a moment ago, for servers whose addresses must be known
+// before they start (a cluster's peer URLs). All listeners are held until
+// every port is picked so the addresses differ. Another process may take a
+// port before the server binds it; a caller that can, starts again on fresh
+// ports then.
+func FreePorts(n int) ([]string, error) {
 	addrs := make([]string, 0, n)
 	var lns []net.Listener
 	defer func() {

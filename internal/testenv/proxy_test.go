@@ -20,36 +20,7 @@ func echoServer(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				_, _ = io.Copy(c, c)
-				_ = c.Close()
-			})
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
+	return Serve(t, ln, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 func dial(t *testing.T, addr string) net.Conn {
@@ -83,13 +54,16 @@ func expectEcho(t *testing.T, c net.Conn, msg string) {
 	}
 }
 
+// readWithin reads one byte from c, waiting at most d for it.
+func readWithin(c net.Conn, d time.Duration) (int, error) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	return c.Read(make([]byte, 1))
+}
+
 // expectNothing asserts that no byte arrives on c for a while.
 func expectNothing(t *testing.T, c net.Conn) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	buf := make([]byte, 1)
-	n, err := c.Read(buf)
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
+	if n, err := readWithin(c, 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read while held = %d bytes, %v; want deadline exceeded", n, err)
 	}
 }
@@ -97,10 +71,7 @@ func expectNothing(t *testing.T, c net.Conn) {
 // expectClosed asserts that c is closed by the other side.
 func expectClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, 1)
-	n, err := c.Read(buf)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+	if n, err := readWithin(c, 10*time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read = %d bytes, %v; want closed connection", n, err)
 	}
 }
