@@ -233,46 +233,17 @@ func tlsForwarder(t *testing.T, cfg *tls.Config, target string) string {
 	if err != nil {
 		t.Fatalf("tls listen: %v", err)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	track := func(c net.Conn) {
-		mu.Lock()
-		defer mu.Unlock()
-		conns = append(conns, c)
-	}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			track(c)
-			wg.Go(func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				track(up)
-				defer up.Close()
-				var pipes sync.WaitGroup
-				pipes.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
-				pipes.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
-				pipes.Wait()
-			})
+	return testenv.Serve(t, ln, func(c net.Conn) {
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			return
 		}
+		defer up.Close()
+		// Closing c (at the end of the test) ends the first copy, whose
+		// closing of up ends the second.
+		var pipes sync.WaitGroup
+		pipes.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
+		pipes.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+		pipes.Wait()
 	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
