@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -139,16 +138,7 @@ jobs:
 // cli runs a command-line command against the deployment and returns its output.
 func (d *deployment) cli(args ...string) string {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, d.s.bins.scheduler, append(args, "--config", d.cliCfg)...)
-	cmd.Env = childEnv()
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		d.t.Fatalf("scheduler %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-	}
-	return out.String()
+	return runCLIWith(d.t, d.s.bins.scheduler, childEnv(), append(args, "--config", d.cliCfg)...)
 }
 
 // statusDoc is the part of `status --json` the suite reads.
@@ -160,6 +150,11 @@ type statusDoc struct {
 	Replicas []struct {
 		Node string `json:"node"`
 	} `json:"replicas"`
+	// Leaseless are the keys under the election prefix without a lease.
+	Leaseless []struct {
+		Key    string `json:"key"`
+		Remove string `json:"remove"`
+	} `json:"leaseless_keys"`
 }
 
 // hasReplica reports whether node is registered.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"scheduler/internal/testenv"
 )
 
 // etcd timing of the members the suite starts: etcd's production defaults (100 ms heartbeat,
@@ -70,7 +71,7 @@ func startEtcd(t *testing.T, bin string, env externalEnv) *etcdCluster {
 
 // start starts the members and waits until each serves a cluster with a leader.
 func (c *etcdCluster) start(dir string) error {
-	ports, err := freePorts(6)
+	ports, err := testenv.FreePorts(6)
 	if err != nil {
 		return err
 	}
@@ -202,24 +203,4 @@ func (c *etcdCluster) restart(i int) {
 		c.t.Fatalf("etcd member %s is running", m.name)
 	}
 	m.proc = startProcess(c.t, "etcd "+m.name, m.log, c.bin, m.args...)
-}
-
-// freePorts returns n distinct loopback addresses whose ports were free a moment ago.
-func freePorts(n int) ([]string, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	addrs := make([]string, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -38,9 +37,9 @@ func (s *suite) leaselessKey(t *testing.T) {
 	tl.start(time.Now(), fmt.Sprintf("lease-less key %s put at revision %d; %s leads, token %d", fake, put.Header.Revision, first.node, first.token))
 
 	// Behind every candidate, it blocks nobody yet: status reports it and the leader stays.
-	var st leaselessStatus
+	var st statusDoc
 	testenv.Eventually(d.t, 10*time.Second, poll, "status to report the lease-less key", func() bool {
-		st = d.leaselessStatus()
+		st = d.status()
 		return len(st.Leaseless) == 1 && st.Leaseless[0].Key == fake
 	})
 	if want := "etcdctl del " + fake; st.Leaseless[0].Remove != want {
@@ -89,7 +88,7 @@ func (s *suite) leaselessKey(t *testing.T) {
 	if fin.Status != "succeeded" || fin.Token < next.token {
 		t.Errorf("slot %s after the fault: %s under token %d, want succeeded under %d or later", stamp(run.slot), fin.Status, fin.Token, next.token)
 	}
-	if st := d.leaselessStatus(); len(st.Leaseless) != 0 || st.Leader == nil || st.Leader.Node == "x" {
+	if st := d.status(); len(st.Leaseless) != 0 || st.Leader == nil || st.Leader.Node == "x" {
 		t.Errorf("status after the removal: leader %+v, lease-less keys %+v; want a replica and none", st.Leader, st.Leaseless)
 	}
 	snap := d.check(invoicesJob, w.clients)
@@ -122,25 +121,4 @@ func (d *deployment) candidateKeys() []string {
 		}
 	}
 	return out
-}
-
-// leaselessStatus is the part of `status --json` about the election.
-type leaselessStatus struct {
-	Leader *struct {
-		Node  string `json:"node"`
-		Token int64  `json:"token"`
-	} `json:"leader"`
-	Leaseless []struct {
-		Key    string `json:"key"`
-		Remove string `json:"remove"`
-	} `json:"leaseless_keys"`
-}
-
-func (d *deployment) leaselessStatus() leaselessStatus {
-	d.t.Helper()
-	var st leaselessStatus
-	if err := json.Unmarshal([]byte(d.cli("status", "--json")), &st); err != nil {
-		d.t.Fatalf("status --json: %v", err)
-	}
-	return st
 }

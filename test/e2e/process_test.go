@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,17 +30,24 @@ type process struct {
 // keeps the earlier lines).
 func startProcess(t *testing.T, name, logPath, bin string, args ...string) *process {
 	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = childEnv()
+	// Own group: SIGSTOP/SIGKILL go to -pgid. The parent-death signal is a safety net for a
+	// test binary that dies before its cleanups run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return launch(t, name, logPath, cmd)
+}
+
+// launch starts cmd, which must start a process group of its own, with its output appended to
+// logPath, and kills the group in t.Cleanup.
+func launch(t *testing.T, name, logPath string, cmd *exec.Cmd) *process {
+	t.Helper()
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatalf("open log of %s: %v", name, err)
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = childEnv()
-	// Own group: SIGSTOP/SIGKILL go to -pgid. The parent-death signal is a safety net for a
-	// test binary that dies before its cleanups run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -62,6 +70,21 @@ func childEnv() []string {
 		}
 	}
 	return env
+}
+
+// runCLIWith runs a command of bin with environ and returns its standard output.
+func runCLIWith(t *testing.T, bin string, environ []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = environ
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("scheduler %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,37 +83,7 @@ func (s *suite) jobsCannotReadSecrets(t *testing.T) {
 	daemon := startAs(t, "secrets", filepath.Join(dir, "secrets.log"), u, environ, bin, "run", "--config", config)
 	t.Logf("daemon pid %d runs as %s (uid %d)", daemon.pid(), unprivileged, u.Uid)
 
-	jobs := []string{"environ-tr", "environ-cat", "memory", "echoes-secret"}
-	runs := map[string]map[string]any{}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(runs) < len(jobs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not every job finished a run within 60s (done: %v); daemon log:\n%s", keys(runs), daemon.tail(40))
-		}
-		if daemon.exited() {
-			t.Fatalf("the daemon exited; log:\n%s", daemon.tail(40))
-		}
-		for _, j := range jobs {
-			if _, done := runs[j]; done {
-				continue
-			}
-			var hist []map[string]any
-			out := runCLIWith(t, bin, environ, "history", j, "--json", "--config", config)
-			if err := json.Unmarshal([]byte(out), &hist); err != nil {
-				t.Fatalf("history %s --json: %v\n%s", j, err, out)
-			}
-			for _, r := range hist {
-				if st := r["status"]; st == "succeeded" || st == "failed" {
-					runs[j] = r
-					if strings.Contains(out, secret) {
-						t.Errorf("history %s --json shows the store password:\n%s", j, out)
-					}
-					break
-				}
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	runs := finishedRuns(t, daemon, bin, environ, config, secret, "environ-tr", "environ-cat", "memory", "echoes-secret")
 	for _, j := range []string{"environ-tr", "environ-cat", "memory"} {
 		r := runs[j]
 		if r["status"] != "failed" {
@@ -164,6 +136,44 @@ func (s *suite) jobsCannotReadSecrets(t *testing.T) {
 	if code != 1 || !strings.Contains(log, `job "as-root": user: the daemon cannot switch users`) {
 		t.Errorf("exit %d, want 1 with the job and key named; log:\n%s", code, log)
 	}
+}
+
+// finishedRuns polls `history --json` of each of jobs until each has a finished run (succeeded
+// or failed), within 60s, and returns that run of each. Every history it reads must not show
+// secret; the daemon must not exit meanwhile.
+func finishedRuns(t *testing.T, daemon *process, bin string, environ []string, config, secret string, jobs ...string) map[string]map[string]any {
+	t.Helper()
+	runs := map[string]map[string]any{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(runs) < len(jobs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every job finished a run within 60s (done: %v); daemon log:\n%s", keys(runs), daemon.tail(40))
+		}
+		if daemon.exited() {
+			t.Fatalf("the daemon exited; log:\n%s", daemon.tail(40))
+		}
+		for _, j := range jobs {
+			if _, done := runs[j]; done {
+				continue
+			}
+			out := runCLIWith(t, bin, environ, "history", j, "--json", "--config", config)
+			if strings.Contains(out, secret) {
+				t.Errorf("history %s --json shows the store password:\n%s", j, out)
+			}
+			var hist []map[string]any
+			if err := json.Unmarshal([]byte(out), &hist); err != nil {
+				t.Fatalf("history %s --json: %v\n%s", j, err, out)
+			}
+			for _, r := range hist {
+				if st := r["status"]; st == "succeeded" || st == "failed" {
+					runs[j] = r
+					break
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return runs
 }
 
 // secretDSN creates a login role whose password is secret on the database of dsn, and returns
@@ -224,27 +234,12 @@ jobs:%s`, node, filepath.Join(dir, "data-"+node), node, ttl, addr, jobs)
 // startAs starts bin as the user u, like startProcess, with environ.
 func startAs(t *testing.T, name, logPath string, u osUser, environ []string, bin string, args ...string) *process {
 	t.Helper()
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatalf("open log of %s: %v", name, err)
-	}
-	defer f.Close()
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(environ, "HOME=/", "USER="+u.Name, "LOGNAME="+u.Name)
 	cmd.Dir = filepath.Dir(bin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL,
 		Credential: &syscall.Credential{Uid: u.Uid, Gid: u.Gid, Groups: []uint32{}}}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s as %s: %v", name, u.Name, err)
-	}
-	p := &process{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
-	return p
+	return launch(t, name+" as "+u.Name, logPath, cmd)
 }
 
 // osUser is a user's name and ids.
@@ -301,21 +296,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// runCLIWith runs a command of bin with environ and returns its standard output.
-func runCLIWith(t *testing.T, bin string, environ []string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = environ
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scheduler %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-	}
-	return out.String()
 }
 
 func httpGet(t *testing.T, url string) string {
@@ -383,36 +363,7 @@ func (s *suite) jobUserCannotReadSecretFiles(t *testing.T) {
 	daemon := startAs(t, "files", filepath.Join(dir, "files.log"), osUser{Name: "root"}, environ, s.bins.scheduler, "run", "--config", config)
 
 	want := map[string]string{"file-as-nobody": "failed", "environ-as-nobody": "failed", "file-as-daemon": "succeeded"}
-	runs := map[string]map[string]any{}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(runs) < len(want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not every job finished a run within 60s (done: %v); daemon log:\n%s", keys(runs), daemon.tail(40))
-		}
-		if daemon.exited() {
-			t.Fatalf("the daemon exited; log:\n%s", daemon.tail(40))
-		}
-		for j := range want {
-			if _, done := runs[j]; done {
-				continue
-			}
-			out := runCLIWith(t, s.bins.scheduler, environ, "history", j, "--json", "--config", config)
-			if strings.Contains(out, secret) {
-				t.Errorf("history %s --json shows the store password:\n%s", j, out)
-			}
-			var hist []map[string]any
-			if err := json.Unmarshal([]byte(out), &hist); err != nil {
-				t.Fatalf("history %s --json: %v\n%s", j, err, out)
-			}
-			for _, r := range hist {
-				if st := r["status"]; st == "succeeded" || st == "failed" {
-					runs[j] = r
-					break
-				}
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	runs := finishedRuns(t, daemon, s.bins.scheduler, environ, config, secret, slices.Collect(maps.Keys(want))...)
 	for j, st := range want {
 		r := runs[j]
 		t.Logf("%s: %v: %v: %q", j, r["status"], r["error"], r["output"])
