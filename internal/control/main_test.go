@@ -37,6 +37,14 @@ func mustStore(t testing.TB, cli *clientv3.Client, prefix string) *Store {
 	return s
 }
 
+// etcdStore starts an embedded etcd member for the test and returns a
+// context bounded by testTimeout and a Store of prefix on the member.
+func etcdStore(t *testing.T, prefix string) (context.Context, *Store) {
+	t.Helper()
+	e := testenv.MustEtcd(t)
+	return testCtx(t), mustStore(t, e.Client(t), prefix)
+}
+
 // startWatcher runs w until the test ends; the cleanup stops it, waits for
 // Run to return and checks that it returned nil and closed Requests.
 func startWatcher(t *testing.T, w *Watcher) {

@@ -57,12 +57,12 @@ func (s *Store) Resume(ctx context.Context, job string) (resumed bool, err error
 
 // Paused returns the paused jobs by name.
 func (s *Store) Paused(ctx context.Context) (map[string]PauseInfo, error) {
-	resp, err := s.cli.Get(rctx(ctx), s.k.pausedPrefix(), clientv3.WithPrefix())
+	kvs, err := s.list(ctx, "paused jobs", s.k.pausedPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("list paused jobs under %s: %w", s.k.pausedPrefix(), err)
+		return nil, err
 	}
-	m := make(map[string]PauseInfo, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	m := make(map[string]PauseInfo, len(kvs))
+	for _, kv := range kvs {
 		job, info := s.decodePause(kv.Key, kv.Value)
 		m[job] = info
 	}

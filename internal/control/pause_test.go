@@ -4,15 +4,11 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"scheduler/internal/testenv"
 )
 
 func TestStore_Pause(t *testing.T) {
 	t.Parallel()
-	e := testenv.MustEtcd(t)
-	ctx := testCtx(t)
-	s := mustStore(t, e.Client(t), "/pause/election")
+	ctx, s := etcdStore(t, "/pause/election")
 	t0 := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
 	s.now = func() time.Time { return t0 }
 

@@ -53,12 +53,12 @@ func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r Replica)
 // Replicas returns the registered replicas by node name. An entry whose
 // value does not parse is returned with its node name only.
 func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
-	resp, err := s.cli.Get(rctx(ctx), s.k.replicaPrefix(), clientv3.WithPrefix())
+	kvs, err := s.list(ctx, "replicas", s.k.replicaPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("list replicas under %s: %w", s.k.replicaPrefix(), err)
+		return nil, err
 	}
-	rs := make([]Replica, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	rs := make([]Replica, 0, len(kvs))
+	for _, kv := range kvs {
 		var r Replica
 		if json.Unmarshal(kv.Value, &r) != nil {
 			r = Replica{}

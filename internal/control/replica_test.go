@@ -9,16 +9,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-
-	"scheduler/internal/testenv"
 )
 
 func TestStore_Register(t *testing.T) {
 	t.Parallel()
-	e := testenv.MustEtcd(t)
-	ctx := testCtx(t)
-	cli := e.Client(t)
-	s := mustStore(t, cli, "/replica/election")
+	ctx, s := etcdStore(t, "/replica/election")
+	cli := s.cli
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 	sess1, err := concurrency.NewSession(cli, concurrency.WithTTL(60))

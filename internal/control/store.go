@@ -3,8 +3,10 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -27,6 +29,16 @@ func New(cli *clientv3.Client, prefix string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{cli: cli, k: keys{prefix: prefix}, now: time.Now}, nil
+}
+
+// list returns the keys under prefix and their values; what names them in
+// the error.
+func (s *Store) list(ctx context.Context, what, prefix string) ([]*mvccpb.KeyValue, error) {
+	resp, err := s.cli.Get(rctx(ctx), prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list %s under %s: %w", what, prefix, err)
+	}
+	return resp.Kvs, nil
 }
 
 // rctx marks ctx so that an etcd member without a raft leader fails the

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Request asks the leader to run a job once, as the manual slot At.
@@ -57,12 +56,12 @@ func (s *Store) Trigger(ctx context.Context, job, by string, at time.Time) (Requ
 // Requests returns the pending requests, oldest first. Keys that do not
 // parse as requests (written by hand) are left out; a Watcher logs them.
 func (s *Store) Requests(ctx context.Context) ([]Request, error) {
-	resp, err := s.cli.Get(rctx(ctx), s.k.triggerPrefix(), clientv3.WithPrefix())
+	kvs, err := s.list(ctx, "requests", s.k.triggerPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("list requests under %s: %w", s.k.triggerPrefix(), err)
+		return nil, err
 	}
-	rs := make([]Request, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	rs := make([]Request, 0, len(kvs))
+	for _, kv := range kvs {
 		if r, err := s.decodeRequest(kv); err == nil {
 			rs = append(rs, r)
 		}

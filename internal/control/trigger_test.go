@@ -5,15 +5,11 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"scheduler/internal/testenv"
 )
 
 func TestStore_Trigger(t *testing.T) {
 	t.Parallel()
-	e := testenv.MustEtcd(t)
-	ctx := testCtx(t)
-	s := mustStore(t, e.Client(t), "/trigger/election")
+	ctx, s := etcdStore(t, "/trigger/election")
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatalf("load zone: %v", err)
