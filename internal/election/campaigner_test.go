@@ -86,10 +86,7 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("ResignHandsOver", func(t *testing.T) {
 		ctx := testContext(t)
 		w := newWorld(t, "/test/resign")
-		a := w.start(cli, "a")
-		first := w.waitLeader(ctx, 0)
-		b := w.start(cli, "b")
-		waitCandidate(ctx, t, cli, w.prefix, "b", func(Candidate) bool { return true })
+		a, b, first, _ := w.leaderAndCandidate(ctx, cli)
 
 		a.stop(t)
 		lastRenewal := w.lastRenewal("a")
@@ -118,10 +115,7 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("RevokedLeaseHandsOver", func(t *testing.T) {
 		ctx := testContext(t)
 		w := newWorld(t, "/test/revoke")
-		w.start(cli, "a")
-		first := w.waitLeader(ctx, 0)
-		w.start(cli, "b")
-		waitCandidate(ctx, t, cli, w.prefix, "b", func(Candidate) bool { return true })
+		_, _, first, _ := w.leaderAndCandidate(ctx, cli)
 
 		// Kill a's session from outside.
 		if _, err := cli.Revoke(ctx, clientLease(first.term.Lease)); err != nil {
@@ -182,10 +176,7 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("CampaignEndsWithItsSession", func(t *testing.T) {
 		ctx := testContext(t)
 		w := newWorld(t, "/test/campaign-session")
-		a := w.start(cli, "a")
-		first := w.waitLeader(ctx, 0)
-		w.start(cli, "b")
-		stale := waitCandidate(ctx, t, cli, w.prefix, "b", func(Candidate) bool { return true })
+		a, _, first, stale := w.leaderAndCandidate(ctx, cli)
 
 		// b's lease dies while b waits in Campaign. b must give that
 		// campaign up and queue again with a new lease and key; left
@@ -207,10 +198,7 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("CampaignReturningWithoutKeyIsNotLeadership", func(t *testing.T) {
 		ctx := testContext(t)
 		w := newWorld(t, "/test/campaign-nil")
-		a := w.start(cli, "a")
-		first := w.waitLeader(ctx, 0)
-		w.start(cli, "b")
-		stale := waitCandidate(ctx, t, cli, w.prefix, "b", func(Candidate) bool { return true })
+		a, _, first, stale := w.leaderAndCandidate(ctx, cli)
 
 		// Delete b's key but leave its lease alive: nothing tells b while
 		// it waits, and when a resigns Campaign returns nil with the
@@ -233,10 +221,7 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("ShutdownWhileCampaigning", func(t *testing.T) {
 		ctx := testContext(t)
 		w := newWorld(t, "/test/shutdown-campaign")
-		w.start(cli, "a")
-		first := w.waitLeader(ctx, 0)
-		b := w.start(cli, "b")
-		waitCandidate(ctx, t, cli, w.prefix, "b", func(Candidate) bool { return true })
+		_, b, first, _ := w.leaderAndCandidate(ctx, cli)
 		b.stop(t)
 		for _, c := range keysOf(ctx, t, cli, w.prefix) {
 			if c.Node == "b" {

@@ -312,6 +312,18 @@ func (n *testNode) stop(t *testing.T) {
 	}
 }
 
+// leaderAndCandidate starts node a on cli and waits until it leads, then
+// starts node b and waits until b's candidate key is queued behind a's. It
+// returns both nodes, a's term and b's key.
+func (w *world) leaderAndCandidate(ctx context.Context, cli *clientv3.Client) (a, b *testNode, first span, queued Candidate) {
+	w.t.Helper()
+	a = w.start(cli, "a")
+	first = w.waitLeader(ctx, 0)
+	b = w.start(cli, "b")
+	queued = waitCandidate(ctx, w.t, cli, w.prefix, "b", func(Candidate) bool { return true })
+	return a, b, first, queued
+}
+
 // keysOf returns the candidate keys under prefix, oldest first.
 func keysOf(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string) []Candidate {
 	t.Helper()
