@@ -33,6 +33,14 @@ func dial(t *testing.T, addr string) net.Conn {
 	return c
 }
 
+// dialProxy starts a proxy to target and returns it with a connection
+// through it.
+func dialProxy(t *testing.T, target string) (*Proxy, net.Conn) {
+	t.Helper()
+	p := MustProxy(t, target)
+	return p, dial(t, p.Addr())
+}
+
 // roundTrip writes msg and reads len(msg) bytes back within 10 s.
 func roundTrip(t *testing.T, c net.Conn, msg string) {
 	t.Helper()
@@ -81,15 +89,13 @@ func TestProxy(t *testing.T) {
 	target := echoServer(t)
 
 	t.Run("Forwards", func(t *testing.T) {
-		p := MustProxy(t, target)
-		c := dial(t, p.Addr())
+		_, c := dialProxy(t, target)
 		roundTrip(t, c, "hello")
 		roundTrip(t, c, "again")
 	})
 
 	t.Run("PauseHoldsAndResumeDelivers", func(t *testing.T) {
-		p := MustProxy(t, target)
-		c := dial(t, p.Addr())
+		p, c := dialProxy(t, target)
 		roundTrip(t, c, "before")
 
 		p.Pause()
@@ -110,8 +116,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("CutClosesAndRefuses", func(t *testing.T) {
-		p := MustProxy(t, target)
-		c := dial(t, p.Addr())
+		p, c := dialProxy(t, target)
 		roundTrip(t, c, "before")
 
 		p.Cut()
@@ -187,8 +192,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("CountsStaleErrorsFromTarget", func(t *testing.T) {
-		p := MustProxy(t, target)
-		c := dial(t, p.Addr())
+		p, c := dialProxy(t, target)
 		// The echo sends each code back once; only what the target sends
 		// counts, and a code split across two reads counts once.
 		roundTrip(t, c, "hello JF001")
