@@ -147,13 +147,21 @@ func takeover(b *testing.B, dsn string, n int, batched bool) (total, raise time.
 
 func jobName(i int) string { return "job" + strconv.Itoa(i) }
 
-// populate writes the hour before base, as the old leader left it.
-func populate(b *testing.B, ctx context.Context, dsn string, n int, base time.Time) {
+// connect opens a connection to dsn for the benchmark's own reads and writes
+// of the ledger, outside what it measures.
+func connect(b *testing.B, ctx context.Context, dsn string) *pgx.Conn {
 	b.Helper()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return conn
+}
+
+// populate writes the hour before base, as the old leader left it.
+func populate(b *testing.B, ctx context.Context, dsn string, n int, base time.Time) {
+	b.Helper()
+	conn := connect(b, ctx, dsn)
 	defer func() { _ = conn.Close(ctx) }()
 	for _, q := range []struct {
 		sql  string
@@ -183,13 +191,10 @@ func populate(b *testing.B, ctx context.Context, dsn string, n int, base time.Ti
 // checkLedger verifies the takeover did what the benchmark says it does.
 func checkLedger(b *testing.B, ctx context.Context, dsn string, n int, base time.Time) {
 	b.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
+	conn := connect(b, ctx, dsn)
 	defer func() { _ = conn.Close(ctx) }()
 	var retaken, missed, ran, fenced int
-	err = conn.QueryRow(ctx, `SELECT
+	err := conn.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE scheduled_at = $1::timestamptz - interval '10 minutes' AND token = $2 AND attempt = 2),
 			count(*) FILTER (WHERE scheduled_at = $1::timestamptz - interval '5 minutes' AND status = 'missed'),
 			count(*) FILTER (WHERE scheduled_at = $1 AND token = $2),
