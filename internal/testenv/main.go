@@ -3,8 +3,10 @@
 // proxy for partitions. Everything listens on loopback only and is stopped
 // when the test (or, for the shared Postgres cluster, the test binary) ends,
 // pass or fail. It also builds the module's commands for tests that run them
-// (MustBuild) and waits for a state the test cannot be told about
-// (Eventually). It is imported only from _test.go files.
+// (MustBuild), serves the connections of a test's stand-in server (Serve),
+// picks free loopback ports for servers started elsewhere (FreePorts) and
+// waits for a state the test cannot be told about (Eventually). It is
+// imported only from _test.go files.
 //
 // A package that uses it, or starts goroutines, runs its tests through Main:
 //
