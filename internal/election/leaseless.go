@@ -153,7 +153,9 @@ func (c *Campaigner) sweepOnce(ctx context.Context, key string, lg *zap.Logger) 
 // written since it was read, and logs what it removed.
 func (c *Campaigner) removeLeaseless(ctx context.Context, kv *mvccpb.KeyValue, lg *zap.Logger) error {
 	key := string(kv.Key)
-	tctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), requestTimeout(c.cfg.TTL))
+	// The delete is not cancelled with the sweep: a campaign won while it is in flight stops the
+	// sweep, and a removal that commits must still be logged, so the answer is awaited (bounded).
+	tctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.WithoutCancel(ctx)), requestTimeout(c.cfg.TTL))
 	defer cancel()
 	resp, err := c.cli.Txn(tctx).If(
 		clientv3.Compare(clientv3.LeaseValue(key), "=", 0),
