@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"scheduler"
 	"scheduler/internal/jobs"
 )
 
 // buildTable turns the configured jobs into the runner's table: schedules parsed in their
 // zones and an executor per job type. Builtin jobs write through f, sql jobs through sr.
-func buildTable(cfg *Config, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) ([]jobs.Spec, error) {
+func buildTable(cfg *Config, f scheduler.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) ([]jobs.Spec, error) {
 	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
 		loc, err := time.LoadLocation(j.Timezone)
@@ -40,7 +41,7 @@ func buildTable(cfg *Config, f jobs.Fencer, sr jobs.StatementRunner, client *htt
 	return specs, nil
 }
 
-func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) (jobs.Executor, error) {
+func newExecutor(j Job, f scheduler.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) (scheduler.Executor, error) {
 	switch j.Type {
 	case "builtin":
 		switch j.Builtin {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"scheduler"
 )
 
 // The variables every exec job finds in its environment.
@@ -167,11 +169,11 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 }
 
 // Execute runs the program once for run; see ExecJob.
-func (j *ExecJob) Execute(ctx context.Context, run Run) (string, error) {
+func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	name := j.argv[0]
 	path, err := j.lookPath()
 	if err != nil {
-		return "", Permanent(err)
+		return "", scheduler.Permanent(err)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("run %s: not started: %w", name, err)
@@ -194,7 +196,7 @@ func (j *ExecJob) Execute(ctx context.Context, run Run) (string, error) {
 		_ = pw.Close()
 		err = fmt.Errorf("run %s: %w", name, err)
 		if permanentStartError(err) {
-			return "", Permanent(err)
+			return "", scheduler.Permanent(err)
 		}
 		return "", err
 	}
@@ -333,7 +335,7 @@ func liveMembers(pgid int) (live, known bool) {
 }
 
 // environ is the job's environment for run.
-func (j *ExecJob) environ(run Run) []string {
+func (j *ExecJob) environ(run scheduler.Attempt) []string {
 	env := make([]string, 0, len(j.env)+5)
 	env = append(env, j.env...)
 	return append(env,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"scheduler"
 )
 
 func TestExecJob_Credential(t *testing.T) {
@@ -22,7 +24,7 @@ func TestExecJob_Credential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := j.Execute(ctx, Run{Job: "as-nobody", Slot: t0, Token: 1, Attempt: 1, RunID: "r"})
+	out, err := j.Execute(ctx, scheduler.Attempt{Job: "as-nobody", Slot: t0, Token: 1, Attempt: 1, RunID: "r"})
 	if err != nil {
 		t.Fatalf("Execute: %v\n%s", err, out)
 	}

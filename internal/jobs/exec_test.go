@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"scheduler"
 )
 
 // testEnviron is the daemon environment the exec tests inherit from.
@@ -39,8 +41,8 @@ func noLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }
 
-func testRun() Run {
-	return Run{Job: "nightly", Slot: time.Date(2024, 3, 10, 7, 0, 0, 0, time.UTC), Token: 42, Attempt: 1, RunID: "r1"}
+func testRun() scheduler.Attempt {
+	return scheduler.Attempt{Job: "nightly", Slot: time.Date(2024, 3, 10, 7, 0, 0, 0, time.UTC), Token: 42, Attempt: 1, RunID: "r1"}
 }
 
 func TestExecJob_Environment(t *testing.T) {
@@ -67,7 +69,7 @@ func TestExecJob_Environment(t *testing.T) {
 				"SCHEDULER_ETCD_ENDPOINTS": "http://etcd:2379", // the job's own env may set anything else
 			},
 		})
-		run := Run{
+		run := scheduler.Attempt{
 			Job: "nightly", Slot: time.Date(2024, 3, 10, 3, 0, 0, 0, ny), Token: 42, Attempt: 2,
 			RunID: "nightly@2024-03-10T07:00:00Z",
 		}
@@ -186,8 +188,8 @@ func TestExecJob_Result(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Execute succeeded, want an error")
 			}
-			if IsPermanent(err) != tt.permanent {
-				t.Errorf("IsPermanent(%v) = %v, want %v", err, IsPermanent(err), tt.permanent)
+			if scheduler.IsPermanent(err) != tt.permanent {
+				t.Errorf("IsPermanent(%v) = %v, want %v", err, scheduler.IsPermanent(err), tt.permanent)
 			}
 			if !strings.Contains(err.Error(), tt.errHas) {
 				t.Errorf("error %q does not contain %q", err, tt.errHas)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"scheduler"
 )
 
 // The headers every http job's request carries.
@@ -115,10 +117,10 @@ func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
 }
 
 // Execute sends the request once for run; see HTTPJob.
-func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
+func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, j.method, j.url.String(), http.NoBody)
 	if err != nil {
-		return "", Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err))
+		return "", scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err))
 	}
 	req.Header = j.headers.Clone()
 	if host := req.Header.Get("Host"); host != "" {
@@ -136,7 +138,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
 		if resp != nil {
 			output = resp.Status
 		}
-		return output, Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
+		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err) // *url.Error: no password
@@ -163,13 +165,13 @@ func (j *HTTPJob) Execute(ctx context.Context, run Run) (string, error) {
 		}
 		return output, nil
 	case code == http.StatusConflict:
-		return output, fmt.Errorf("%s: %w", what, ErrRefused)
+		return output, fmt.Errorf("%s: %w", what, scheduler.ErrRefused)
 	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
 		return output, failure
 	case code >= 300 && code < 400:
-		return output, Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
+		return output, scheduler.Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
 	}
-	return output, Permanent(failure)
+	return output, scheduler.Permanent(failure)
 }
 
 // isRunHeader reports whether the header name k is one of those set for each run.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // recorder is a test service that records the requests it gets and answers with status and body.
@@ -72,7 +74,7 @@ func TestHTTPJob_Request(t *testing.T) {
 		URL:     srv.URL + "/hooks/billing?x=1",
 		Headers: map[string]string{"X-Api-Key": "k1", "host": "billing.internal"},
 	})
-	run := Run{Job: "billing", Slot: time.Date(2024, 10, 26, 2, 30, 0, 0, berlin), Token: 77, Attempt: 3, RunID: "billing@1730000000"}
+	run := scheduler.Attempt{Job: "billing", Slot: time.Date(2024, 10, 26, 2, 30, 0, 0, berlin), Token: 77, Attempt: 3, RunID: "billing@1730000000"}
 	out, err := j.Execute(ctx, run)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
@@ -142,11 +144,11 @@ func TestHTTPJob_Status(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("status %d: err = %v, want ok=%v", tt.status, err, tt.ok)
 			}
-			if errors.Is(err, ErrRefused) != tt.refused || IsPermanent(err) != tt.permanent {
+			if errors.Is(err, scheduler.ErrRefused) != tt.refused || scheduler.IsPermanent(err) != tt.permanent {
 				t.Fatalf("status %d: err = %v: refused=%v permanent=%v, want %v %v",
-					tt.status, err, errors.Is(err, ErrRefused), IsPermanent(err), tt.refused, tt.permanent)
+					tt.status, err, errors.Is(err, scheduler.ErrRefused), scheduler.IsPermanent(err), tt.refused, tt.permanent)
 			}
-			if errors.Is(err, ErrFenced) {
+			if errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("status %d: err = %v wraps ErrFenced: only the store may end a term", tt.status, err)
 			}
 			if !strings.HasPrefix(out, strconv.Itoa(tt.status)+" ") {
@@ -173,7 +175,7 @@ func TestHTTPJob_Failures(t *testing.T) {
 		rctx, rcancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer rcancel()
 		_, err := mustHTTP(t, srv.Client(), HTTPConfig{URL: srv.URL}).Execute(rctx, testRun())
-		if !errors.Is(err, context.DeadlineExceeded) || IsPermanent(err) || errors.Is(err, ErrFenced) {
+		if !errors.Is(err, context.DeadlineExceeded) || scheduler.IsPermanent(err) || errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("err = %v, want a retryable deadline error", err)
 		}
 	})
@@ -183,7 +185,7 @@ func TestHTTPJob_Failures(t *testing.T) {
 		url, client := srv.URL, srv.Client()
 		srv.Close()
 		_, err := mustHTTP(t, client, HTTPConfig{URL: url}).Execute(ctx, testRun())
-		if err == nil || IsPermanent(err) || errors.Is(err, ErrFenced) {
+		if err == nil || scheduler.IsPermanent(err) || errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("err = %v, want a retryable transport error", err)
 		}
 	})

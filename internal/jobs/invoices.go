@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scheduler"
 )
 
 // insertInvoice bills one client for one period. Portable: it runs as it is on Postgres and on
@@ -28,12 +30,12 @@ ON CONFLICT DO NOTHING`
 // The output is "billed N of M clients (K already billed)", N counting the clients whose
 // transaction committed, those already billed included.
 type InvoicesJob struct {
-	fencer Fencer
+	fencer scheduler.Fencer
 	p      InvoicesParams
 }
 
 // NewInvoices returns the job billing through f with parameters p (see ParseInvoicesParams).
-func NewInvoices(f Fencer, p InvoicesParams) (*InvoicesJob, error) {
+func NewInvoices(f scheduler.Fencer, p InvoicesParams) (*InvoicesJob, error) {
 	var errs []error
 	if f == nil {
 		errs = append(errs, errors.New("fencer: required"))
@@ -62,7 +64,7 @@ func (j *InvoicesJob) Period(slot time.Time) string {
 }
 
 // Execute bills the clients once for run; see InvoicesJob.
-func (j *InvoicesJob) Execute(ctx context.Context, run Run) (string, error) {
+func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	period := j.Period(run.Slot)
 	billed, already := 0, 0
 	summary := func() string {
@@ -79,7 +81,7 @@ func (j *InvoicesJob) Execute(ctx context.Context, run Run) (string, error) {
 		}
 		amount := fmt.Sprintf("%d.00", 100+id)
 		var n int64
-		err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx Tx) error {
+		err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx scheduler.Tx) error {
 			var err error
 			n, err = tx.Exec(ctx, insertInvoice, id, period, amount, run.Token)
 			return err

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // invoiceRows returns client_id, month, amount and token of every invoice, by client and month.
@@ -31,7 +33,7 @@ type invoiceRow struct {
 	token  int64
 }
 
-func mustInvoices(t *testing.T, f Fencer, p InvoicesParams) *InvoicesJob {
+func mustInvoices(t *testing.T, f scheduler.Fencer, p InvoicesParams) *InvoicesJob {
 	t.Helper()
 	j, err := NewInvoices(f, p)
 	if err != nil {
@@ -51,7 +53,7 @@ func TestInvoicesJob(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st *testStore) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 		defer cancel()
-		run := Run{Job: "invoices", Slot: slot, Token: 7, Attempt: 1, RunID: "invoices@" + slot.UTC().Format(time.RFC3339)}
+		run := scheduler.Attempt{Job: "invoices", Slot: slot, Token: 7, Attempt: 1, RunID: "invoices@" + slot.UTC().Format(time.RFC3339)}
 		j := mustInvoices(t, st.f, InvoicesParams{Clients: 5, Period: "month"})
 
 		t.Run("BillsEachClientOnce", func(t *testing.T) {
@@ -79,7 +81,7 @@ func TestInvoicesJob(t *testing.T) {
 		t.Run("RedoAddsNothing", func(t *testing.T) {
 			before := invoiceRows(ctx, t, st)
 			// A retry of the slot, then a newer leader redoing it: neither adds nor changes a row.
-			for _, r := range []Run{{Job: run.Job, Slot: slot, Token: 7, Attempt: 2, RunID: run.RunID}, {Job: run.Job, Slot: slot, Token: 8, Attempt: 1, RunID: run.RunID}} {
+			for _, r := range []scheduler.Attempt{{Job: run.Job, Slot: slot, Token: 7, Attempt: 2, RunID: run.RunID}, {Job: run.Job, Slot: slot, Token: 8, Attempt: 1, RunID: run.RunID}} {
 				out, err := j.Execute(ctx, r)
 				if err != nil {
 					t.Fatalf("Execute token %d: %v", r.Token, err)
@@ -124,8 +126,8 @@ func TestInvoicesJob_FencedOut(t *testing.T) {
 			}
 		}
 		j := mustInvoices(t, st.f, InvoicesParams{Clients: 10, Period: "month"})
-		out, err := j.Execute(ctx, Run{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
-		if !errors.Is(err, ErrFenced) {
+		out, err := j.Execute(ctx, scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
+		if !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("err = %v, want ErrFenced", err)
 		}
 		if !strings.Contains(err.Error(), "bill client 4 ") {
@@ -152,7 +154,7 @@ func TestInvoicesJob_CancelDuringDelay(t *testing.T) {
 		st.f.afterCommit = func(n int) { stop() }
 		// An hour between clients: the run can end in time only by leaving the delay on cancellation.
 		j := mustInvoices(t, st.f, InvoicesParams{Clients: 3, Delay: time.Hour, Period: "month"})
-		out, err := j.Execute(runCtx, Run{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
+		out, err := j.Execute(runCtx, scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // redirector answers every request with status and a Location of to.
@@ -32,7 +34,7 @@ func (rec *recorder) count() int {
 }
 
 func TestHTTPJob_Redirects(t *testing.T) {
-	run := Run{Job: "hook", Slot: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), Token: 9, Attempt: 1, RunID: "hook@1"}
+	run := scheduler.Attempt{Job: "hook", Slot: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), Token: 9, Attempt: 1, RunID: "hook@1"}
 	headers := map[string]string{"X-Api-Key": "k1"}
 
 	t.Run("NotFollowedByDefault", func(t *testing.T) {
@@ -42,7 +44,7 @@ func TestHTTPJob_Redirects(t *testing.T) {
 		_, srv := redirector(t, http.StatusFound, func() string { return otherSrv.URL + "/steal" })
 		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", Headers: headers})
 		out, err := j.Execute(ctx, run)
-		if err == nil || !IsPermanent(err) {
+		if err == nil || !scheduler.IsPermanent(err) {
 			t.Fatalf("err=%v, want a permanent failure", err)
 		}
 		if !strings.Contains(err.Error(), otherSrv.URL+"/steal") || !strings.Contains(out, "302") {
@@ -76,7 +78,7 @@ func TestHTTPJob_Redirects(t *testing.T) {
 		_, srv := redirector(t, http.StatusTemporaryRedirect, func() string { return otherSrv.URL + "/steal" })
 		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", Headers: headers, FollowRedirects: true})
 		_, err := j.Execute(ctx, run)
-		if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "another origin") {
+		if err == nil || !scheduler.IsPermanent(err) || !strings.Contains(err.Error(), "another origin") {
 			t.Fatalf("err=%v, want a permanent failure naming another origin", err)
 		}
 		if n := other.count(); n != 0 {
@@ -90,7 +92,7 @@ func TestHTTPJob_Redirects(t *testing.T) {
 		rec, srv := redirector(t, http.StatusFound, func() string { return srv.URL + "/moved" })
 		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", Headers: headers, FollowRedirects: true})
 		_, err := j.Execute(ctx, run)
-		if err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "into a GET") {
+		if err == nil || !scheduler.IsPermanent(err) || !strings.Contains(err.Error(), "into a GET") {
 			t.Fatalf("err=%v, want a permanent failure: the POST would become a GET", err)
 		}
 		if n := rec.count(); n != 0 {
@@ -113,7 +115,7 @@ func TestHTTPJob_Redirects(t *testing.T) {
 		var srv *httptest.Server
 		_, srv = redirector(t, http.StatusTemporaryRedirect, func() string { return srv.URL + "/again" })
 		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", FollowRedirects: true})
-		if _, err := j.Execute(ctx, run); err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "10 redirects in a row") {
+		if _, err := j.Execute(ctx, run); err == nil || !scheduler.IsPermanent(err) || !strings.Contains(err.Error(), "10 redirects in a row") {
 			t.Fatalf("err=%v, want a permanent failure after 10 redirects", err)
 		}
 	})
@@ -122,7 +124,7 @@ func TestHTTPJob_Redirects(t *testing.T) {
 		defer cancel()
 		_, srv := newService(t, http.StatusMultipleChoices, "pick one")
 		j := mustHTTP(t, &http.Client{}, HTTPConfig{URL: srv.URL + "/hook", FollowRedirects: true})
-		if _, err := j.Execute(ctx, run); err == nil || !IsPermanent(err) || !strings.Contains(err.Error(), "a redirect without a Location") {
+		if _, err := j.Execute(ctx, run); err == nil || !scheduler.IsPermanent(err) || !strings.Contains(err.Error(), "a redirect without a Location") {
 			t.Fatalf("err=%v, want a permanent failure naming the missing Location", err)
 		}
 	})

@@ -16,26 +16,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 	"scheduler/migrations"
 )
 
 func TestPermanent(t *testing.T) {
 	base := errors.New("bad request")
-	err := Permanent(base)
+	err := scheduler.Permanent(base)
 	if !errors.Is(err, base) {
 		t.Fatalf("errors.Is(Permanent(e), e) = false")
 	}
-	if !IsPermanent(err) || !IsPermanent(fmt.Errorf("call: %w", err)) {
+	if !scheduler.IsPermanent(err) || !scheduler.IsPermanent(fmt.Errorf("call: %w", err)) {
 		t.Fatalf("IsPermanent(Permanent(e)) = false, also when wrapped")
 	}
-	if IsPermanent(base) || IsPermanent(nil) {
+	if scheduler.IsPermanent(base) || scheduler.IsPermanent(nil) {
 		t.Fatalf("IsPermanent of an unmarked error = true")
 	}
 	if err.Error() != base.Error() {
 		t.Fatalf("message = %q, want %q", err.Error(), base.Error())
 	}
-	if Permanent(nil) != nil {
+	if scheduler.Permanent(nil) != nil {
 		t.Fatalf("Permanent(nil) != nil")
 	}
 }
@@ -47,7 +48,7 @@ type testStore struct {
 	name string
 	f    *testFencer
 	// query runs a read outside any job transaction.
-	query func(ctx context.Context, q string, args ...any) Row
+	query func(ctx context.Context, q string, args ...any) scheduler.Row
 	// exec runs a write outside any job transaction.
 	exec func(ctx context.Context, q string, args ...any) error
 }
@@ -55,16 +56,16 @@ type testStore struct {
 // testFencer implements Fencer. afterCommit, when set, runs after the n-th committed call (from
 // 1); wrap, when set, replaces the Tx the job writes through.
 type testFencer struct {
-	begin       func(ctx context.Context) (Tx, func(context.Context) error, func(context.Context) error, error)
+	begin       func(ctx context.Context) (scheduler.Tx, func(context.Context) error, func(context.Context) error, error)
 	check       string // the fence statement; returns the fence after the check
 	mu          sync.Mutex
 	calls       int
 	commits     int
 	afterCommit func(n int)
-	wrap        func(Tx) Tx
+	wrap        func(scheduler.Tx) scheduler.Tx
 }
 
-func (f *testFencer) Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx Tx) error) error {
+func (f *testFencer) Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx scheduler.Tx) error) error {
 	f.mu.Lock()
 	f.calls++
 	f.mu.Unlock()
@@ -78,7 +79,7 @@ func (f *testFencer) Fenced(ctx context.Context, job string, token int64, fn fun
 		return fmt.Errorf("fence check: %w", err)
 	}
 	if fence != token {
-		return fmt.Errorf("job %s token %d older than fence %d: %w", job, token, fence, ErrFenced)
+		return fmt.Errorf("job %s token %d older than fence %d: %w", job, token, fence, scheduler.ErrFenced)
 	}
 	if f.wrap != nil {
 		tx = f.wrap(tx)
@@ -168,7 +169,7 @@ func mustPostgresStore(t *testing.T) *testStore {
 	return &testStore{
 		name: "postgres",
 		f: &testFencer{
-			begin: func(ctx context.Context) (Tx, func(context.Context) error, func(context.Context) error, error) {
+			begin: func(ctx context.Context) (scheduler.Tx, func(context.Context) error, func(context.Context) error, error) {
 				tx, err := pool.Begin(ctx)
 				if err != nil {
 					return nil, nil, nil, err
@@ -179,7 +180,7 @@ func mustPostgresStore(t *testing.T) *testStore {
 				ON CONFLICT (job) DO UPDATE SET token = GREATEST(f.token, excluded.token)
 				RETURNING token`,
 		},
-		query: func(ctx context.Context, q string, args ...any) Row { return pool.QueryRow(ctx, q, args...) },
+		query: func(ctx context.Context, q string, args ...any) scheduler.Row { return pool.QueryRow(ctx, q, args...) },
 		exec: func(ctx context.Context, q string, args ...any) error {
 			_, err := pool.Exec(ctx, q, args...)
 			return err
@@ -205,7 +206,7 @@ func mustSQLiteStore(t *testing.T) *testStore {
 	return &testStore{
 		name: "sqlite",
 		f: &testFencer{
-			begin: func(ctx context.Context) (Tx, func(context.Context) error, func(context.Context) error, error) {
+			begin: func(ctx context.Context) (scheduler.Tx, func(context.Context) error, func(context.Context) error, error) {
 				tx, err := db.BeginTx(ctx, nil)
 				if err != nil {
 					return nil, nil, nil, err
@@ -218,7 +219,9 @@ func mustSQLiteStore(t *testing.T) *testStore {
 				ON CONFLICT (job) DO UPDATE SET token = MAX(f.token, excluded.token)
 				RETURNING token`,
 		},
-		query: func(ctx context.Context, q string, args ...any) Row { return db.QueryRowContext(ctx, q, args...) },
+		query: func(ctx context.Context, q string, args ...any) scheduler.Row {
+			return db.QueryRowContext(ctx, q, args...)
+		},
 		exec: func(ctx context.Context, q string, args ...any) error {
 			_, err := db.ExecContext(ctx, q, args...)
 			return err
@@ -234,7 +237,7 @@ func (t pgTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return tag.RowsAffected(), err
 }
 
-func (t pgTx) QueryRow(ctx context.Context, q string, args ...any) Row {
+func (t pgTx) QueryRow(ctx context.Context, q string, args ...any) scheduler.Row {
 	return t.tx.QueryRow(ctx, q, args...)
 }
 
@@ -249,16 +252,16 @@ func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return res.RowsAffected()
 }
 
-func (t sqlTx) QueryRow(ctx context.Context, q string, args ...any) Row {
+func (t sqlTx) QueryRow(ctx context.Context, q string, args ...any) scheduler.Row {
 	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
 // failingTx passes the first pass Execs through and fails the next one with errInjected.
 type failingTx struct {
-	Tx
+	scheduler.Tx
 	pass   int
 	execs  int
-	before func(tx Tx) // runs in the transaction just before the failure
+	before func(tx scheduler.Tx) // runs in the transaction just before the failure
 }
 
 var errInjected = errors.New("injected failure")
@@ -275,3 +278,20 @@ func (t *failingTx) Exec(ctx context.Context, q string, args ...any) (int64, err
 }
 
 var _ io.Writer = (*Capture)(nil)
+
+// FencedStatements is not used by the jobs that write through a testFencer.
+func (f *testFencer) FencedStatements(context.Context, string, int64, string, string) (int64, error) {
+	return 0, errors.New("test fencer: no statements")
+}
+
+func (pgTx) Query(context.Context, string, ...any) (scheduler.Rows, error) {
+	return nil, errors.New("pgTx: no queries")
+}
+
+func (pgTx) Dialect() scheduler.Dialect { return scheduler.Postgres }
+
+func (sqlTx) Query(context.Context, string, ...any) (scheduler.Rows, error) {
+	return nil, errors.New("sqlTx: no queries")
+}
+
+func (sqlTx) Dialect() scheduler.Dialect { return scheduler.SQLite }

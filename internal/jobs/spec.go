@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scheduler"
 )
 
 // Overlap says what happens when a job's slot is due while an earlier run of it still runs.
@@ -32,7 +34,7 @@ const (
 type Spec struct {
 	Name         string
 	Schedule     *Schedule
-	Executor     Executor
+	Executor     scheduler.Executor
 	Timeout      time.Duration // per attempt; > 0
 	Retries      int           // retries after a failed attempt
 	RetryBackoff time.Duration // wait before the first retry; doubles per retry up to MaxBackoff

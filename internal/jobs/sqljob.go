@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"scheduler"
 )
 
 // StatementRunner runs the text of a sql job as a whole in one transaction fenced with token for
@@ -49,7 +51,7 @@ func NewSQL(r StatementRunner, cfg SQLConfig) (*SQLJob, error) {
 }
 
 // Execute runs the statements once for run; see SQLJob.
-func (j *SQLJob) Execute(ctx context.Context, run Run) (string, error) {
+func (j *SQLJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	n, err := j.runner.FencedStatements(ctx, run.Job, run.Token, j.cfg.Role, j.cfg.Statements)
 	if err != nil {
 		return "", fmt.Errorf("sql statements with token %d: %w", run.Token, err)

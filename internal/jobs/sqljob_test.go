@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"scheduler"
 )
 
 // runnerFunc is a StatementRunner made of a function. The store's own runner is tested with the
@@ -16,7 +18,7 @@ func (f runnerFunc) FencedStatements(ctx context.Context, job string, token int6
 }
 
 func TestSQLJob(t *testing.T) {
-	run := Run{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"}
+	run := scheduler.Attempt{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"}
 	t.Run("PassesTheRunAndReportsRows", func(t *testing.T) {
 		var got []any
 		j, err := NewSQL(runnerFunc(func(_ context.Context, job string, token int64, role, text string) (int64, error) {
@@ -39,12 +41,12 @@ func TestSQLJob(t *testing.T) {
 	})
 	t.Run("KeepsTheFencedError", func(t *testing.T) {
 		j, err := NewSQL(runnerFunc(func(context.Context, string, int64, string, string) (int64, error) {
-			return 0, ErrFenced
+			return 0, scheduler.ErrFenced
 		}), SQLConfig{Statements: "SELECT 1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := j.Execute(context.Background(), run); !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "token 5") {
+		if _, err := j.Execute(context.Background(), run); !errors.Is(err, scheduler.ErrFenced) || !strings.Contains(err.Error(), "token 5") {
 			t.Fatalf("err = %v, want ErrFenced naming the token", err)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scheduler"
 )
 
 // The stock rebuild. Portable: both run as they are on Postgres and on SQLite, the build time
@@ -27,12 +29,12 @@ const stockTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 //
 // The output is "stock report rebuilt: N skus (replacing M)".
 type StockJob struct {
-	fencer Fencer
+	fencer scheduler.Fencer
 	now    func() time.Time
 }
 
 // NewStock returns the job rebuilding through f. now stamps built_at; nil means time.Now.
-func NewStock(f Fencer, now func() time.Time) (*StockJob, error) {
+func NewStock(f scheduler.Fencer, now func() time.Time) (*StockJob, error) {
 	if f == nil {
 		return nil, errors.New("fencer: required")
 	}
@@ -43,10 +45,10 @@ func NewStock(f Fencer, now func() time.Time) (*StockJob, error) {
 }
 
 // Execute rebuilds the report once for run; see StockJob.
-func (j *StockJob) Execute(ctx context.Context, run Run) (string, error) {
+func (j *StockJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	builtAt := j.now().UTC().Format(stockTimeFormat)
 	var cleared, built int64
-	err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx Tx) error {
+	err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx scheduler.Tx) error {
 		var err error
 		if cleared, err = tx.Exec(ctx, stockClear); err != nil {
 			return fmt.Errorf("clear stock_report: %w", err)

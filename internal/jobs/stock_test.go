@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // stockReport returns the report as "sku quantity scans token" lines, by SKU.
@@ -35,7 +37,7 @@ func addScans(ctx context.Context, t *testing.T, st *testStore, scans ...any) {
 	}
 }
 
-func mustStock(t *testing.T, f Fencer, now time.Time) *StockJob {
+func mustStock(t *testing.T, f scheduler.Fencer, now time.Time) *StockJob {
 	t.Helper()
 	j, err := NewStock(f, func() time.Time { return now })
 	if err != nil {
@@ -54,7 +56,7 @@ func TestStockJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := mustStock(t, st.f, builtAt)
-		run := Run{Job: "stock", Slot: builtAt, Token: 5, Attempt: 1, RunID: "s1"}
+		run := scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 1, RunID: "s1"}
 
 		t.Run("Rebuilds", func(t *testing.T) {
 			out, err := j.Execute(ctx, run)
@@ -84,8 +86,8 @@ func TestStockJob(t *testing.T) {
 
 		t.Run("FailureMidTransactionKeepsPreviousReport", func(t *testing.T) {
 			seenInside := -1
-			st.f.wrap = func(tx Tx) Tx {
-				return &failingTx{Tx: tx, pass: 1, before: func(tx Tx) {
+			st.f.wrap = func(tx scheduler.Tx) scheduler.Tx {
+				return &failingTx{Tx: tx, pass: 1, before: func(tx scheduler.Tx) {
 					// The DELETE has run in this transaction: the report is empty inside it.
 					if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stock_report`).Scan(&seenInside); err != nil {
 						t.Errorf("count inside the transaction: %v", err)
@@ -93,7 +95,7 @@ func TestStockJob(t *testing.T) {
 				}}
 			}
 			defer func() { st.f.wrap = nil }()
-			_, err := j.Execute(ctx, Run{Job: "stock", Slot: builtAt, Token: 5, Attempt: 2, RunID: "s2"})
+			_, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 2, RunID: "s2"})
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("err = %v, want the injected failure", err)
 			}
@@ -107,8 +109,8 @@ func TestStockJob(t *testing.T) {
 
 		t.Run("FencedOutKeepsPreviousReport", func(t *testing.T) {
 			st.raiseFence(ctx, t, "stock", 6)
-			_, err := j.Execute(ctx, Run{Job: "stock", Slot: builtAt, Token: 5, Attempt: 3, RunID: "s3"})
-			if !errors.Is(err, ErrFenced) {
+			_, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 3, RunID: "s3"})
+			if !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("err = %v, want ErrFenced", err)
 			}
 			if got := stockReport(ctx, t, st); got != previous {
@@ -117,7 +119,7 @@ func TestStockJob(t *testing.T) {
 		})
 
 		t.Run("NewerLeaderRebuilds", func(t *testing.T) {
-			out, err := j.Execute(ctx, Run{Job: "stock", Slot: builtAt, Token: 6, Attempt: 1, RunID: "s4"})
+			out, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 6, Attempt: 1, RunID: "s4"})
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}
