@@ -36,6 +36,7 @@ import (
 	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
 )
 
@@ -88,7 +89,7 @@ func takeover(b *testing.B, dsn string, n int, batched bool) (total, raise time.
 	if !batched {
 		timed.Ledger = oneAtATime{timed.Ledger}
 	}
-	sched, err := jobs.ParseSchedule("*/5 * * * *", time.UTC)
+	sched, err := schedule.Parse("*/5 * * * *", time.UTC)
 	if err != nil {
 		b.Fatal(err)
 	}

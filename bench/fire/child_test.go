@@ -23,6 +23,7 @@ import (
 	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 // profileEnv names a file for a CPU profile of each child (the last child's is kept).
@@ -207,7 +208,7 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 		rec.add(run.Slot, time.Now())
 		return "", nil
 	})
-	sched, err := jobs.ParseSchedule(c.Spec, time.UTC)
+	sched, err := schedule.Parse(c.Spec, time.UTC)
 	if err != nil {
 		return r, err
 	}

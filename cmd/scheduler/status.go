@@ -15,6 +15,7 @@ import (
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 // statusDoc is the `status --json` document, also served on /status.
@@ -145,7 +146,7 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 			warn("%s", js.Blocked.Reason)
 		}
 		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
-			if s, err := jobs.ParseSchedule(j.Schedule, loc); err == nil {
+			if s, err := schedule.Parse(j.Schedule, loc); err == nil {
 				if sl := s.Next(now); !sl.At.IsZero() {
 					at := sl.At.UTC()
 					js.Next = &at

@@ -12,6 +12,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 // buildTable turns the configured jobs into the runner's table: schedules parsed in their
@@ -23,7 +24,7 @@ func buildTable(cfg *Config, f scheduler.Fencer, sr jobs.StatementRunner, client
 		if err != nil {
 			return nil, fmt.Errorf("job %q: timezone: %w", j.Name, err)
 		}
-		sched, err := jobs.ParseSchedule(j.Schedule, loc)
+		sched, err := schedule.Parse(j.Schedule, loc)
 		if err != nil {
 			return nil, fmt.Errorf("job %q: schedule: %w", j.Name, err)
 		}

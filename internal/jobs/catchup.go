@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"scheduler"
+
+	"scheduler/internal/schedule"
 )
 
 // maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
@@ -136,7 +138,7 @@ func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []sc
 	// Slots between the job's last run and the window, never started: missed.
 	if last != nil && spec.Enabled && last.ScheduledAt.Before(from) {
 		older, err := spec.Schedule.Between(last.ScheduledAt, from)
-		if errors.Is(err, ErrTooManySlots) || len(older) > maxMissedRecords {
+		if errors.Is(err, schedule.ErrTooManySlots) || len(older) > maxMissedRecords {
 			if sl, ok := spec.Schedule.Last(last.ScheduledAt, from); ok {
 				plan.missed = append(plan.missed, scheduler.Outcome{
 					Slot: scheduler.SlotKey{Job: spec.Name, At: sl.At}, Status: scheduler.StatusMissed,

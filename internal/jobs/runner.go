@@ -66,8 +66,8 @@ type Options struct {
 // ClaimMany with the other slots due by then, and moves to the fire heap; when it fires the loop
 // only decides pause and overlap again and starts a goroutine (preclaim.go, fire.go). So a fire
 // makes no round trip to the store and costs O(log n) in the table size n. Runs that end
-// together have their outcomes written together, in CompleteMany batches (completer.go). A new term first raises every fence and catches up on missed
-// slots (takeover.go, catchup.go).
+// together have their outcomes written together, in CompleteMany batches (completer.go). A new
+// term first raises every fence and catches up on missed slots (takeover.go, catchup.go).
 type Runner struct {
 	opts  Options
 	lg    *zap.Logger

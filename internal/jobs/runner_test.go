@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
+	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
 )
 
@@ -32,9 +33,9 @@ type harness struct {
 	result chan error
 }
 
-func mustSchedule(tb testing.TB, spec string) *Schedule {
+func mustSchedule(tb testing.TB, spec string) *schedule.Schedule {
 	tb.Helper()
-	s, err := ParseSchedule(spec, time.UTC)
+	s, err := schedule.Parse(spec, time.UTC)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -357,7 +358,7 @@ func TestRunner_Timeout(t *testing.T) {
 func TestRunner_Jitter(t *testing.T) {
 	const window = 30 * time.Second
 	slot := t0.Add(time.Minute)
-	delay := Jitter("job", slot, window)
+	delay := schedule.Jitter("job", slot, window)
 	if delay <= 0 || delay >= window {
 		t.Fatalf("jitter %s outside (0, %s): pick another job name for this test", delay, window)
 	}

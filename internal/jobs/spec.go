@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"scheduler"
+
+	"scheduler/internal/schedule"
 )
 
 // Overlap says what happens when a job's slot is due while an earlier run of it still runs.
@@ -33,7 +35,7 @@ const (
 // Spec is one job of the cron table, as the runner runs it.
 type Spec struct {
 	Name         string
-	Schedule     *Schedule
+	Schedule     *schedule.Schedule
 	Executor     scheduler.Executor
 	Timeout      time.Duration // per attempt; > 0
 	Retries      int           // retries after a failed attempt
@@ -47,7 +49,7 @@ type Spec struct {
 
 // fireAt is when slot fires: the slot plus its deterministic jitter.
 func (s *Spec) fireAt(slot time.Time) time.Time {
-	return slot.Add(Jitter(s.Name, slot, s.Jitter))
+	return slot.Add(schedule.Jitter(s.Name, slot, s.Jitter))
 }
 
 // onSchedule reports whether at is one of the job's slots.

@@ -18,6 +18,7 @@ import (
 	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
 )
 
@@ -87,9 +88,9 @@ func (e *countingExec) Execute(context.Context, scheduler.Attempt) (string, erro
 	return "ran", nil
 }
 
-func testSpec(t *testing.T, exec scheduler.Executor, schedule string) jobs.Spec {
+func testSpec(t *testing.T, exec scheduler.Executor, spec string) jobs.Spec {
 	t.Helper()
-	s, err := jobs.ParseSchedule(schedule, time.UTC)
+	s, err := schedule.Parse(spec, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestSchedule_ShortestGap(t *testing.T) {
 		{"0 0 29 2 *", time.UTC, 0, false}, // one slot (2028) at most in a year
 	}
 	for _, tc := range cases {
-		s, err := ParseSchedule(tc.spec, tc.loc)
+		s, err := Parse(tc.spec, tc.loc)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.spec, err)
 		}

@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"errors"
@@ -131,16 +131,16 @@ func TestParseSchedule_Errors(t *testing.T) {
 		{"tz=UTC 0 2 * * *", `time zone prefix "tz=UTC" not allowed: the zone comes from the job's timezone key`},
 	}
 	for _, tt := range tests {
-		s, err := ParseSchedule(tt.spec, time.UTC)
+		s, err := Parse(tt.spec, time.UTC)
 		if err == nil {
-			t.Errorf("ParseSchedule(%q) = %q, want error %q", tt.spec, s, tt.want)
+			t.Errorf("Parse(%q) = %q, want error %q", tt.spec, s, tt.want)
 			continue
 		}
 		if err.Error() != tt.want {
-			t.Errorf("ParseSchedule(%q) error:\n got %s\nwant %s", tt.spec, err, tt.want)
+			t.Errorf("Parse(%q) error:\n got %s\nwant %s", tt.spec, err, tt.want)
 		}
 	}
-	if _, err := ParseSchedule("0 2 * * *", nil); err == nil || err.Error() != "nil location" {
+	if _, err := Parse("0 2 * * *", nil); err == nil || err.Error() != "nil location" {
 		t.Errorf("nil location: err=%v, want nil location", err)
 	}
 }
@@ -321,7 +321,7 @@ func BenchmarkParseSchedule(b *testing.B) {
 		b.Run(spec, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := ParseSchedule(spec, time.UTC); err != nil {
+				if _, err := Parse(spec, time.UTC); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"fmt"
@@ -321,9 +321,9 @@ func mustZone(tb testing.TB, name string) *time.Location {
 
 func mustParse(tb testing.TB, spec string, loc *time.Location) *Schedule {
 	tb.Helper()
-	s, err := ParseSchedule(spec, loc)
+	s, err := Parse(spec, loc)
 	if err != nil {
-		tb.Fatalf("ParseSchedule(%q): %v", spec, err)
+		tb.Fatalf("Parse(%q): %v", spec, err)
 	}
 	return s
 }

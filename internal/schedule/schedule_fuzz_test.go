@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// FuzzParseSchedule checks that no spec makes ParseSchedule panic, that its checks are at least as
+// FuzzParseSchedule checks that no spec makes Parse panic, that its checks are at least as
 // strict as robfig/cron's parser, and that an accepted schedule yields slots that are strictly
 // increasing, match their fields, follow the DST policy and agree with robfig/cron in UTC.
 func FuzzParseSchedule(f *testing.F) {
@@ -28,14 +28,14 @@ func FuzzParseSchedule(f *testing.F) {
 		// Any instant from 1900 to 2200.
 		const lo, span = -2_208_988_800, 9_467_107_200
 		after := time.Unix(lo+((unix%span)+span)%span, 0)
-		s, err := ParseSchedule(spec, time.UTC)
+		s, err := Parse(spec, time.UTC)
 		if err != nil {
 			if strings.HasPrefix(err.Error(), "parse ") {
 				t.Fatalf("%q passed the field checks but robfig/cron rejects it: %v", spec, err)
 			}
 			return
 		}
-		again, err := ParseSchedule(s.String(), time.UTC)
+		again, err := Parse(s.String(), time.UTC)
 		if err != nil || *again != *s {
 			t.Fatalf("%q: String() %q does not parse to the same schedule: %v", spec, s, err)
 		}

@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ const MaxBetween = 100_000
 // ErrTooManySlots is returned by Between when a window holds more than MaxBetween slots.
 var ErrTooManySlots = errors.New("too many slots")
 
-// searchYears bounds the search for the next slot. ParseSchedule rejects specs that never fire and
+// searchYears bounds the search for the next slot. Parse rejects specs that never fire and
 // the rarest that do (the 29th of February) fire at least every eight years.
 const searchYears = 10
 
@@ -26,7 +26,7 @@ const (
 	kindEvery             // @every: multiples of a period since the Unix epoch
 )
 
-// Schedule is a parsed schedule in one time zone, made by ParseSchedule. It is immutable and safe
+// Schedule is a parsed schedule in one time zone, made by Parse. It is immutable and safe
 // for concurrent use.
 // Its methods depend only on their arguments, so every replica computes the same slots.
 type Schedule struct {
@@ -77,7 +77,7 @@ func (s *Schedule) Location() *time.Location { return s.loc }
 func (s *Schedule) WallClock() bool { return s.kind == kindWall }
 
 // Next returns the first slot strictly after after. It does not allocate. It returns the zero Slot
-// only when no slot falls within ten years, which a schedule accepted by ParseSchedule reaches only
+// only when no slot falls within ten years, which a schedule accepted by Parse reaches only
 // if every wall-clock time it names within that span is skipped by DST jumps.
 func (s *Schedule) Next(after time.Time) Slot {
 	switch s.kind {

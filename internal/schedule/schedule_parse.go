@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ func descriptorFields(d string) (string, bool) {
 	return "", false
 }
 
-// ParseSchedule parses a schedule spec whose wall-clock fields are read in loc:
+// Parse parses a schedule spec whose wall-clock fields are read in loc:
 //
 //   - five fields: minute hour day-of-month month day-of-week;
 //   - six fields: a leading seconds field, then the five above;
@@ -78,7 +78,7 @@ func descriptorFields(d string) (string, bool) {
 //
 // The zone comes from the job's timezone key, so TZ= and CRON_TZ= prefixes are rejected, as is a
 // spec that can never fire (such as the 30th of February). Errors name the field and the value.
-func ParseSchedule(spec string, loc *time.Location) (*Schedule, error) {
+func Parse(spec string, loc *time.Location) (*Schedule, error) {
 	if loc == nil {
 		return nil, errors.New("nil location")
 	}

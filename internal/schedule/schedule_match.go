@@ -1,4 +1,4 @@
-package jobs
+package schedule
 
 import (
 	"math/bits"
