@@ -156,7 +156,7 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, d.store, d.store, &http.Client{}, d.environ)
+	table, err := buildTable(d.cfg, &http.Client{}, d.environ)
 	if err != nil {
 		return err
 	}

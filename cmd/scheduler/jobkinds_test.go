@@ -106,7 +106,7 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	table, err := buildTable(cfg, s, s, &http.Client{}, os.Environ())
+	table, err := buildTable(cfg, &http.Client{}, os.Environ())
 	if err != nil {
 		t.Fatalf("build table: %v", err)
 	}

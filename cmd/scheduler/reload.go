@@ -38,7 +38,7 @@ func (d *daemon) reload(ctx context.Context) {
 	cfg, err := LoadConfig(d.path, d.environ)
 	if err == nil {
 		var table []jobs.Spec
-		if table, err = buildTable(cfg, d.store, d.store, &http.Client{}, d.environ); err == nil {
+		if table, err = buildTable(cfg, &http.Client{}, d.environ); err == nil {
 			err = d.runner.SetTable(table)
 		}
 	}

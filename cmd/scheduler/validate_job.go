@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
 	"scheduler/internal/schedule"
 )
 
@@ -155,10 +155,10 @@ func validateJobType(p *problems, key string, job Job) {
 	switch job.Type {
 	case "builtin":
 		if job.Builtin == "" {
-			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(jobs.BuiltinNames(), ", "))
+			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(kinds.BuiltinNames(), ", "))
 			return
 		}
-		for _, e := range jobs.CheckBuiltin(job.Builtin, job.Params) {
+		for _, e := range kinds.CheckBuiltin(job.Builtin, job.Params) {
 			if e.Param == "" {
 				p.add(at("builtin"), "%s", e.Msg)
 			} else {

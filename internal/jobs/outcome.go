@@ -62,19 +62,6 @@ func (s *outcomeStop) stopped() bool {
 	}
 }
 
-// waitOutcome waits d on the runner's clock before the next write of an outcome; false if the
-// retries were stopped first.
-func (t *term) waitOutcome(d time.Duration) bool {
-	timer := t.r.clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C():
-		return !t.outcomes.stopped()
-	case <-t.outcomes.ch:
-		return false
-	}
-}
-
 // outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
 // tried again: one line per write, on the first failure and then every tenth, so that neither a
 // herd nor a long outage floods the log.

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"bytes"
@@ -91,7 +91,7 @@ type ExecConfig struct {
 //
 // Exit status 0 is success. Standard output and standard error are captured together, through one
 // pipe in the order written, bounded by OutputLimit. A program that cannot be found or executed is
-// a Permanent error naming it.
+// a scheduler.Permanent error naming it.
 type ExecJob struct {
 	argv  []string
 	env   []string // inherited and Env, sorted; the run variables are added per run

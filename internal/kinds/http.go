@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"
@@ -47,7 +47,7 @@ type HTTPConfig struct {
 // configured ones.
 //
 // The answer decides the result: 2xx is success; 409 Conflict means the service saw a newer token
-// and is an error wrapping ErrRefused (the run ends; the term does not); 5xx, 408, 429, a
+// and is an error wrapping scheduler.ErrRefused (the run ends; the term does not); 5xx, 408, 429, a
 // transport error or a timeout may pass on a retry; any other status (another 4xx, an unfollowed
 // 3xx) is Permanent. The output is the status
 // line and an excerpt of the response body.

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"
@@ -37,13 +37,8 @@ func addScans(ctx context.Context, t *testing.T, st *testStore, scans ...any) {
 	}
 }
 
-func mustStock(t *testing.T, f scheduler.Fencer, now time.Time) *StockJob {
-	t.Helper()
-	j, err := NewStock(f, func() time.Time { return now })
-	if err != nil {
-		t.Fatalf("NewStock: %v", err)
-	}
-	return j
+func mustStock(now time.Time) *StockJob {
+	return NewStock(func() time.Time { return now })
 }
 
 func TestStockJob(t *testing.T) {
@@ -55,11 +50,11 @@ func TestStockJob(t *testing.T) {
 		if err := st.exec(ctx, `INSERT INTO stock_report (sku, quantity, scans, token) VALUES ('gone', 1, 1, 1)`); err != nil {
 			t.Fatal(err)
 		}
-		j := mustStock(t, st.f, builtAt)
+		j := mustStock(builtAt)
 		run := scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 1, RunID: "s1"}
 
 		t.Run("Rebuilds", func(t *testing.T) {
-			out, err := j.Execute(ctx, run)
+			out, err := j.Execute(ctx, st.bound(run))
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}
@@ -95,7 +90,7 @@ func TestStockJob(t *testing.T) {
 				}}
 			}
 			defer func() { st.f.wrap = nil }()
-			_, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 2, RunID: "s2"})
+			_, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 2, RunID: "s2"}))
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("err = %v, want the injected failure", err)
 			}
@@ -109,7 +104,7 @@ func TestStockJob(t *testing.T) {
 
 		t.Run("FencedOutKeepsPreviousReport", func(t *testing.T) {
 			st.raiseFence(ctx, t, "stock", 6)
-			_, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 3, RunID: "s3"})
+			_, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 3, RunID: "s3"}))
 			if !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("err = %v, want ErrFenced", err)
 			}
@@ -119,7 +114,7 @@ func TestStockJob(t *testing.T) {
 		})
 
 		t.Run("NewerLeaderRebuilds", func(t *testing.T) {
-			out, err := j.Execute(ctx, scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 6, Attempt: 1, RunID: "s4"})
+			out, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 6, Attempt: 1, RunID: "s4"}))
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"
@@ -25,21 +25,18 @@ ON CONFLICT DO NOTHING`
 // counted as already billed. The first fenced transaction raises the job's fence to the run's
 // token before its write (the runner has already raised every job's fence when its term began),
 // so once a newer leader has written, the older one's next transaction is rejected: the run stops
-// at the first rejected client with an error wrapping ErrFenced.
+// at the first rejected client with an error wrapping scheduler.ErrFenced.
 //
 // The output is "billed N of M clients (K already billed)", N counting the clients whose
 // transaction committed, those already billed included.
 type InvoicesJob struct {
-	fencer scheduler.Fencer
-	p      InvoicesParams
+	p InvoicesParams
 }
 
-// NewInvoices returns the job billing through f with parameters p (see ParseInvoicesParams).
-func NewInvoices(f scheduler.Fencer, p InvoicesParams) (*InvoicesJob, error) {
+// NewInvoices returns the job billing with parameters p (see ParseInvoicesParams). Its writes go
+// through each attempt's fenced transaction.
+func NewInvoices(p InvoicesParams) (*InvoicesJob, error) {
 	var errs []error
-	if f == nil {
-		errs = append(errs, errors.New("fencer: required"))
-	}
 	if p.Clients < 1 {
 		errs = append(errs, fmt.Errorf("clients: must be at least 1, got %d", p.Clients))
 	}
@@ -52,7 +49,7 @@ func NewInvoices(f scheduler.Fencer, p InvoicesParams) (*InvoicesJob, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &InvoicesJob{fencer: f, p: p}, nil
+	return &InvoicesJob{p: p}, nil
 }
 
 // Period returns the value written to invoices.month for a slot.
@@ -81,7 +78,7 @@ func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (strin
 		}
 		amount := fmt.Sprintf("%d.00", 100+id)
 		var n int64
-		err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx scheduler.Tx) error {
+		err := run.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
 			var err error
 			n, err = tx.Exec(ctx, insertInvoice, id, period, amount, run.Token)
 			return err

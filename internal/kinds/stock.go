@@ -1,8 +1,7 @@
-package jobs
+package kinds
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,26 +28,23 @@ const stockTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 //
 // The output is "stock report rebuilt: N skus (replacing M)".
 type StockJob struct {
-	fencer scheduler.Fencer
-	now    func() time.Time
+	now func() time.Time
 }
 
-// NewStock returns the job rebuilding through f. now stamps built_at; nil means time.Now.
-func NewStock(f scheduler.Fencer, now func() time.Time) (*StockJob, error) {
-	if f == nil {
-		return nil, errors.New("fencer: required")
-	}
+// NewStock returns the job rebuilding the report through each attempt's fenced transaction. now
+// stamps built_at; nil means time.Now.
+func NewStock(now func() time.Time) *StockJob {
 	if now == nil {
 		now = time.Now
 	}
-	return &StockJob{fencer: f, now: now}, nil
+	return &StockJob{now: now}
 }
 
 // Execute rebuilds the report once for run; see StockJob.
 func (j *StockJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	builtAt := j.now().UTC().Format(stockTimeFormat)
 	var cleared, built int64
-	err := j.fencer.Fenced(ctx, run.Job, run.Token, func(ctx context.Context, tx scheduler.Tx) error {
+	err := run.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
 		var err error
 		if cleared, err = tx.Exec(ctx, stockClear); err != nil {
 			return fmt.Errorf("clear stock_report: %w", err)

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"
@@ -8,13 +8,6 @@ import (
 
 	"scheduler"
 )
-
-// StatementRunner runs the text of a sql job as a whole in one transaction fenced with token for
-// job, under role when it is set, and returns the number of rows the statements wrote. A stale
-// token fails with an error that errors.Is ErrFenced, and nothing commits.
-type StatementRunner interface {
-	FencedStatements(ctx context.Context, job string, token int64, role, statements string) (int64, error)
-}
 
 // SQLConfig configures a sql job.
 type SQLConfig struct {
@@ -31,28 +24,20 @@ type SQLConfig struct {
 // the store has seen for the job. The output is the number of rows they inserted, updated or
 // deleted, summed over the statements.
 type SQLJob struct {
-	runner StatementRunner
-	cfg    SQLConfig
+	cfg SQLConfig
 }
 
-// NewSQL returns the job running cfg's statements through r.
-func NewSQL(r StatementRunner, cfg SQLConfig) (*SQLJob, error) {
-	var errs []error
-	if r == nil {
-		errs = append(errs, errors.New("statement runner: required"))
-	}
+// NewSQL returns the job running cfg's statements through each attempt's fenced transaction.
+func NewSQL(cfg SQLConfig) (*SQLJob, error) {
 	if strings.TrimSpace(cfg.Statements) == "" {
-		errs = append(errs, errors.New("sql: statements required"))
+		return nil, errors.New("sql: statements required")
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &SQLJob{runner: r, cfg: cfg}, nil
+	return &SQLJob{cfg: cfg}, nil
 }
 
 // Execute runs the statements once for run; see SQLJob.
 func (j *SQLJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
-	n, err := j.runner.FencedStatements(ctx, run.Job, run.Token, j.cfg.Role, j.cfg.Statements)
+	n, err := run.FencedStatements(ctx, j.cfg.Role, j.cfg.Statements)
 	if err != nil {
 		return "", fmt.Errorf("sql statements with token %d: %w", run.Token, err)
 	}

@@ -1,4 +1,4 @@
-package jobs
+package kinds
 
 import (
 	"context"
@@ -33,9 +33,9 @@ type invoiceRow struct {
 	token  int64
 }
 
-func mustInvoices(t *testing.T, f scheduler.Fencer, p InvoicesParams) *InvoicesJob {
+func mustInvoices(t *testing.T, p InvoicesParams) *InvoicesJob {
 	t.Helper()
-	j, err := NewInvoices(f, p)
+	j, err := NewInvoices(p)
 	if err != nil {
 		t.Fatalf("NewInvoices: %v", err)
 	}
@@ -54,10 +54,10 @@ func TestInvoicesJob(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 		defer cancel()
 		run := scheduler.Attempt{Job: "invoices", Slot: slot, Token: 7, Attempt: 1, RunID: "invoices@" + slot.UTC().Format(time.RFC3339)}
-		j := mustInvoices(t, st.f, InvoicesParams{Clients: 5, Period: "month"})
+		j := mustInvoices(t, InvoicesParams{Clients: 5, Period: "month"})
 
 		t.Run("BillsEachClientOnce", func(t *testing.T) {
-			out, err := j.Execute(ctx, run)
+			out, err := j.Execute(ctx, st.bound(run))
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestInvoicesJob(t *testing.T) {
 			before := invoiceRows(ctx, t, st)
 			// A retry of the slot, then a newer leader redoing it: neither adds nor changes a row.
 			for _, r := range []scheduler.Attempt{{Job: run.Job, Slot: slot, Token: 7, Attempt: 2, RunID: run.RunID}, {Job: run.Job, Slot: slot, Token: 8, Attempt: 1, RunID: run.RunID}} {
-				out, err := j.Execute(ctx, r)
+				out, err := j.Execute(ctx, st.bound(r))
 				if err != nil {
 					t.Fatalf("Execute token %d: %v", r.Token, err)
 				}
@@ -102,10 +102,10 @@ func TestInvoicesJob(t *testing.T) {
 		})
 
 		t.Run("PeriodSlot", func(t *testing.T) {
-			js := mustInvoices(t, st.f, InvoicesParams{Clients: 2, Period: "slot"})
+			js := mustInvoices(t, InvoicesParams{Clients: 2, Period: "slot"})
 			r := run
 			r.Token = 8
-			if _, err := js.Execute(ctx, r); err != nil {
+			if _, err := js.Execute(ctx, st.bound(r)); err != nil {
 				t.Fatalf("Execute: %v", err)
 			}
 			if n := st.count(ctx, t, `SELECT COUNT(*) FROM invoices WHERE month = $1`, "2024-03-31T22:30:00Z"); n != 2 {
@@ -125,8 +125,8 @@ func TestInvoicesJob_FencedOut(t *testing.T) {
 				st.raiseFence(ctx, t, "invoices", 8)
 			}
 		}
-		j := mustInvoices(t, st.f, InvoicesParams{Clients: 10, Period: "month"})
-		out, err := j.Execute(ctx, scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
+		j := mustInvoices(t, InvoicesParams{Clients: 10, Period: "month"})
+		out, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"}))
 		if !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("err = %v, want ErrFenced", err)
 		}
@@ -153,8 +153,8 @@ func TestInvoicesJob_CancelDuringDelay(t *testing.T) {
 		defer stop()
 		st.f.afterCommit = func(n int) { stop() }
 		// An hour between clients: the run can end in time only by leaving the delay on cancellation.
-		j := mustInvoices(t, st.f, InvoicesParams{Clients: 3, Delay: time.Hour, Period: "month"})
-		out, err := j.Execute(runCtx, scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
+		j := mustInvoices(t, InvoicesParams{Clients: 3, Delay: time.Hour, Period: "month"})
+		out, err := j.Execute(runCtx, st.bound(scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"}))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -168,10 +168,22 @@ func TestInvoicesJob_CancelDuringDelay(t *testing.T) {
 }
 
 func TestNewInvoices_Invalid(t *testing.T) {
-	_, err := NewInvoices(nil, InvoicesParams{Clients: 0, Delay: -1, Period: "week"})
-	for _, want := range []string{"fencer:", "clients:", "delay:", "period:"} {
+	_, err := NewInvoices(InvoicesParams{Clients: 0, Delay: -1, Period: "week"})
+	for _, want := range []string{"clients:", "delay:", "period:"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to mention %q", err, want)
 		}
+	}
+}
+
+// TestInvoicesJob_NoStore: an attempt that is not bound to a store writes nothing and says so.
+func TestInvoicesJob_NoStore(t *testing.T) {
+	j := mustInvoices(t, InvoicesParams{Clients: 2, Period: "month"})
+	out, err := j.Execute(context.Background(), scheduler.Attempt{Job: "invoices", Slot: time.Date(2024, 5, 1, 2, 0, 0, 0, time.UTC), Token: 7, Attempt: 1, RunID: "r"})
+	if !errors.Is(err, scheduler.ErrNoFencer) || errors.Is(err, scheduler.ErrFenced) {
+		t.Fatalf("err = %v, want ErrNoFencer (and not ErrFenced)", err)
+	}
+	if out != "billed 0 of 2 clients (0 already billed)" {
+		t.Fatalf("output = %q", out)
 	}
 }
