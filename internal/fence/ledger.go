@@ -205,7 +205,7 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 // hour of a large table with it: 110,000 runs for 10,000 jobs every five
 // minutes, which a sort would spill to disk): what a new leader compares
 // with the slots it computes for catch-up. Each run is its key, as in a
-// Result.
+// scheduler.Result.
 func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return nil, nil

@@ -24,7 +24,7 @@ type ledgerStatements struct {
 }
 
 // keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
-// Result). runCols are every column, which scanPgRun reads.
+// scheduler.Result). runCols are every column, which scanPgRun reads.
 const (
 	keyCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.attempt`
 	runCols = keyCols + `, r.node, r.started_at, r.finished_at, r.error, r.output, r.reason`

@@ -16,7 +16,7 @@ import (
 // time inside one IMMEDIATE transaction (a loop costs no round trips here).
 // Times are Unix microseconds.
 
-// liteKeyCols are the columns liteKeyRun reads: a run's key (see Result).
+// liteKeyCols are the columns liteKeyRun reads: a run's key (see scheduler.Result).
 // liteRunCols are every column, which liteRun reads.
 const (
 	liteKeyCols = `run_id, job, scheduled_at, manual, status, token, attempt`

@@ -29,7 +29,9 @@ type Hooks struct {
 
 // Options configure a Runner.
 type Options struct {
-	Node   string // written into the ledger with every claim
+	Node string // written into the ledger with every claim
+	// Ledger is the store: the runner's claims and outcomes go to it, and each attempt's fenced
+	// writes (Attempt.Fencer) are bound to it. Required.
 	Ledger scheduler.Ledger
 	Clock  Clock // nil: RealClock
 	// Logger receives the runner's lines, which carry the job, slot, run id, attempt and token;
