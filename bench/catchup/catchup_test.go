@@ -9,15 +9,16 @@
 // and was gone for the last two slots. With misfire "once" the new leader (token 9) takes each
 // orphan over and runs it again (an interrupted slot is always finished), records one slot
 // missed and runs the latest after it: per job one fence raised, one run taken over, one slot
-// recorded, one claimed. Two ledgers are compared, both the store through the daemon's adapter
-// (package adapt): as the daemon uses it (the window of every job in one query, orphans taken
-// over with ReclaimMany and runs completed with CompleteMany, in batches of up to 1,000), and one
-// at a time (one Window query per job, one Reclaim per orphan and one Complete per run), the
-// adapter as it was before the store had batch operations, for comparison.
+// recorded, one claimed. Two ledgers are compared, both the store: as the daemon uses it (the
+// window of every job in one query, orphans taken over with ReclaimMany and runs completed with
+// CompleteMany, in batches of up to 1,000), and one at a time (one Window query per job, one
+// Reclaim per orphan and one Complete per run), as before the store had batch operations, for
+// comparison.
 package catchup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -32,9 +33,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"scheduler/cmd/scheduler/adapt"
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
 )
 
@@ -83,17 +85,17 @@ func takeover(b *testing.B, dsn string, n int, batched bool) (total, raise time.
 	base := now.Truncate(period)
 	populate(b, ctx, dsn, n, base)
 
-	timed := &timedLedger{Ledger: adapt.Ledger{Store: store}}
+	timed := &timedLedger{Ledger: store}
 	if !batched {
 		timed.Ledger = oneAtATime{timed.Ledger}
 	}
-	sched, err := jobs.ParseSchedule("*/5 * * * *", time.UTC)
+	sched, err := schedule.Parse("*/5 * * * *", time.UTC)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var started atomic.Int64
 	allRan := make(chan struct{})
-	exec := execFunc(func(_ context.Context, r jobs.Run) (string, error) {
+	exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 		if r.Slot.Equal(base) && started.Add(1) == int64(n) {
 			close(allRan)
 		}
@@ -113,11 +115,7 @@ func takeover(b *testing.B, dsn string, n int, batched bool) (total, raise time.
 		}
 		return nil
 	}))
-	var l jobs.Ledger = timed
-	if batched {
-		l = batchedTimed{timed}
-	}
-	r, err := jobs.New(table, jobs.Options{Node: "new", Ledger: l, Logger: lg})
+	r, err := jobs.New(table, jobs.Options{Node: "new", Ledger: timed, Logger: lg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -209,13 +207,13 @@ func checkLedger(b *testing.B, ctx context.Context, dsn string, n int, base time
 	}
 }
 
-type execFunc func(ctx context.Context, r jobs.Run) (string, error)
+type execFunc func(ctx context.Context, r scheduler.Attempt) (string, error)
 
-func (f execFunc) Execute(ctx context.Context, r jobs.Run) (string, error) { return f(ctx, r) }
+func (f execFunc) Execute(ctx context.Context, r scheduler.Attempt) (string, error) { return f(ctx, r) }
 
 // timedLedger measures the time spent in each ledger method.
 type timedLedger struct {
-	jobs.Ledger
+	scheduler.Ledger
 	mu        sync.Mutex
 	raise     time.Duration // wall time raising fences
 	raiseFrom time.Time
@@ -257,47 +255,57 @@ func (l *timedLedger) RaiseAll(ctx context.Context, names []string, token int64)
 	return err
 }
 
-func (l *timedLedger) Window(ctx context.Context, names []string, from, to time.Time) ([]jobs.LedgerRun, error) {
+func (l *timedLedger) Window(ctx context.Context, names []string, from, to time.Time) ([]scheduler.Run, error) {
 	defer l.add("Window", time.Now())
 	return l.Ledger.Window(ctx, names, from, to)
 }
 
-func (l *timedLedger) Last(ctx context.Context, names []string) (map[string]jobs.LedgerRun, error) {
+func (l *timedLedger) Last(ctx context.Context, names ...string) (map[string]scheduler.Run, error) {
 	defer l.add("Last", time.Now())
-	return l.Ledger.Last(ctx, names)
+	return l.Ledger.Last(ctx, names...)
 }
 
-func (l *timedLedger) Orphans(ctx context.Context, names []string) ([]jobs.LedgerRun, error) {
+func (l *timedLedger) Orphans(ctx context.Context, names ...string) ([]scheduler.Run, error) {
 	defer l.add("Orphans", time.Now())
-	return l.Ledger.Orphans(ctx, names)
+	return l.Ledger.Orphans(ctx, names...)
 }
 
-func (l *timedLedger) ClaimMany(ctx context.Context, token int64, node string, slots []jobs.SlotKey) ([]jobs.Claimed, error) {
+func (l *timedLedger) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	defer l.add("ClaimMany", time.Now())
 	return l.Ledger.ClaimMany(ctx, token, node, slots)
 }
 
-func (l *timedLedger) Reclaim(ctx context.Context, token int64, node string, slot jobs.SlotKey) (jobs.LedgerRun, error) {
+func (l *timedLedger) Reclaim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
 	defer l.add("Reclaim", time.Now())
 	return l.Ledger.Reclaim(ctx, token, node, slot)
 }
 
-func (l *timedLedger) RecordMany(ctx context.Context, token int64, node string, outs []jobs.Outcome) error {
+func (l *timedLedger) RecordMany(ctx context.Context, token int64, node string, outs []scheduler.Outcome) ([]scheduler.Result, error) {
 	defer l.add("RecordMany", time.Now())
 	return l.Ledger.RecordMany(ctx, token, node, outs)
 }
 
-func (l *timedLedger) Complete(ctx context.Context, token int64, c jobs.Completion) error {
+func (l *timedLedger) Complete(ctx context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {
 	defer l.add("Complete", time.Now())
 	return l.Ledger.Complete(ctx, token, c)
 }
 
-// oneAtATime hides the batch methods of a Ledger (ReclaimMany, CompleteMany) and reads the
-// window one job at a time.
-type oneAtATime struct{ jobs.Ledger }
+func (l *timedLedger) ReclaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	defer l.add("ReclaimMany", time.Now())
+	return l.Ledger.ReclaimMany(ctx, token, node, slots)
+}
 
-func (l oneAtATime) Window(ctx context.Context, names []string, from, to time.Time) ([]jobs.LedgerRun, error) {
-	var out []jobs.LedgerRun
+func (l *timedLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	defer l.add("CompleteMany", time.Now())
+	return l.Ledger.CompleteMany(ctx, token, cs)
+}
+
+// oneAtATime makes the batch methods of a Ledger one call per item (ReclaimMany one Reclaim per
+// orphan, CompleteMany one Complete per run) and reads the window one job at a time.
+type oneAtATime struct{ scheduler.Ledger }
+
+func (l oneAtATime) Window(ctx context.Context, names []string, from, to time.Time) ([]scheduler.Run, error) {
+	var out []scheduler.Run
 	for _, name := range names {
 		runs, err := l.Ledger.Window(ctx, []string{name}, from, to)
 		if err != nil {
@@ -308,15 +316,32 @@ func (l oneAtATime) Window(ctx context.Context, names []string, from, to time.Ti
 	return out, nil
 }
 
-// batchedTimed is timedLedger keeping ReclaimMany and CompleteMany.
-type batchedTimed struct{ *timedLedger }
-
-func (l batchedTimed) ReclaimMany(ctx context.Context, token int64, node string, slots []jobs.SlotKey) ([]jobs.LedgerRun, []bool, error) {
-	defer l.add("ReclaimMany", time.Now())
-	return l.Ledger.(jobs.BatchReclaimer).ReclaimMany(ctx, token, node, slots)
+func (l oneAtATime) ReclaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	out := make([]scheduler.Result, len(slots))
+	for i, s := range slots {
+		r, err := l.Ledger.Reclaim(ctx, token, node, s)
+		switch {
+		case errors.Is(err, fence.ErrNotOrphaned):
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = scheduler.Result{Run: r, Written: true}
+		}
+	}
+	return out, nil
 }
 
-func (l batchedTimed) CompleteMany(ctx context.Context, token int64, cs []jobs.Completion) ([]bool, error) {
-	defer l.add("CompleteMany", time.Now())
-	return l.Ledger.(jobs.BatchCompleter).CompleteMany(ctx, token, cs)
+func (l oneAtATime) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	out := make([]scheduler.Result, len(cs))
+	for i, c := range cs {
+		r, err := l.Ledger.Complete(ctx, token, c)
+		switch {
+		case errors.Is(err, scheduler.ErrNotRunning):
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = scheduler.Result{Run: r, Written: true}
+		}
+	}
+	return out, nil
 }

@@ -20,9 +20,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"scheduler/cmd/scheduler/adapt"
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 // profileEnv names a file for a CPU profile of each child (the last child's is kept).
@@ -198,16 +199,16 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 	if err := store.Migrate(ctx); err != nil {
 		return r, err
 	}
-	var led jobs.Ledger = adapt.Ledger{Store: store}
+	var led scheduler.Ledger = store
 	if !c.Batch {
 		led = unbatched{led}
 	}
 	rec := newRecorder((c.Herds + 2) * c.Jobs)
-	exec := execFunc(func(_ context.Context, run jobs.Run) (string, error) {
+	exec := execFunc(func(_ context.Context, run scheduler.Attempt) (string, error) {
 		rec.add(run.Slot, time.Now())
 		return "", nil
 	})
-	sched, err := jobs.ParseSchedule(c.Spec, time.UTC)
+	sched, err := schedule.Parse(c.Spec, time.UTC)
 	if err != nil {
 		return r, err
 	}
@@ -232,7 +233,7 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 	}))
 	runner, err := jobs.New(table, jobs.Options{
 		Node: "bench", Ledger: led, Logger: lg, ClaimAhead: ahead,
-		Hooks: jobs.Hooks{Finished: func(string, jobs.Status, time.Duration) { rec.ended.Add(1) }},
+		Hooks: jobs.Hooks{Finished: func(string, scheduler.Status, time.Duration) { rec.ended.Add(1) }},
 	})
 	if err != nil {
 		return r, err
@@ -274,9 +275,9 @@ func infoLogger() *zap.Logger {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zapcore.InfoLevel))
 }
 
-type execFunc func(ctx context.Context, r jobs.Run) (string, error)
+type execFunc func(ctx context.Context, r scheduler.Attempt) (string, error)
 
-func (f execFunc) Execute(ctx context.Context, r jobs.Run) (string, error) { return f(ctx, r) }
+func (f execFunc) Execute(ctx context.Context, r scheduler.Attempt) (string, error) { return f(ctx, r) }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
 	timer := time.NewTimer(time.Until(t))

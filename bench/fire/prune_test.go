@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"scheduler/cmd/scheduler/adapt"
 	"scheduler/internal/fence"
 	"scheduler/internal/retention"
 	"scheduler/internal/testenv"
@@ -105,7 +104,7 @@ func startPruner(ctx context.Context, c fireCase, store *fence.Store) func() int
 	}
 	var pruned atomic.Int64
 	p, err := retention.New(retention.Config{
-		Ledger: adapt.Pruner{Store: store}, Policies: func() []retention.Policy { return policies },
+		Ledger: store, Policies: func() []retention.Policy { return policies },
 		Interval: time.Second, Pruned: func(_ string, n int) { pruned.Add(int64(n)) },
 	})
 	if err != nil {

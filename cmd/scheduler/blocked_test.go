@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/testenv"
 )
@@ -188,7 +189,7 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 			c, admin := setup(ctx, t)
 			c.start("a")
 			c.wait("x and y running", func() bool {
-				return countStatus(c.history("x"), fence.StatusSucceeded) >= 2 && countStatus(c.history("y"), fence.StatusSucceeded) >= 2
+				return countStatus(c.history("x"), scheduler.StatusSucceeded) >= 2 && countStatus(c.history("y"), scheduler.StatusSucceeded) >= 2
 			})
 			doc := c.status()
 			term := doc.Leader.Token
@@ -224,14 +225,14 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 			c.wait("y running while x is blocked", func() bool {
 				n := 0
 				for _, r := range c.history("y") {
-					if r.Status == fence.StatusSucceeded && r.ScheduledAt.After(blockedAt) {
+					if r.Status == scheduler.StatusSucceeded && r.ScheduledAt.After(blockedAt) {
 						n++
 					}
 				}
 				return n >= 3
 			})
 			for _, r := range c.history("y") {
-				if r.Token != term || r.Status == fence.StatusMissed {
+				if r.Token != term || r.Status == scheduler.StatusMissed {
 					t.Fatalf("y run %+v: want token %d and no missed slot", r, term)
 				}
 			}
@@ -247,7 +248,7 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 			resetAt := time.Now()
 			c.wait("x running again", func() bool {
 				for _, r := range c.history("x") {
-					if r.Status == fence.StatusSucceeded && r.ScheduledAt.After(resetAt) {
+					if r.Status == scheduler.StatusSucceeded && r.ScheduledAt.After(resetAt) {
 						return true
 					}
 				}
@@ -304,7 +305,7 @@ jobs:
 	c.wait("a leader", func() bool { return c.status().Leader != nil })
 	term := c.status().Leader.Token
 	c.cli("trigger", "long")
-	c.wait("the long run to finish", func() bool { return countStatus(c.history("long"), fence.StatusSucceeded) == 1 })
+	c.wait("the long run to finish", func() bool { return countStatus(c.history("long"), scheduler.StatusSucceeded) == 1 })
 
 	b, err := os.ReadFile(side)
 	if err != nil {
@@ -321,8 +322,8 @@ jobs:
 	fenced := 0
 	for _, r := range hooks {
 		switch {
-		case r.Status == fence.StatusRunning:
-		case r.Status != fence.StatusFenced || r.Reason != "receiver refused the token" || r.Attempt != 1 || r.Token != term:
+		case r.Status == scheduler.StatusRunning:
+		case r.Status != scheduler.StatusFenced || r.Reason != "receiver refused the token" || r.Attempt != 1 || r.Token != term:
 			t.Fatalf("hook run %+v, want fenced, reason %q, attempt 1, token %d", r, "receiver refused the token", term)
 		default:
 			fenced++
@@ -354,7 +355,7 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 	c := newBareCluster(t, dsn, blockJobs)
 	a := c.start("a")
 	c.wait("x and y running", func() bool {
-		return countStatus(c.history("x"), fence.StatusSucceeded) >= 1 && countStatus(c.history("y"), fence.StatusSucceeded) >= 1
+		return countStatus(c.history("x"), scheduler.StatusSucceeded) >= 1 && countStatus(c.history("y"), scheduler.StatusSucceeded) >= 1
 	})
 	old := c.status().Leader.Token
 
@@ -385,7 +386,7 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 	})
 	ranY := func() bool {
 		for _, r := range c.history("y") {
-			if r.Token == term && r.Status == fence.StatusSucceeded {
+			if r.Token == term && r.Status == scheduler.StatusSucceeded {
 				return true
 			}
 		}
@@ -435,7 +436,7 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 	}
 	c.wait("x running under the new term", func() bool {
 		for _, r := range c.history("x") {
-			if r.Token == term && r.Status == fence.StatusSucceeded {
+			if r.Token == term && r.Status == scheduler.StatusSucceeded {
 				return true
 			}
 		}
@@ -449,7 +450,7 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 	// (misfire skip: recorded missed by the new term).
 	missed := 0
 	for _, r := range c.history("x") {
-		if r.Token == term && r.Status == fence.StatusMissed {
+		if r.Token == term && r.Status == scheduler.StatusMissed {
 			missed++
 		}
 	}

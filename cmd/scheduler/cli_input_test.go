@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"scheduler/internal/fence"
-	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
 	"scheduler/internal/testenv"
 )
 
@@ -66,7 +66,7 @@ func TestCLI_BadInput(t *testing.T) {
 		})
 	}
 	t.Run("RunVariablesAreNotErrors", func(t *testing.T) {
-		env := []string{jobs.EnvFenceToken + "=42", jobs.EnvJob + "=beat", jobs.EnvScheduledAt + "=2026-03-01T00:00:00Z", jobs.EnvRunID + "=9", jobs.EnvAttempt + "=1"}
+		env := []string{kinds.EnvFenceToken + "=42", kinds.EnvJob + "=beat", kinds.EnvScheduledAt + "=2026-03-01T00:00:00Z", kinds.EnvRunID + "=9", kinds.EnvAttempt + "=1"}
 		if code, out, errOut := runCLIEnv(t, env, "validate", "--config", writeConfig(t, minimalJob)); code != 0 {
 			t.Fatalf("exit %d: %s%s", code, out, errOut)
 		}
@@ -173,7 +173,7 @@ func TestCLI_NoStoreIsNotCreated(t *testing.T) {
 // within what the ledger stores, so the store does not cut it again and history shows the
 // head, the marker and the tail as captured.
 func TestOutput_FitsTheLedger(t *testing.T) {
-	out := jobs.Excerpt(strings.Repeat("ü", 1<<20)+"THE END", 0)
+	out := kinds.Excerpt(strings.Repeat("ü", 1<<20)+"THE END", 0)
 	if n := utf8.RuneCountInString(out); n > fence.MaxExcerpt {
 		t.Fatalf("excerpt has %d characters, the ledger keeps %d", n, fence.MaxExcerpt)
 	}

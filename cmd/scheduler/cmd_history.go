@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"scheduler/internal/fence"
+	"scheduler"
 )
 
 func newHistoryCmd(c *cli) *cobra.Command {
@@ -51,7 +51,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				return err
 			}
 			if runs == nil {
-				runs = []fence.Run{}
+				runs = []scheduler.Run{}
 			}
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)

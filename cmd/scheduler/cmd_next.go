@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 func newNextCmd(c *cli) *cobra.Command {
@@ -19,8 +19,8 @@ func newNextCmd(c *cli) *cobra.Command {
 		Short: "Print a job's next slots in its timezone, with UTC offsets; DST adjustments are marked",
 		Args:  exactArgs(1, "a job name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n < 1 || n > jobs.MaxBetween {
-				return &usageError{fmt.Errorf("next: -n must be from 1 to %d, got %d", jobs.MaxBetween, n)}
+			if n < 1 || n > schedule.MaxBetween {
+				return &usageError{fmt.Errorf("next: -n must be from 1 to %d, got %d", schedule.MaxBetween, n)}
 			}
 			start := time.Now()
 			if from != "" {
@@ -42,7 +42,7 @@ func newNextCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("job %q: timezone: %w", job.Name, err)
 			}
-			sched, err := jobs.ParseSchedule(job.Schedule, loc)
+			sched, err := schedule.Parse(job.Schedule, loc)
 			if err != nil {
 				return fmt.Errorf("job %q: schedule: %w", job.Name, err)
 			}
@@ -58,7 +58,7 @@ func newNextCmd(c *cli) *cobra.Command {
 				}
 				if job.Jitter > 0 {
 					// The date too: a jitter can carry a slot past midnight.
-					line += fmt.Sprintf("  fires at %s (jitter)", sl.At.Add(jobs.Jitter(job.Name, sl.At, job.Jitter)).Format("2006-01-02 15:04:05.000 -07:00 MST"))
+					line += fmt.Sprintf("  fires at %s (jitter)", sl.At.Add(schedule.Jitter(job.Name, sl.At, job.Jitter)).Format("2006-01-02 15:04:05.000 -07:00 MST"))
 				}
 				fmt.Fprintln(c.stdout, line)
 			}

@@ -149,7 +149,7 @@ func TestBuildTable_JobUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildTable(cfg, nil, nil, nil, []string{"PATH=/bin"}); err != nil {
+	if _, err := buildTable(cfg, nil, []string{"PATH=/bin"}); err != nil {
 		t.Fatalf("buildTable: %v", err)
 	}
 }

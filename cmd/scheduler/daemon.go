@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"scheduler/cmd/scheduler/adapt"
+	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -156,12 +156,12 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ)
+	table, err := buildTable(d.cfg, &http.Client{}, d.environ)
 	if err != nil {
 		return err
 	}
 	d.runner, err = jobs.New(table, jobs.Options{
-		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
+		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
@@ -170,7 +170,7 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.pruner, err = retention.New(retention.Config{
-		Ledger: adapt.Pruner{Store: d.store}, Policies: d.retention,
+		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
 		Logger: d.lg, Pruned: func(_ string, n int) { d.m.pruned.Add(float64(n)) },
 	})
@@ -325,7 +325,7 @@ func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
 		return
 	case err != nil:
 		d.lg.Warn("trigger", zap.String("job", r.Job), zap.Time("slot", r.At), zap.Error(err))
-		if !errors.Is(err, jobs.ErrFenced) {
+		if !errors.Is(err, scheduler.ErrFenced) {
 			_ = d.control.Done(ctx, r) // an unknown job: drop the request
 		}
 		return

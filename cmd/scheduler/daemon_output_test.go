@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/testenv"
 )
@@ -23,7 +24,7 @@ func TestDaemon_OutputHeadAndTail(t *testing.T) {
 	var out string
 	c.wait("a chatty run", func() bool {
 		for _, r := range c.history("chatty") {
-			if r.Status == fence.StatusSucceeded {
+			if r.Status == scheduler.StatusSucceeded {
 				out = r.Output
 				return true
 			}

@@ -11,9 +11,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
-	"scheduler/internal/jobs"
 	"scheduler/internal/testenv"
 )
 
@@ -118,7 +118,7 @@ func TestDaemon_LeadJoinsPendingTriggers(t *testing.T) {
 	go func() { done <- d.lead(ctx, election.Term{Token: token, Node: "a", Since: time.Now()}) }()
 	select {
 	case err := <-done:
-		if !errors.Is(err, jobs.ErrFenced) {
+		if !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("lead = %v, want the store's refusal of token %d", err, token)
 		}
 	case <-time.After(20 * time.Second):

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"scheduler"
 	"scheduler/internal/control"
-	"scheduler/internal/fence"
 	"scheduler/internal/testenv"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
-	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
 	good, err := os.ReadFile(c.path)
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +50,8 @@ func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 		t.Fatalf("the rejection does not name the file and the limit:\n%s", logs)
 	}
 	restore() // for the CLI below; the daemon reads the file only on SIGHUP
-	before := countStatus(c.history("tick"), fence.StatusSucceeded)
-	c.wait("tick keeps running", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) > before+1 })
+	before := countStatus(c.history("tick"), scheduler.StatusSucceeded)
+	c.wait("tick keeps running", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) > before+1 })
 
 	// A named pipe with no writer would block a plain open: the reload must refuse it instead.
 	if err := os.Remove(c.path); err != nil {
@@ -65,8 +65,8 @@ func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 	}
 	c.wait("the pipe reload to be rejected", func() bool { return strings.Contains(r.logs.String(), "is not a regular file (a named pipe)") })
 	restore()
-	before = countStatus(c.history("tick"), fence.StatusSucceeded)
-	c.wait("tick keeps running after the pipe", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) > before+1 })
+	before = countStatus(c.history("tick"), scheduler.StatusSucceeded)
+	c.wait("tick keeps running after the pipe", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) > before+1 })
 	if err := syscallHUP(); err != nil { // and a good reload still succeeds afterwards
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestDaemon_ReloadPublishesTable(t *testing.T) {
 func TestDaemon_ReloadNamesSettingsThatNeedRestart(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
-	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
 	c.editConfig(func(body string) string {
 		body = strings.NewReplacer("ttl: 2s", "ttl: 3s", "shutdown_grace: 2s", "shutdown_grace: 5s", "level: debug", "level: info").
 			Replace(body)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"scheduler"
 	"scheduler/internal/election"
-	"scheduler/internal/fence"
 	"scheduler/internal/testenv"
 )
 
@@ -140,9 +140,9 @@ func (c *cluster) cli(args ...string) string {
 	return out
 }
 
-func (c *cluster) history(job string) []fence.Run {
+func (c *cluster) history(job string) []scheduler.Run {
 	c.t.Helper()
-	var runs []fence.Run
+	var runs []scheduler.Run
 	if err := json.Unmarshal([]byte(c.cli("history", job, "--json", "--limit", "1000")), &runs); err != nil {
 		c.t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func (c *cluster) wait(what string, cond func() bool) {
 	held = true
 }
 
-func countStatus(runs []fence.Run, st fence.Status) int {
+func countStatus(runs []scheduler.Run, st scheduler.Status) int {
 	n := 0
 	for _, r := range runs {
 		if r.Status == st {
@@ -206,7 +206,7 @@ func TestDaemon_Cluster(t *testing.T) {
 			return false
 		}
 		leader = doc.Leader.Node
-		return countStatus(c.history("tick"), fence.StatusSucceeded) >= 2
+		return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 2
 	})
 	doc := c.status()
 	if len(doc.Replicas) != 2 || len(doc.Warnings) != 0 || doc.Jobs[0].Next == nil || doc.Jobs[0].Last == nil {
@@ -236,7 +236,7 @@ func TestDaemon_Cluster(t *testing.T) {
 		var pausedAt time.Time
 		c.wait("a paused slot", func() bool {
 			for _, r := range c.history("tick") {
-				if r.Status == fence.StatusSkipped && r.Reason == "paused" {
+				if r.Status == scheduler.StatusSkipped && r.Reason == "paused" {
 					pausedAt = r.ScheduledAt
 					return true
 				}
@@ -250,19 +250,19 @@ func TestDaemon_Cluster(t *testing.T) {
 		c.cli("resume", "tick")
 		c.wait("runs after resume", func() bool {
 			runs := c.history("tick")
-			return runs[0].Status == fence.StatusSucceeded && runs[0].ScheduledAt.After(pausedAt)
+			return runs[0].Status == scheduler.StatusSucceeded && runs[0].ScheduledAt.After(pausedAt)
 		})
 		var paused, ranWhilePaused int
 		resumed := false
 		for _, r := range c.history("tick") { // newest first
-			if r.Status == fence.StatusSucceeded && !resumed {
+			if r.Status == scheduler.StatusSucceeded && !resumed {
 				continue
 			}
 			resumed = true
-			if !r.ScheduledAt.Before(pausedAt) && r.Status == fence.StatusSkipped {
+			if !r.ScheduledAt.Before(pausedAt) && r.Status == scheduler.StatusSkipped {
 				paused++
 			}
-			if !r.ScheduledAt.Before(pausedAt) && r.Status == fence.StatusSucceeded {
+			if !r.ScheduledAt.Before(pausedAt) && r.Status == scheduler.StatusSucceeded {
 				ranWhilePaused++
 			}
 		}
@@ -273,7 +273,7 @@ func TestDaemon_Cluster(t *testing.T) {
 
 	t.Run("Trigger", func(t *testing.T) {
 		c.cli("trigger", "yearly")
-		c.wait("the manual run of yearly", func() bool { return countStatus(c.history("yearly"), fence.StatusSucceeded) == 1 })
+		c.wait("the manual run of yearly", func() bool { return countStatus(c.history("yearly"), scheduler.StatusSucceeded) == 1 })
 		r := c.history("yearly")[0]
 		if !r.Manual || r.Token != c.status().Leader.Token {
 			t.Fatalf("run %+v", r)
@@ -299,7 +299,7 @@ func TestDaemon_Cluster(t *testing.T) {
 		newToken := next.Token
 		c.wait("runs under the new token", func() bool {
 			runs := c.history("tick")
-			return runs[0].Status == fence.StatusSucceeded && runs[0].Token == newToken
+			return runs[0].Status == scheduler.StatusSucceeded && runs[0].Token == newToken
 		})
 	})
 
@@ -321,13 +321,13 @@ func TestDaemon_TriggerWhileLeaderless(t *testing.T) {
 		t.Fatalf("ran without a leader: %+v", runs)
 	}
 	c.start("a")
-	c.wait("the waiting trigger to run", func() bool { return countStatus(c.history("yearly"), fence.StatusSucceeded) == 1 })
+	c.wait("the waiting trigger to run", func() bool { return countStatus(c.history("yearly"), scheduler.StatusSucceeded) == 1 })
 }
 
 func TestDaemon_ReloadKeepsTableOnBadConfig(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
-	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
 	c.writeConfig(testJobs + "  - name: broken\n    schedule: '99 * * * *'\n    type: sql\n    sql: x\n")
 	if err := syscallHUP(); err != nil {
 		t.Fatal(err)
@@ -337,14 +337,14 @@ func TestDaemon_ReloadKeepsTableOnBadConfig(t *testing.T) {
 		t.Fatalf("the rejection does not name the key:\n%s", r.logs)
 	}
 	c.writeConfig(testJobs) // for the CLI below; the daemon reads the file only on SIGHUP
-	before := countStatus(c.history("tick"), fence.StatusSucceeded)
-	c.wait("tick keeps running", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) > before+1 })
+	before := countStatus(c.history("tick"), scheduler.StatusSucceeded)
+	c.wait("tick keeps running", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) > before+1 })
 
 	c.writeConfig(testJobs + "  - name: added\n    schedule: '* * * * * *'\n    type: sql\n    sql: \"INSERT INTO stock_scans (sku, quantity) VALUES ('added', 1)\"\n")
 	if err := syscallHUP(); err != nil {
 		t.Fatal(err)
 	}
-	c.wait("the added job to run", func() bool { return countStatus(c.history("added"), fence.StatusSucceeded) >= 1 })
+	c.wait("the added job to run", func() bool { return countStatus(c.history("added"), scheduler.StatusSucceeded) >= 1 })
 }
 
 func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
@@ -370,7 +370,7 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 	dsn := u.String()
 	c := newCluster(t, dsn, "")
 	r := c.start("a")
-	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), fence.StatusSucceeded) >= 1 })
+	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
 	out := c.cli("status", "--json")
 	if strings.Contains(r.logs.String(), secret) || strings.Contains(out, secret) {
 		t.Fatalf("the password appears in the logs or the status")
@@ -408,7 +408,7 @@ func TestDaemon_EmbeddedDefault(t *testing.T) {
 			return false
 		}
 		doc := c.status()
-		return doc.Leader != nil && doc.Leader.Node == "dev" && countStatus(c.history("tick"), fence.StatusSucceeded) >= 1
+		return doc.Leader != nil && doc.Leader.Node == "dev" && countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1
 	})
 	if !strings.Contains(r.logs.String(), "development only") {
 		t.Fatal("no log line says the embedded etcd is for development only")
@@ -437,10 +437,10 @@ func TestDaemon_ExecJobSeesToken(t *testing.T) {
     command: [sh, -c, 'echo "token=$SCHEDULER_FENCE_TOKEN job=$SCHEDULER_JOB attempt=$SCHEDULER_ATTEMPT"']
 `)
 	c.start("a")
-	c.wait("an exec run", func() bool { return countStatus(c.history("show"), fence.StatusSucceeded) >= 1 })
+	c.wait("an exec run", func() bool { return countStatus(c.history("show"), scheduler.StatusSucceeded) >= 1 })
 	leader := c.status().Leader
 	for _, r := range c.history("show") {
-		if r.Status != fence.StatusSucceeded {
+		if r.Status != scheduler.StatusSucceeded {
 			continue
 		}
 		want := fmt.Sprintf("token=%d job=show attempt=1", leader.Token)
@@ -473,7 +473,7 @@ func TestDaemon_ShutdownOrder(t *testing.T) {
 	c.wait("runs in flight", func() bool {
 		now := time.Now()
 		for _, r := range c.history("slow") {
-			if r.Status == fence.StatusRunning && r.ScheduledAt.Before(now.Add(-100*time.Millisecond)) {
+			if r.Status == scheduler.StatusRunning && r.ScheduledAt.Before(now.Add(-100*time.Millisecond)) {
 				slot = r.ScheduledAt
 				return true
 			}
@@ -505,13 +505,13 @@ func TestDaemon_ShutdownOrder(t *testing.T) {
 	c.wait("b to finish the interrupted slot", func() bool {
 		for _, r := range c.history("slow") {
 			if r.ScheduledAt.Equal(slot) {
-				return r.Status == fence.StatusSucceeded && r.Node == "b" && r.Attempt == 2 && r.Token == next.Token
+				return r.Status == scheduler.StatusSucceeded && r.Node == "b" && r.Attempt == 2 && r.Token == next.Token
 			}
 		}
 		return false
 	})
 	for _, r := range c.history("quick") {
-		if r.Node == "a" && r.Status == fence.StatusRunning {
+		if r.Node == "a" && r.Status == scheduler.StatusRunning {
 			t.Fatalf("a quick run was left running although it fit in the grace: %+v", r)
 		}
 	}

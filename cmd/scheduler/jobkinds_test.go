@@ -17,7 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"go.uber.org/zap/zaptest"
 
-	"scheduler/cmd/scheduler/adapt"
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 	"scheduler/internal/testenv"
@@ -79,12 +79,12 @@ type leader struct {
 	cfg    *Config
 	store  *fence.Store
 	runner *jobs.Runner
-	table  map[string]jobs.Executor
+	table  map[string]scheduler.Executor
 	token  int64
 }
 
 // lead loads the config (the store section plus jobs), opens and migrates its store as the
-// daemon and `scheduler migrate` do, builds the table with the daemon's adapters and leads a
+// daemon and `scheduler migrate` do, builds the table with the store as the daemon does and leads a
 // term with token until the end of the test.
 func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	t.Helper()
@@ -106,15 +106,15 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	table, err := buildTable(cfg, adapt.Fencer{Store: s}, adapt.Statements{Store: s}, &http.Client{}, os.Environ())
+	table, err := buildTable(cfg, &http.Client{}, os.Environ())
 	if err != nil {
 		t.Fatalf("build table: %v", err)
 	}
-	l := &leader{t: t, cfg: cfg, store: s, table: map[string]jobs.Executor{}, token: token}
+	l := &leader{t: t, cfg: cfg, store: s, table: map[string]scheduler.Executor{}, token: token}
 	for _, sp := range table {
 		l.table[sp.Name] = sp.Executor
 	}
-	l.runner, err = jobs.New(table, jobs.Options{Node: "n1", Ledger: adapt.Ledger{Store: s}, Logger: lg.Named("runner")})
+	l.runner, err = jobs.New(table, jobs.Options{Node: "n1", Ledger: s, Logger: lg.Named("runner")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 }
 
 // run triggers job once and returns its ledger row once it has finished.
-func (l *leader) run(job string) fence.Run {
+func (l *leader) run(job string) scheduler.Run {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), jobKindsTimeout)
 	defer cancel()
@@ -173,12 +173,13 @@ func (l *leader) stale(job string) error {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), jobKindsTimeout)
 	defer cancel()
-	_, err := l.table[job].Execute(ctx, jobs.Run{Job: job, Token: l.token - 1, Attempt: 1, RunID: "stale",
-		Slot: time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC)})
+	// Bound to the store, as the runner binds each attempt to its ledger.
+	_, err := l.table[job].Execute(ctx, scheduler.Attempt{Job: job, Token: l.token - 1, Attempt: 1, RunID: "stale",
+		Slot: time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC), Fencer: l.store})
 	return err
 }
 
-func wantRun(t *testing.T, r fence.Run, status fence.Status, token int64) {
+func wantRun(t *testing.T, r scheduler.Run, status scheduler.Status, token int64) {
 	t.Helper()
 	if r.Status != status || r.Token != token || r.Attempt != 1 {
 		t.Fatalf("run %s: status %s token %d attempt %d (error %q, output %q); want %s with token %d, attempt 1",
@@ -238,14 +239,14 @@ jobs:
 
 		t.Run("Exec", func(t *testing.T) {
 			r := l.run("exec")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			if !strings.Contains(r.Output, "token=100 job=exec") {
 				t.Fatalf("output %q, want the token and the job", r.Output)
 			}
 		})
 		t.Run("HTTP", func(t *testing.T) {
 			r := l.run("http")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			mu.Lock()
 			defer mu.Unlock()
 			if len(headers) != 1 || headers[0].Get("Fencing-Token") != "100" || headers[0].Get("X-Scheduler-Job") != "http" ||
@@ -255,11 +256,11 @@ jobs:
 		})
 		t.Run("SQLOneStatement", func(t *testing.T) {
 			r := l.run("sql-one")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			if r.Output != "1 rows affected" || count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`) != 1 {
 				t.Fatalf("output %q, rows %d; want 1 row", r.Output, count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`))
 			}
-			if err := l.stale("sql-one"); !errors.Is(err, jobs.ErrFenced) {
+			if err := l.stale("sql-one"); !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("stale token: err %v, want ErrFenced", err)
 			}
 			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`); n != 1 {
@@ -268,14 +269,14 @@ jobs:
 		})
 		t.Run("SQLSeveralStatements", func(t *testing.T) {
 			r := l.run("sql-many")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			if r.Output != "4 rows affected" {
 				t.Fatalf("output %q, want the 2 rows inserted and the 2 updated", r.Output)
 			}
 			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'many' AND quantity > 10`); n != 2 {
 				t.Fatalf("%d rows inserted and updated, want 2", n)
 			}
-			if err := l.stale("sql-many"); !errors.Is(err, jobs.ErrFenced) {
+			if err := l.stale("sql-many"); !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("stale token: err %v, want ErrFenced", err)
 			}
 			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'many'`); n != 2 {
@@ -284,7 +285,7 @@ jobs:
 		})
 		t.Run("SQLFailingSecondStatementRollsBackTheFirst", func(t *testing.T) {
 			r := l.run("sql-second-fails")
-			wantRun(t, r, fence.StatusFailed, token)
+			wantRun(t, r, scheduler.StatusFailed, token)
 			if !strings.Contains(r.Error, "no_such_table") {
 				t.Fatalf("error %q, want the second statement's", r.Error)
 			}
@@ -294,11 +295,11 @@ jobs:
 		})
 		t.Run("Invoices", func(t *testing.T) {
 			r := l.run("invoices")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			if n := count(t, db, `SELECT count(*) FROM invoices WHERE token = 100`); n != 3 {
 				t.Fatalf("%d invoices with token 100, want 3", n)
 			}
-			if err := l.stale("invoices"); !errors.Is(err, jobs.ErrFenced) {
+			if err := l.stale("invoices"); !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("stale token: err %v, want ErrFenced", err)
 			}
 			if n := count(t, db, `SELECT count(*) FROM invoices`); n != 3 {
@@ -307,11 +308,11 @@ jobs:
 		})
 		t.Run("Stock", func(t *testing.T) {
 			r := l.run("stock")
-			wantRun(t, r, fence.StatusSucceeded, token)
+			wantRun(t, r, scheduler.StatusSucceeded, token)
 			if n := count(t, db, `SELECT count(*) FROM stock_report WHERE token = 100`); n != 2 {
 				t.Fatalf("%d report rows with token 100, want one per SKU scanned (2)", n)
 			}
-			if err := l.stale("stock"); !errors.Is(err, jobs.ErrFenced) {
+			if err := l.stale("stock"); !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("stale token: err %v, want ErrFenced", err)
 			}
 			if n := count(t, db, `SELECT count(*) FROM stock_report WHERE token = 100`); n != 2 {

@@ -10,8 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"scheduler/internal/fence"
-	"scheduler/internal/jobs"
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -65,7 +64,7 @@ func TestSQLJob_RecommendedSetup(t *testing.T) {
 	runs := func() int { return count(t, db, `SELECT count(*) FROM scheduler.runs`) }
 
 	r := l.run("ingest")
-	wantRun(t, r, fence.StatusSucceeded, token)
+	wantRun(t, r, scheduler.StatusSucceeded, token)
 	if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'ok'`); n != 1 {
 		t.Fatalf("the job's own write: %d rows, want 1", n)
 	}
@@ -73,7 +72,7 @@ func TestSQLJob_RecommendedSetup(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := runs()
 			r := l.run(name)
-			wantRun(t, r, fence.StatusFailed, token)
+			wantRun(t, r, scheduler.StatusFailed, token)
 			t.Logf("%s: %s", text, r.Error)
 			if n := runs(); n < before+1 {
 				t.Fatalf("scheduler.runs went from %d to %d rows", before, n)
@@ -102,7 +101,7 @@ func TestSQLJob_RecommendedSetup(t *testing.T) {
 		})
 	}
 	// A stale token writes nothing, on the job connection too.
-	if err := l.stale("ingest"); !errors.Is(err, jobs.ErrFenced) {
+	if err := l.stale("ingest"); !errors.Is(err, scheduler.ErrFenced) {
 		t.Fatalf("stale token: err %v, want ErrFenced", err)
 	}
 	if n := count(t, db, `SELECT count(*) FROM stock_scans`); n != 1 {
@@ -141,7 +140,7 @@ func TestDaemon_JobDSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.start("a")
-	c.wait("whoami runs", func() bool { return countStatus(c.history("whoami"), fence.StatusSucceeded) >= 1 })
+	c.wait("whoami runs", func() bool { return countStatus(c.history("whoami"), scheduler.StatusSucceeded) >= 1 })
 	db := openDB(t, "pgx", dsn)
 	if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = '`+u.User.Username()+`'`); n < 1 {
 		t.Fatalf("no row written as %s: the sql job did not run on the job connection", u.User.Username())

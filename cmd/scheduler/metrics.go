@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"scheduler"
 	"scheduler/internal/election"
 	"scheduler/internal/jobs"
 )
@@ -115,21 +116,21 @@ func (m *metrics) electionEvents() election.Events {
 func (m *metrics) runnerHooks() jobs.Hooks {
 	return jobs.Hooks{
 		Fired: func(_ string, delay time.Duration) { m.fireDelay.Observe(delay.Seconds()) },
-		Finished: func(job string, status jobs.Status, took time.Duration) {
+		Finished: func(job string, status scheduler.Status, took time.Duration) {
 			if l, ok := m.jobs.label(job); ok {
 				m.runs.WithLabelValues(l, string(status)).Inc()
 				m.runDuration.WithLabelValues(l).Observe(took.Seconds())
 			}
 		},
-		Recorded: func(job string, status jobs.Status) {
+		Recorded: func(job string, status scheduler.Status) {
 			l, ok := m.jobs.label(job)
 			if !ok {
 				return
 			}
 			switch status {
-			case jobs.StatusMissed:
+			case scheduler.StatusMissed:
 				m.missed.WithLabelValues(l).Inc()
-			case jobs.StatusSkipped:
+			case scheduler.StatusSkipped:
 				m.skipped.WithLabelValues(l).Inc()
 			}
 			m.runs.WithLabelValues(l, string(status)).Inc()

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"scheduler/internal/jobs"
+	"scheduler"
 )
 
 // MetricsConfig bounds the Prometheus series the daemon exports.
@@ -36,8 +36,8 @@ func (m MetricsConfig) perJobSeries(n int) bool {
 const aggregateJob = "*"
 
 // finalStatuses are the statuses a run or a slot ends with, each a runs_total series per job.
-var finalStatuses = []jobs.Status{
-	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusSkipped, jobs.StatusMissed, jobs.StatusFenced,
+var finalStatuses = []scheduler.Status{
+	scheduler.StatusSucceeded, scheduler.StatusFailed, scheduler.StatusSkipped, scheduler.StatusMissed, scheduler.StatusFenced,
 }
 
 // jobSeries maps jobs to the job label of their series: the job's name, or aggregateJob.

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"scheduler/internal/jobs"
+	"scheduler"
 )
 
 // perJobFamilies are the metric families with a series per job.
@@ -143,7 +143,7 @@ func TestMetrics_PerJobSeriesFromTheStart(t *testing.T) {
 func TestMetrics_ReloadDeletesRemovedJobs(t *testing.T) {
 	m := newMetrics(metricsConfig("auto", "alpha", "beta"))
 	hooks := m.runnerHooks()
-	hooks.Finished("beta", jobs.StatusSucceeded, time.Second)
+	hooks.Finished("beta", scheduler.StatusSucceeded, time.Second)
 	hooks.Fenced("beta")
 	m.setJobs(MetricsConfig{PerJob: "auto"}, []string{"alpha", "gamma"})
 	for name, mf := range families(t, m) {
@@ -155,8 +155,8 @@ func TestMetrics_ReloadDeletesRemovedJobs(t *testing.T) {
 		t.Errorf("missed_slots_total jobs %v, want [alpha gamma]", got)
 	}
 	// A run of the removed job that finishes late does not bring its series back.
-	hooks.Finished("beta", jobs.StatusFailed, time.Second)
-	hooks.Recorded("beta", jobs.StatusMissed)
+	hooks.Finished("beta", scheduler.StatusFailed, time.Second)
+	hooks.Recorded("beta", scheduler.StatusMissed)
 	hooks.CatchupRun("beta")
 	for name, mf := range families(t, m) {
 		if slices.Contains(jobsOf(mf), "beta") {
@@ -205,7 +205,7 @@ func TestMetrics_PerJobBound(t *testing.T) {
 			t.Fatalf("%d series for 3 jobs, %d for 2000: want the same, non-zero", few, many)
 		}
 		m := newMetrics(metricsConfig("off", "alpha"))
-		m.runnerHooks().Finished("alpha", jobs.StatusSucceeded, time.Second)
+		m.runnerHooks().Finished("alpha", scheduler.StatusSucceeded, time.Second)
 		if v := value(t, m.runs.WithLabelValues(aggregateJob, "succeeded")); v != 1 {
 			t.Fatalf("aggregate runs_total = %v, want 1", v)
 		}

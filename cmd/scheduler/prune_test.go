@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"scheduler/cmd/scheduler/adapt"
+	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/retention"
 	"scheduler/internal/testenv"
@@ -24,24 +24,24 @@ func fillLedger(t *testing.T, s *fence.Store, token int64, job string, n int, no
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var slots []fence.Slot
+	var slots []scheduler.SlotKey
 	for i := range n {
-		slots = append(slots, fence.Slot{Job: job, At: now.Add(-24*time.Hour - time.Duration(i)*time.Hour)})
+		slots = append(slots, scheduler.SlotKey{Job: job, At: now.Add(-24*time.Hour - time.Duration(i)*time.Hour)})
 	}
 	res, err := s.ClaimMany(ctx, token, "filler", slots)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := make([]fence.Completion, len(res))
+	cs := make([]scheduler.Completion, len(res))
 	for i, r := range res {
-		cs[i] = fence.Completion{RunID: r.Run.RunID, Job: job, Status: fence.StatusSucceeded}
+		cs[i] = scheduler.Completion{RunID: r.Run.RunID, Job: job, Status: scheduler.StatusSucceeded}
 	}
 	if _, err := s.CompleteMany(ctx, token, cs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestPruning_Store prunes a real ledger through the daemon's adapter and counts the rows.
+// TestPruning_Store prunes a real ledger as the daemon does and counts the rows.
 func TestPruning_Store(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	stores := map[string]fence.Config{
@@ -64,7 +64,7 @@ func TestPruning_Store(t *testing.T) {
 			fillLedger(t, s, 4, "keepall", 30, now)
 			m := newMetrics(metricsConfig("auto", "yearly", "keepall"))
 			p, err := retention.New(retention.Config{
-				Ledger: adapt.Pruner{Store: s}, Batch: 4, Pause: time.Nanosecond, Now: func() time.Time { return now },
+				Ledger: s, Batch: 4, Pause: time.Nanosecond, Now: func() time.Time { return now },
 				Policies: func() []retention.Policy {
 					return []retention.Policy{
 						{Job: "yearly", MaxRuns: 5, Catchup: time.Hour},
@@ -95,8 +95,8 @@ func TestPruning_Store(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = p.Pass(ctx, 4)
-			if !errors.Is(err, retention.ErrFenced) {
-				t.Fatalf("pass with a stale token: %v, want retention.ErrFenced", err)
+			if !errors.Is(err, scheduler.ErrFenced) {
+				t.Fatalf("pass with a stale token: %v, want scheduler.ErrFenced", err)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"scheduler/cmd/scheduler/adapt"
 	"scheduler/internal/jobs"
 )
 
@@ -39,7 +38,7 @@ func (d *daemon) reload(ctx context.Context) {
 	cfg, err := LoadConfig(d.path, d.environ)
 	if err == nil {
 		var table []jobs.Spec
-		if table, err = buildTable(cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ); err == nil {
+		if table, err = buildTable(cfg, &http.Client{}, d.environ); err == nil {
 			err = d.runner.SetTable(table)
 		}
 	}

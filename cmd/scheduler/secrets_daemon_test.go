@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"scheduler/internal/fence"
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -65,9 +65,9 @@ func checkScrubbed(t *testing.T, dir, secret, head string) {
 	writeFile(t, c.path, body)
 	c.cli("migrate")
 	r := c.start("a")
-	c.wait("a failed run of leak", func() bool { return countStatus(c.history("leak"), fence.StatusFailed) >= 1 })
+	c.wait("a failed run of leak", func() bool { return countStatus(c.history("leak"), scheduler.StatusFailed) >= 1 })
 	for _, run := range c.history("leak") {
-		if run.Status != fence.StatusFailed {
+		if run.Status != scheduler.StatusFailed {
 			continue
 		}
 		if strings.Contains(run.Output+run.Error, secret) {

@@ -10,10 +10,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/schedule"
 )
 
 // statusDoc is the `status --json` document, also served on /status.
@@ -34,13 +36,13 @@ type leaderDoc struct {
 }
 
 type jobStatus struct {
-	Name     string     `json:"name"`
-	Schedule string     `json:"schedule"`
-	Timezone string     `json:"timezone"`
-	Enabled  bool       `json:"enabled"`
-	Next     *time.Time `json:"next"` // null for a disabled job or a schedule without future slots
-	Paused   bool       `json:"paused"`
-	Last     *fence.Run `json:"last"` // null before the first run
+	Name     string         `json:"name"`
+	Schedule string         `json:"schedule"`
+	Timezone string         `json:"timezone"`
+	Enabled  bool           `json:"enabled"`
+	Next     *time.Time     `json:"next"` // null for a disabled job or a schedule without future slots
+	Paused   bool           `json:"paused"`
+	Last     *scheduler.Run `json:"last"` // null before the first run
 	// Blocked is set while the job's fence is above the leader's token: the leader runs the
 	// other jobs and not this one (null otherwise).
 	Blocked *blockedDoc `json:"blocked"`
@@ -124,7 +126,7 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 	if err != nil {
 		warn("read paused jobs from etcd: %v", err)
 	}
-	var last map[string]fence.Run
+	var last map[string]scheduler.Run
 	if store != nil {
 		if last, err = store.Last(ctx, names...); err != nil {
 			warn("read the last runs from the store: %v", err)
@@ -144,7 +146,7 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 			warn("%s", js.Blocked.Reason)
 		}
 		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
-			if s, err := jobs.ParseSchedule(j.Schedule, loc); err == nil {
+			if s, err := schedule.Parse(j.Schedule, loc); err == nil {
 				if sl := s.Next(now); !sl.At.IsZero() {
 					at := sl.At.UTC()
 					js.Next = &at

@@ -10,23 +10,27 @@ import (
 	"strings"
 	"time"
 
+	"scheduler"
 	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
+	"scheduler/internal/schedule"
 )
 
 // buildTable turns the configured jobs into the runner's table: schedules parsed in their
-// zones and an executor per job type. Builtin jobs write through f, sql jobs through sr.
-func buildTable(cfg *Config, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) ([]jobs.Spec, error) {
+// zones and an executor per job type. Builtin and sql jobs write through the fenced transaction
+// of each attempt, which the runner binds to the store, so building the table needs no store.
+func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec, error) {
 	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
 		loc, err := time.LoadLocation(j.Timezone)
 		if err != nil {
 			return nil, fmt.Errorf("job %q: timezone: %w", j.Name, err)
 		}
-		sched, err := jobs.ParseSchedule(j.Schedule, loc)
+		sched, err := schedule.Parse(j.Schedule, loc)
 		if err != nil {
 			return nil, fmt.Errorf("job %q: schedule: %w", j.Name, err)
 		}
-		exec, err := newExecutor(j, f, sr, client, environ)
+		exec, err := newExecutor(j, client, environ)
 		if err != nil {
 			return nil, fmt.Errorf("job %q: %w", j.Name, err)
 		}
@@ -40,18 +44,18 @@ func buildTable(cfg *Config, f jobs.Fencer, sr jobs.StatementRunner, client *htt
 	return specs, nil
 }
 
-func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Client, environ []string) (jobs.Executor, error) {
+func newExecutor(j Job, client *http.Client, environ []string) (scheduler.Executor, error) {
 	switch j.Type {
 	case "builtin":
 		switch j.Builtin {
 		case "invoices":
-			p, errs := jobs.ParseInvoicesParams(j.Params)
+			p, errs := kinds.ParseInvoicesParams(j.Params)
 			if len(errs) > 0 {
 				return nil, fmt.Errorf("params: %v", errs)
 			}
-			return jobs.NewInvoices(f, p)
+			return kinds.NewInvoices(p)
 		case "stock":
-			return jobs.NewStock(f, time.Now)
+			return kinds.NewStock(time.Now), nil
 		}
 		return nil, fmt.Errorf("unknown builtin %q", j.Builtin)
 	case "exec":
@@ -59,18 +63,18 @@ func newExecutor(j Job, f jobs.Fencer, sr jobs.StatementRunner, client *http.Cli
 		if err != nil {
 			return nil, err
 		}
-		cfg := jobs.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ}
+		cfg := kinds.ExecConfig{Command: j.Command, Env: j.Env, Dir: j.Dir, Environ: environ}
 		if id != nil {
 			if cfg.Environ == nil {
 				cfg.Environ = os.Environ()
 			}
 			cfg.Environ, cfg.Credential = id.environ(cfg.Environ), id.cred
 		}
-		return jobs.NewExec(cfg)
+		return kinds.NewExec(cfg)
 	case "sql":
-		return jobs.NewSQL(sr, jobs.SQLConfig{Statements: j.SQL, Role: j.Role})
+		return kinds.NewSQL(kinds.SQLConfig{Statements: j.SQL, Role: j.Role})
 	case "http":
-		return jobs.NewHTTP(client, jobs.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers, FollowRedirects: j.FollowRedirects})
+		return kinds.NewHTTP(client, kinds.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers, FollowRedirects: j.FollowRedirects})
 	}
 	return nil, fmt.Errorf("unknown type %q", j.Type)
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
+	"scheduler/internal/schedule"
 )
 
 // typeKeys are the keys that belong to one job type only.
@@ -48,7 +49,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 	}
 	if job.Schedule == "" {
 		p.add(at("schedule"), "is required")
-	} else if sched, err := jobs.ParseSchedule(job.Schedule, loc); err != nil {
+	} else if sched, err := schedule.Parse(job.Schedule, loc); err != nil {
 		p.add(at("schedule"), "%v", err)
 	} else if job.Jitter > 0 {
 		validateJitter(p, at("jitter"), job, sched, gaps)
@@ -92,7 +93,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 // validateJitter checks that the jitter window is shorter than the shortest gap between two
 // slots of the schedule: a longer window would let a delayed slot fire after the next one, or,
 // far longer, postpone every slot beyond any horizon.
-func validateJitter(p *problems, key string, job Job, sched *jobs.Schedule, gaps *gapCache) {
+func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, gaps *gapCache) {
 	gap, ok := gaps.shortest(sched)
 	if !ok || job.Jitter < gap {
 		return
@@ -120,7 +121,7 @@ func newGapCache(now time.Time) *gapCache {
 	return &gapCache{now: now, m: map[string]gapResult{}}
 }
 
-func (c *gapCache) shortest(s *jobs.Schedule) (time.Duration, bool) {
+func (c *gapCache) shortest(s *schedule.Schedule) (time.Duration, bool) {
 	key := s.String() + "\x00" + s.Location().String()
 	r, ok := c.m[key]
 	if !ok {
@@ -154,10 +155,10 @@ func validateJobType(p *problems, key string, job Job) {
 	switch job.Type {
 	case "builtin":
 		if job.Builtin == "" {
-			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(jobs.BuiltinNames(), ", "))
+			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(kinds.BuiltinNames(), ", "))
 			return
 		}
-		for _, e := range jobs.CheckBuiltin(job.Builtin, job.Params) {
+		for _, e := range kinds.CheckBuiltin(job.Builtin, job.Params) {
 			if e.Param == "" {
 				p.add(at("builtin"), "%s", e.Msg)
 			} else {

@@ -6,40 +6,44 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // stored returns the ledger's row of slot, every column, as History reads it.
-func stored(t *testing.T, s *Store, slot Slot) Run {
+func stored(t *testing.T, s *Store, slot scheduler.SlotKey) scheduler.Run {
 	t.Helper()
 	hist, err := s.History(testCtx(t), slot.Job, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range hist {
-		if r.Slot() == slot {
+		if r.Key() == slot {
 			return r
 		}
 	}
 	t.Fatalf("no run of slot %s of job %q in the ledger", slot.At, slot.Job)
-	return Run{}
+	return scheduler.Run{}
 }
 
 func testReclaimMany(t *testing.T, open func(Config) *Store) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := open(Config{Now: func() time.Time { return now }})
 	ctx := testCtx(t)
-	past := func(job string, m int) Slot { return Slot{Job: job, At: now.Add(-time.Duration(m) * time.Minute)} }
-	orphanA, orphanB, ahead := past("a", 10), past("b", 10), Slot{Job: "a", At: now.Add(5 * time.Minute)}
-	finished, manual := past("b", 20), Slot{Job: "c", At: now.Add(-time.Minute), Manual: true}
-	ids := map[Slot]int64{}
-	for _, sl := range []Slot{orphanA, orphanB, ahead, finished, manual} {
+	past := func(job string, m int) scheduler.SlotKey {
+		return scheduler.SlotKey{Job: job, At: now.Add(-time.Duration(m) * time.Minute)}
+	}
+	orphanA, orphanB, ahead := past("a", 10), past("b", 10), scheduler.SlotKey{Job: "a", At: now.Add(5 * time.Minute)}
+	finished, manual := past("b", 20), scheduler.SlotKey{Job: "c", At: now.Add(-time.Minute), Manual: true}
+	ids := map[scheduler.SlotKey]int64{}
+	for _, sl := range []scheduler.SlotKey{orphanA, orphanB, ahead, finished, manual} {
 		r, err := s.Claim(ctx, 10, "old", sl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[sl] = r.RunID
 	}
-	if _, err := s.Complete(ctx, 10, Completion{RunID: ids[finished], Job: "b", Status: StatusSucceeded}); err != nil {
+	if _, err := s.Complete(ctx, 10, scheduler.Completion{RunID: ids[finished], Job: "b", Status: scheduler.StatusSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RaiseAll(ctx, []string{"a", "b", "c", "d"}, 20); err != nil {
@@ -54,7 +58,7 @@ func testReclaimMany(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("reclaim of no slots = %v (err %v), want nothing", res, err)
 	}
 	// An old leader is refused, and nothing changes.
-	if _, err := s.ReclaimMany(ctx, 10, "old", []Slot{orphanA, orphanB}); !errors.Is(err, ErrStale) {
+	if _, err := s.ReclaimMany(ctx, 10, "old", []scheduler.SlotKey{orphanA, orphanB}); !errors.Is(err, ErrStale) {
 		t.Fatalf("reclaim with the old token: err %v, want ErrStale", err)
 	}
 	if o, err := s.Orphans(ctx); err != nil || len(o) != 4 {
@@ -62,7 +66,7 @@ func testReclaimMany(t *testing.T, open func(Config) *Store) {
 	}
 
 	none := past("a", 30)
-	slots := []Slot{orphanA, orphanB, finished, ours.Slot(), none, orphanA, ahead, manual}
+	slots := []scheduler.SlotKey{orphanA, orphanB, finished, ours.Key(), none, orphanA, ahead, manual}
 	res, err := s.ReclaimMany(ctx, 20, "new", slots)
 	if err != nil {
 		t.Fatal(err)
@@ -73,25 +77,25 @@ func testReclaimMany(t *testing.T, open func(Config) *Store) {
 	for i, want := range []struct {
 		written bool
 		id      int64
-		status  Status
+		status  scheduler.Status
 		token   int64
 		attempt int
 	}{
-		{true, ids[orphanA], StatusRunning, 20, 2},
-		{true, ids[orphanB], StatusRunning, 20, 2},
-		{false, ids[finished], StatusSucceeded, 10, 1}, // not running
-		{false, ours.RunID, StatusRunning, 20, 1},      // already ours
-		{false, 0, "", 0, 0},                           // no run
-		{false, ids[orphanA], StatusRunning, 20, 2},    // a duplicate is taken over once
-		{true, ids[ahead], StatusRunning, 20, 2},
-		{true, ids[manual], StatusRunning, 20, 2},
+		{true, ids[orphanA], scheduler.StatusRunning, 20, 2},
+		{true, ids[orphanB], scheduler.StatusRunning, 20, 2},
+		{false, ids[finished], scheduler.StatusSucceeded, 10, 1}, // not running
+		{false, ours.RunID, scheduler.StatusRunning, 20, 1},      // already ours
+		{false, 0, "", 0, 0}, // no run
+		{false, ids[orphanA], scheduler.StatusRunning, 20, 2}, // a duplicate is taken over once
+		{true, ids[ahead], scheduler.StatusRunning, 20, 2},
+		{true, ids[manual], scheduler.StatusRunning, 20, 2},
 	} {
 		r := res[i]
 		if r.Written != want.written || r.Run.RunID != want.id || r.Run.Status != want.status || r.Run.Token != want.token || r.Run.Attempt != want.attempt {
 			t.Errorf("slot %d (%s %v): result %+v, want written=%v run %d %s token %d attempt %d",
 				i, slots[i].Job, slots[i].At, r, want.written, want.id, want.status, want.token, want.attempt)
 		}
-		if r.Written && r.Run.Slot() != slots[i] {
+		if r.Written && r.Run.Key() != slots[i] {
 			t.Errorf("slot %d: taken over as %+v, want the slot itself", i, r.Run)
 		}
 		if r.Written && stored(t, s, slots[i]).Node != "new" {
@@ -109,7 +113,7 @@ func testReclaimMany(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("orphans after the takeover = %+v (err %v), want none", o, err)
 	}
 	// Taken over once: again, nothing is taken.
-	again, err := s.ReclaimMany(ctx, 20, "new", []Slot{orphanA})
+	again, err := s.ReclaimMany(ctx, 20, "new", []scheduler.SlotKey{orphanA})
 	if err != nil || again[0].Written || again[0].Run.Attempt != 2 {
 		t.Fatalf("second reclaim = %+v (err %v), want not taken, attempt 2", again, err)
 	}
@@ -117,13 +121,13 @@ func testReclaimMany(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("reclaim of a run already ours: err %v, want ErrNotOrphaned", err)
 	}
 	// Input errors.
-	if _, err := s.ReclaimMany(ctx, 20, "", []Slot{orphanA}); err == nil {
+	if _, err := s.ReclaimMany(ctx, 20, "", []scheduler.SlotKey{orphanA}); err == nil {
 		t.Error("reclaim without a node: no error")
 	}
-	if _, err := s.ReclaimMany(ctx, 0, "new", []Slot{orphanA}); err == nil {
+	if _, err := s.ReclaimMany(ctx, 0, "new", []scheduler.SlotKey{orphanA}); err == nil {
 		t.Error("reclaim with token 0: no error")
 	}
-	if _, err := s.ReclaimMany(ctx, 20, "new", []Slot{{Job: "a"}}); err == nil {
+	if _, err := s.ReclaimMany(ctx, 20, "new", []scheduler.SlotKey{{Job: "a"}}); err == nil {
 		t.Error("reclaim of a zero slot: no error")
 	}
 }
@@ -134,9 +138,9 @@ func testReclaimManyChunks(t *testing.T, open func(Config) *Store) {
 	ctx := testCtx(t)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	n := maxReclaimBatch + 50
-	slots := make([]Slot, n)
+	slots := make([]scheduler.SlotKey, n)
 	for i := range slots {
-		slots[i] = Slot{Job: fmt.Sprintf("job%d", i%7), At: base.Add(time.Duration(i) * time.Minute)}
+		slots[i] = scheduler.SlotKey{Job: fmt.Sprintf("job%d", i%7), At: base.Add(time.Duration(i) * time.Minute)}
 	}
 	if _, err := s.ClaimMany(ctx, 10, "old", slots); err != nil {
 		t.Fatal(err)
@@ -151,7 +155,7 @@ func testReclaimManyChunks(t *testing.T, open func(Config) *Store) {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if !r.Written || r.Run.Slot() != rev[i] || r.Run.Token != 20 {
+		if !r.Written || r.Run.Key() != rev[i] || r.Run.Token != 20 {
 			t.Fatalf("slot %d of %d: %+v, want taken over with token 20", i, n, r)
 		}
 	}
@@ -165,7 +169,7 @@ func testWindowMany(t *testing.T, open func(Config) *Store) {
 	ctx := testCtx(t)
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
-	for _, sl := range []Slot{
+	for _, sl := range []scheduler.SlotKey{
 		{Job: "b", At: at(2)}, {Job: "a", At: at(3)}, {Job: "a", At: at(1)}, {Job: "c", At: at(2)},
 		{Job: "a", At: at(2), Manual: true}, {Job: "a", At: at(9)}, {Job: "b", At: at(0)},
 	} {
@@ -173,7 +177,7 @@ func testWindowMany(t *testing.T, open func(Config) *Store) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Record(ctx, 5, "n", Outcome{Slot: Slot{Job: "b", At: at(1)}, Status: StatusMissed, Reason: "gone"}); err != nil {
+	if _, err := s.Record(ctx, 5, "n", scheduler.Outcome{Slot: scheduler.SlotKey{Job: "b", At: at(1)}, Status: scheduler.StatusMissed, Reason: "gone"}); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := s.Window(ctx, []string{"b", "a", "a", "x"}, at(1), at(3))
@@ -200,8 +204,8 @@ func testStartedAt(t *testing.T, open func(Config) *Store) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := open(Config{Now: func() time.Time { return now }})
 	ctx := testCtx(t)
-	ahead, late := Slot{Job: "j", At: now.Add(800 * time.Millisecond)}, Slot{Job: "j", At: now.Add(-time.Second)}
-	res, err := s.ClaimMany(ctx, 5, "n", []Slot{ahead, late})
+	ahead, late := scheduler.SlotKey{Job: "j", At: now.Add(800 * time.Millisecond)}, scheduler.SlotKey{Job: "j", At: now.Add(-time.Second)}
+	res, err := s.ClaimMany(ctx, 5, "n", []scheduler.SlotKey{ahead, late})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +219,7 @@ func testStartedAt(t *testing.T, open func(Config) *Store) {
 		t.Errorf("started_at of a claim after its slot = %v, want the claim's time %v", st, now)
 	}
 	// Closed before its slot came (a reload removed the job): it took no time.
-	done, err := s.Complete(ctx, 5, Completion{RunID: res[0].Run.RunID, Job: "j", Status: StatusSkipped, Reason: "removed"})
+	done, err := s.Complete(ctx, 5, scheduler.Completion{RunID: res[0].Run.RunID, Job: "j", Status: scheduler.StatusSkipped, Reason: "removed"})
 	if err != nil {
 		t.Fatal(err)
 	}

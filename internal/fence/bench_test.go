@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -134,13 +135,13 @@ func BenchmarkWrite(b *testing.B) {
 			})
 		}},
 		{"fenced", func(ctx context.Context, i int64) error {
-			return s.Fenced(ctx, "bench", 1, func(tx Tx) error {
+			return s.Fenced(ctx, "bench", 1, func(_ context.Context, tx scheduler.Tx) error {
 				_, err := tx.Exec(ctx, insert, "bench", 1, i)
 				return err
 			})
 		}},
 		{"forshare", func(ctx context.Context, i int64) error {
-			return forShare.Fenced(ctx, "bench", 1, func(tx Tx) error {
+			return forShare.Fenced(ctx, "bench", 1, func(_ context.Context, tx scheduler.Tx) error {
 				_, err := tx.Exec(ctx, insert, "bench", 1, i)
 				return err
 			})
@@ -280,20 +281,20 @@ func BenchmarkLedger(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/batch=%d/writers=%d", name, cfg.batch, cfg.writers), func(b *testing.B) {
 				parallel(b, cfg.writers, cfg.batch, "run", counter, func(ctx context.Context, i int64) error {
-					slots := make([]Slot, cfg.batch)
+					slots := make([]scheduler.SlotKey, cfg.batch)
 					for k := range slots {
-						slots[k] = Slot{Job: fmt.Sprintf("noop%d", k%4), At: base.Add(time.Duration(slotSeq.Add(1)) * time.Second)}
+						slots[k] = scheduler.SlotKey{Job: fmt.Sprintf("noop%d", k%4), At: base.Add(time.Duration(slotSeq.Add(1)) * time.Second)}
 					}
 					res, err := s.ClaimMany(ctx, 1, "bench", slots)
 					if err != nil {
 						return err
 					}
-					cs := make([]Completion, len(res))
+					cs := make([]scheduler.Completion, len(res))
 					for k, r := range res {
 						if !r.Written {
-							return fmt.Errorf("slot %v not claimed", r.Run.Slot())
+							return fmt.Errorf("slot %v not claimed", r.Run.Key())
 						}
-						cs[k] = Completion{RunID: r.Run.RunID, Job: r.Run.Job, Status: StatusSucceeded}
+						cs[k] = scheduler.Completion{RunID: r.Run.RunID, Job: r.Run.Job, Status: scheduler.StatusSucceeded}
 					}
 					done, err := s.CompleteMany(ctx, 1, cs)
 					if err != nil {

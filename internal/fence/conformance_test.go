@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestConformance runs the same suite against Postgres and SQLite.
@@ -29,7 +31,7 @@ func TestConformance(t *testing.T) {
 				s := b.fresh(t)(Config{})
 				ctx := testCtx(t)
 				err := checkRaiseWaits(ctx, s, s, "nightly", 10, func(ctx context.Context) error {
-					return s.Fenced(ctx, "nightly", 20, func(tx Tx) error { return insertProbe(ctx, tx, "nightly", 20, "newer") })
+					return s.Fenced(ctx, "nightly", 20, func(_ context.Context, tx scheduler.Tx) error { return insertProbe(ctx, tx, "nightly", 20, "newer") })
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -87,11 +89,11 @@ func testStaleTokenRefused(t *testing.T, open func(Config) *Store) {
 		t.Fatal(err)
 	}
 	var stmtErr error
-	err := s.Fenced(ctx, "invoices", 10, func(tx Tx) error {
+	err := s.Fenced(ctx, "invoices", 10, func(_ context.Context, tx scheduler.Tx) error {
 		stmtErr = insertProbe(ctx, tx, "invoices", 10, "stale")
 		return nil // even if fn drops the error, nothing commits
 	})
-	var se *StaleError
+	var se *scheduler.FenceError
 	if !errors.Is(err, ErrStale) || !errors.As(err, &se) {
 		t.Fatalf("write with token 10 after raise to 20: err %v, want ErrStale", err)
 	}
@@ -105,29 +107,29 @@ func testStaleTokenRefused(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("stale write committed %d rows (err %v)", n, err)
 	}
 	// No statement at all: the verdict is still stale.
-	if err := s.Fenced(ctx, "invoices", 10, func(Tx) error { return nil }); !errors.Is(err, ErrStale) {
+	if err := s.Fenced(ctx, "invoices", 10, func(context.Context, scheduler.Tx) error { return nil }); !errors.Is(err, ErrStale) {
 		t.Fatalf("empty fn with token 10: err %v, want ErrStale", err)
 	}
-	if err := s.Fenced(ctx, "invoices", 20, func(Tx) error { return nil }); err != nil {
+	if err := s.Fenced(ctx, "invoices", 20, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatalf("write with the fence's own token: %v", err)
 	}
 	// A newer token raises the fence itself, then the previous one is stale.
-	if err := s.Fenced(ctx, "invoices", 30, func(Tx) error { return nil }); err != nil {
+	if err := s.Fenced(ctx, "invoices", 30, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatalf("write with token 30: %v", err)
 	}
-	if err := s.Fenced(ctx, "invoices", 20, func(Tx) error { return nil }); !errors.Is(err, ErrStale) {
+	if err := s.Fenced(ctx, "invoices", 20, func(context.Context, scheduler.Tx) error { return nil }); !errors.Is(err, ErrStale) {
 		t.Fatalf("write with token 20 after 30: err %v, want ErrStale", err)
 	}
 	// A function's error rolls back and is returned as it is.
 	boom := errors.New("boom")
-	if err := s.Fenced(ctx, "invoices", 30, func(Tx) error { return boom }); err != boom {
+	if err := s.Fenced(ctx, "invoices", 30, func(context.Context, scheduler.Tx) error { return boom }); err != boom {
 		t.Fatalf("fn error: got %v, want it unchanged", err)
 	}
 	fences, err := s.Fences(ctx)
 	if err != nil || fences["invoices"] != 30 {
 		t.Fatalf("fences = %v (err %v), want invoices:30", fences, err)
 	}
-	if err := s.Fenced(ctx, "invoices", 0, func(Tx) error { return nil }); err == nil || errors.Is(err, ErrStale) {
+	if err := s.Fenced(ctx, "invoices", 0, func(context.Context, scheduler.Tx) error { return nil }); err == nil || errors.Is(err, ErrStale) {
 		t.Fatalf("token 0: err %v, want an invalid-token error", err)
 	}
 }
@@ -137,9 +139,9 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 	ctx := testCtx(t)
 	base := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	const nSlots, nClaimers = 20, 6
-	var slots []Slot
+	var slots []scheduler.SlotKey
 	for i := range nSlots {
-		slots = append(slots, Slot{Job: fmt.Sprintf("job%d", i%3), At: base.Add(time.Duration(i) * time.Hour)})
+		slots = append(slots, scheduler.SlotKey{Job: fmt.Sprintf("job%d", i%3), At: base.Add(time.Duration(i) * time.Hour)})
 	}
 	if err := s.RaiseAll(ctx, []string{"job0", "job1", "job2"}, 7); err != nil {
 		t.Fatal(err)
@@ -155,7 +157,7 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 		wg.Go(func() {
 			node := fmt.Sprintf("node%d", c)
 			// Each claimer claims every slot, in its own order and batches.
-			mine := append([]Slot(nil), slots...)
+			mine := append([]scheduler.SlotKey(nil), slots...)
 			for i := range mine {
 				j := (i*7 + c*5) % len(mine)
 				mine[i], mine[j] = mine[j], mine[i]
@@ -168,7 +170,7 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 				}
 				mu.Lock()
 				for _, r := range res {
-					k := r.Run.Slot().key()
+					k := keyOf(r.Run.Key())
 					if r.Written {
 						winners[k] = append(winners[k], node)
 					}
@@ -187,7 +189,7 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("claim: %v", err)
 	}
 	for _, sl := range slots {
-		k := sl.key()
+		k := keyOf(sl)
 		if len(winners[k]) != 1 {
 			t.Errorf("slot %v claimed by %v, want exactly one claimer", k, winners[k])
 		}
@@ -201,24 +203,24 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 	if !errors.Is(err, ErrSlotTaken) || !errors.As(err, &taken) {
 		t.Fatalf("claim of a claimed slot: err %v, want ErrSlotTaken", err)
 	}
-	if taken.Run.Status != StatusRunning || taken.Run.Token != 7 || taken.Run.Slot() != slots[0] {
+	if taken.Run.Status != scheduler.StatusRunning || taken.Run.Token != 7 || taken.Run.Key() != slots[0] {
 		t.Fatalf("taken run = %+v, want running with token 7", taken.Run)
 	}
-	if r := stored(t, s, slots[0]); r.Node != winners[slots[0].key()][0] {
-		t.Fatalf("stored run = %+v, want the claim by %v", r, winners[slots[0].key()])
+	if r := stored(t, s, slots[0]); r.Node != winners[keyOf(slots[0])][0] {
+		t.Fatalf("stored run = %+v, want the claim by %v", r, winners[keyOf(slots[0])])
 	}
 	// Duplicates within one call are claimed once.
-	dup := Slot{Job: "job0", At: base.Add(-time.Hour)}
-	res, err := s.ClaimMany(ctx, 7, "n", []Slot{dup, dup})
+	dup := scheduler.SlotKey{Job: "job0", At: base.Add(-time.Hour)}
+	res, err := s.ClaimMany(ctx, 7, "n", []scheduler.SlotKey{dup, dup})
 	if err != nil || len(res) != 2 || !res[0].Written || res[1].Written || res[0].Run.RunID != res[1].Run.RunID {
 		t.Fatalf("duplicate slots: %+v (err %v), want the first written and the second the same run", res, err)
 	}
 	// A finished slot is taken too, and says so.
-	if _, err := s.Complete(ctx, 7, Completion{RunID: res[0].Run.RunID, Job: "job0", Status: StatusSucceeded}); err != nil {
+	if _, err := s.Complete(ctx, 7, scheduler.Completion{RunID: res[0].Run.RunID, Job: "job0", Status: scheduler.StatusSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Claim(ctx, 7, "n", dup)
-	if !errors.As(err, &taken) || taken.Run.Status != StatusSucceeded {
+	if !errors.As(err, &taken) || taken.Run.Status != scheduler.StatusSucceeded {
 		t.Fatalf("claim of a succeeded slot: err %v, want SlotTakenError with status succeeded", err)
 	}
 }
@@ -226,13 +228,13 @@ func testClaimUnique(t *testing.T, open func(Config) *Store) {
 func testOrphans(t *testing.T, open func(Config) *Store) {
 	s := open(Config{})
 	ctx := testCtx(t)
-	slot := Slot{Job: "stock", At: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
-	other := Slot{Job: "stock", At: slot.At.Add(time.Hour)}
+	slot := scheduler.SlotKey{Job: "stock", At: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
+	other := scheduler.SlotKey{Job: "stock", At: slot.At.Add(time.Hour)}
 	run, err := s.Claim(ctx, 10, "old-leader", slot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Attempt != 1 || run.Status != StatusRunning {
+	if run.Attempt != 1 || run.Status != scheduler.StatusRunning {
 		t.Fatalf("claimed run = %+v", run)
 	}
 	if r := stored(t, s, slot); r.StartedAt == nil || r.FinishedAt != nil || r.Node != "old-leader" {
@@ -242,7 +244,7 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Complete(ctx, 10, Completion{RunID: done.RunID, Job: "stock", Status: StatusSucceeded}); err != nil {
+	if _, err := s.Complete(ctx, 10, scheduler.Completion{RunID: done.RunID, Job: "stock", Status: scheduler.StatusSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	if o, err := s.Orphans(ctx); err != nil || len(o) != 0 {
@@ -261,7 +263,7 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 		t.Fatalf("orphans of all jobs = %+v (err %v), want 1", all, err)
 	}
 	// The old leader wakes up: its completion is fenced out.
-	_, err = s.Complete(ctx, 10, Completion{RunID: run.RunID, Job: "stock", Status: StatusSucceeded})
+	_, err = s.Complete(ctx, 10, scheduler.Completion{RunID: run.RunID, Job: "stock", Status: scheduler.StatusSucceeded})
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("old leader's completion: err %v, want ErrStale", err)
 	}
@@ -270,7 +272,7 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if err != nil {
 		t.Fatalf("reclaim: %v", err)
 	}
-	if re.RunID != run.RunID || re.Attempt != 2 || re.Token != 20 || stored(t, s, slot).Node != "new-leader" || re.Status != StatusRunning {
+	if re.RunID != run.RunID || re.Attempt != 2 || re.Token != 20 || stored(t, s, slot).Node != "new-leader" || re.Status != scheduler.StatusRunning {
 		t.Fatalf("reclaimed run = %+v, want run %d attempt 2 token 20 on new-leader", re, run.RunID)
 	}
 	if o, err := s.Orphans(ctx); err != nil || len(o) != 0 {
@@ -282,30 +284,30 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if _, err := s.Reclaim(ctx, 20, "new-leader", other); !errors.Is(err, ErrNotOrphaned) {
 		t.Fatalf("reclaim of a finished run: err %v, want ErrNotOrphaned", err)
 	}
-	if _, err := s.Reclaim(ctx, 20, "new-leader", Slot{Job: "stock", At: slot.At.Add(-time.Hour)}); !errors.Is(err, ErrNotRunning) {
+	if _, err := s.Reclaim(ctx, 20, "new-leader", scheduler.SlotKey{Job: "stock", At: slot.At.Add(-time.Hour)}); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("reclaim of an empty slot: err %v, want ErrNotRunning", err)
 	}
 	if _, err := s.Reclaim(ctx, 10, "old-leader", slot); !errors.Is(err, ErrStale) {
 		t.Fatalf("reclaim with the old token: err %v, want ErrStale", err)
 	}
-	fin, err := s.Complete(ctx, 20, Completion{RunID: run.RunID, Job: "stock", Status: StatusFailed, Error: "exit status 1"})
-	if err != nil || fin.Status != StatusFailed || fin.FinishedAt == nil || fin.Error != "exit status 1" {
+	fin, err := s.Complete(ctx, 20, scheduler.Completion{RunID: run.RunID, Job: "stock", Status: scheduler.StatusFailed, Error: "exit status 1"})
+	if err != nil || fin.Status != scheduler.StatusFailed || fin.FinishedAt == nil || fin.Error != "exit status 1" {
 		t.Fatalf("complete = %+v (err %v)", fin, err)
 	}
-	if _, err := s.Complete(ctx, 20, Completion{RunID: run.RunID, Job: "stock", Status: StatusSucceeded}); !errors.Is(err, ErrNotRunning) {
+	if _, err := s.Complete(ctx, 20, scheduler.Completion{RunID: run.RunID, Job: "stock", Status: scheduler.StatusSucceeded}); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("second completion: err %v, want ErrNotRunning", err)
 	}
 
 	// An orphan can also be closed as fenced instead of run again.
-	third, err := s.Claim(ctx, 20, "new-leader", Slot{Job: "stock", At: slot.At.Add(2 * time.Hour)})
+	third, err := s.Claim(ctx, 20, "new-leader", scheduler.SlotKey{Job: "stock", At: slot.At.Add(2 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RaiseAll(ctx, []string{"stock"}, 30); err != nil {
 		t.Fatal(err)
 	}
-	closed, err := s.Complete(ctx, 30, Completion{RunID: third.RunID, Job: "stock", Status: StatusFenced, Reason: "leader changed"})
-	if err != nil || closed.Status != StatusFenced || closed.Token != 20 || closed.Reason != "leader changed" {
+	closed, err := s.Complete(ctx, 30, scheduler.Completion{RunID: third.RunID, Job: "stock", Status: scheduler.StatusFenced, Reason: "leader changed"})
+	if err != nil || closed.Status != scheduler.StatusFenced || closed.Token != 20 || closed.Reason != "leader changed" {
 		t.Fatalf("closing an orphan as fenced = %+v (err %v)", closed, err)
 	}
 }
@@ -316,12 +318,12 @@ func testRegression(t *testing.T, open func(Config) *Store) {
 	if err := s.RaiseAll(ctx, []string{"a", "b"}, 50); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Fenced(ctx, "b", 60, func(Tx) error { return nil }); err != nil {
+	if err := s.Fenced(ctx, "b", 60, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// A leader elected by an etcd restored from an old snapshot.
 	err := s.RaiseAll(ctx, []string{"a", "b", "c"}, 40)
-	var re *RegressionError
+	var re *scheduler.FenceError
 	if !errors.Is(err, ErrTokenRegressed) || !errors.As(err, &re) {
 		t.Fatalf("raise with a regressed token: err %v, want ErrTokenRegressed", err)
 	}

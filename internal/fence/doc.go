@@ -15,8 +15,8 @@
 //   - a newer token raises the fence, and the raise waits for every
 //     in-flight transaction that entered with an older token, so that no
 //     write with an older token can commit after the raise has committed;
-//   - an older token is refused: ErrStale in Go (a *StaleError with the job,
-//     the token and the fence), SQLSTATE JF001 (StaleErrorCode) in SQL.
+//   - an older token is refused: ErrStale in Go (a *scheduler.FenceError with the
+//     job, the token and the fence), SQLSTATE JF001 (StaleErrorCode) in SQL.
 //
 // A refused token means another leader owns the job: drop the result, stop
 // scheduling and leave the election. The fence orders writes; it does not
@@ -73,7 +73,7 @@
 // travel in one batch, so a fenced one-statement transaction takes two round
 // trips where pgx.BeginTxFunc takes three. fn is therefore called before the
 // fence is checked: if the fence refuses, fn's first statement and every
-// later one fail with the *StaleError and nothing commits. fn should do
+// later one fail with the stale error and nothing commits. fn should do
 // nothing outside the transaction before its first statement. A fence below
 // the token is raised in a short transaction of its own (as RaiseAll does)
 // and fn runs again.
@@ -107,7 +107,7 @@
 // fence_check raises a documented JF001 for an older token too, and takes
 // the exclusive lock to raise a newer one. fence_admin_reset(job) removes a
 // fence; it runs with the caller's rights (the table's owner) and is for
-// operators only (see RegressionError).
+// operators only (see ErrTokenRegressed).
 //
 // Store.FencedStatements runs the text of a sql job: on Config.JobDSN when
 // it is set, entering the fence with fence_verify as that connection's
@@ -140,7 +140,7 @@
 // runs those terms left running (Reclaim or ReclaimMany takes them over,
 // Complete or CompleteMany closes them). Window reads the ledger's recent
 // runs of every job in one query, for catch-up. If a stored fence is above the new token, RaiseAll refuses with a
-// *RegressionError: etcd's revisions went backwards (restored from an old
+// regression error: etcd's revisions went backwards (restored from an old
 // snapshot without --bump-revision, or a new cluster), and its message says
 // how to repair etcd (etcdutl snapshot restore --bump-revision ...
 // --mark-compacted).

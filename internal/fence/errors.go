@@ -3,25 +3,32 @@ package fence
 import (
 	"errors"
 	"fmt"
+
+	"scheduler"
 )
 
-// Sentinel errors; test for them with errors.Is.
+// Sentinel errors; test for them with errors.Is. The refusals of the fence also match the
+// scheduler's own words for them: ErrStale and ErrTokenRegressed are errors.Is
+// scheduler.ErrFenced, ErrRaiseTimeout is scheduler.ErrFenceHeld and ErrNotRunning is
+// scheduler.ErrNotRunning, so that the runner needs nothing of this package to tell them.
 var (
 	// ErrStale reports a write with a token older than the job's fence: a
 	// newer leader owns the job. The result must be discarded and the
-	// process must stop acting as leader. The error is a *StaleError.
-	ErrStale = errors.New("fence: stale token")
+	// process must stop acting as leader. The error is a
+	// *scheduler.FenceError naming the job, the token and the fence.
+	ErrStale error = &sentinel{"fence: stale token", scheduler.ErrFenced}
 
 	// ErrTokenRegressed reports a leader whose token is lower than a fence
 	// already stored: etcd's revisions went backwards. The error is a
-	// *RegressionError whose message says what to do.
-	ErrTokenRegressed = errors.New("fence: token regressed")
+	// *scheduler.FenceError naming the job with the highest stored fence,
+	// whose message says what to do.
+	ErrTokenRegressed error = &sentinel{"fence: token regressed", scheduler.ErrFenced}
 
 	// ErrRaiseTimeout reports a raise that waited longer than its
 	// lock_timeout for an older writer to finish (SQLSTATE 55P03). Retry with
 	// backoff; a writer stuck that long is usually a frozen old leader, which
 	// idle_in_transaction_session_timeout ends.
-	ErrRaiseTimeout = errors.New("fence: raise timed out waiting for older writers")
+	ErrRaiseTimeout error = &sentinel{"fence: raise timed out waiting for older writers", scheduler.ErrFenceHeld}
 
 	// ErrSlotTaken reports a claim or record of a slot that already has a
 	// run. The error is a *SlotTakenError carrying that run.
@@ -29,7 +36,7 @@ var (
 
 	// ErrNotRunning reports a completion of a run that is not running (it
 	// was completed already) or does not exist.
-	ErrNotRunning = errors.New("fence: run is not running")
+	ErrNotRunning error = &sentinel{"fence: run is not running", scheduler.ErrNotRunning}
 
 	// ErrNotOrphaned reports a reclaim of a slot whose run is not an orphan:
 	// it is not running, or it is running under the caller's own token.
@@ -45,33 +52,54 @@ var (
 // errors.Is(err, ErrStale).
 const StaleErrorCode = "JF001"
 
-// StaleError is a write refused by the fence.
-type StaleError struct {
-	Job   string // the job whose fence refused the write
-	Token int64  // the writer's token
-	Fence int64  // the job's fence when the write was refused
+// sentinel is an error of this package that also matches the scheduler's word for it.
+type sentinel struct {
+	msg  string
+	also error
 }
 
-// Error implements error.
-func (e *StaleError) Error() string {
-	return fmt.Sprintf("fence: job %q: token %d is older than the fence %d: a newer leader owns the job, or the fence was raised from outside the scheduler", e.Job, e.Token, e.Fence)
+func (e *sentinel) Error() string { return e.msg }
+
+// Is makes errors.Is(err, e.also) true.
+func (e *sentinel) Is(target error) bool { return target == e.also }
+
+// staleError is a write refused by the fence: token is older than the job's
+// fence. errors.Is(err, ErrStale) and errors.Is(err, scheduler.ErrFenced).
+func staleError(job string, token, fence int64) *scheduler.FenceError {
+	return &scheduler.FenceError{Job: job, Token: token, Fence: fence, Err: stale{job: job, token: token, fence: fence}}
 }
 
-// Is makes errors.Is(err, ErrStale) true.
-func (e *StaleError) Is(target error) bool { return target == ErrStale }
-
-// RegressionError is a raise refused because a stored fence is above the
-// leader's token.
-type RegressionError struct {
-	Token int64  // the leader's token
-	Job   string // the job with the highest stored fence
-	Fence int64  // that fence
-	Reset string // how to remove the stored fences on this store
+// stale is the store's account of a stale write.
+type stale struct {
+	job          string
+	token, fence int64
 }
 
-// Error implements error. The message is meant for an operator: it says why
-// jobs will not run and how to repair etcd.
-func (e *RegressionError) Error() string {
+func (e stale) Error() string {
+	return fmt.Sprintf("fence: job %q: token %d is older than the fence %d: a newer leader owns the job, or the fence was raised from outside the scheduler", e.job, e.token, e.fence)
+}
+
+func (stale) Unwrap() error { return ErrStale }
+
+// regressionError is a raise refused because a stored fence is above the
+// leader's token. errors.Is(err, ErrTokenRegressed) and
+// errors.Is(err, scheduler.ErrFenced).
+func regressionError(job string, token, fence int64, reset string) *scheduler.FenceError {
+	return &scheduler.FenceError{Job: job, Token: token, Fence: fence,
+		Err: regression{job: job, token: token, fence: fence, reset: reset}}
+}
+
+// regression is the store's account of a token below a stored fence; reset
+// says how to remove the stored fences on this store.
+type regression struct {
+	job          string
+	token, fence int64
+	reset        string
+}
+
+// Error is meant for an operator: it says why jobs will not run and how to
+// repair etcd.
+func (e regression) Error() string {
 	// New revisions after a restore start above the snapshot's revision plus
 	// the bump, so a bump of Fence lifts every new token above every stored
 	// fence whatever revision the snapshot has.
@@ -82,15 +110,14 @@ func (e *RegressionError) Error() string {
 		"restore every member with `etcdutl snapshot restore SNAPSHOT --bump-revision %d --mark-compacted`, "+
 		"then start etcd and the replicas. "+
 		"If etcd cannot be restored that way, remove the stored fences while no replica runs (%s)",
-		e.Token, e.Fence, e.Job, e.Fence, e.Reset)
+		e.token, e.fence, e.job, e.fence, e.reset)
 }
 
-// Is makes errors.Is(err, ErrTokenRegressed) true.
-func (e *RegressionError) Is(target error) bool { return target == ErrTokenRegressed }
+func (regression) Unwrap() error { return ErrTokenRegressed }
 
 // SlotTakenError is a claim of a slot that already has a run.
 type SlotTakenError struct {
-	Run Run // the slot's existing run
+	Run scheduler.Run // the slot's existing run
 }
 
 // Error implements error.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Retry policy for serialization failures and deadlocks.
@@ -25,10 +27,10 @@ const (
 // shares the fence with other writers of the same token, so they run in
 // parallel (on Postgres). A token newer than the fence raises it first,
 // waiting for every in-flight transaction with an older token. An older
-// token is refused: Fenced returns a *StaleError (errors.Is(err, ErrStale))
+// token is refused: Fenced returns a *scheduler.FenceError (errors.Is(err, ErrStale))
 // and nothing commits. On Postgres the fence travels in the same round trip
 // as fn's first statement, so fn is called before the verdict and its
-// statements then fail with the StaleError; on SQLite fn is not called. In
+// statements then fail with that error; on SQLite fn is not called. In
 // both cases the verdict is returned even if fn drops the error.
 //
 // fn may be called more than once: after a raise, and after a serialization
@@ -37,11 +39,12 @@ const (
 // methods (on SQLite they would wait for fn's own transaction). fn's own
 // errors are returned as they are. A raise that waits longer than Config.RaiseTimeout fails with
 // ErrRaiseTimeout.
-func (s *Store) Fenced(ctx context.Context, job string, token int64, fn func(tx Tx) error) error {
+func (s *Store) Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx scheduler.Tx) error) error {
 	if err := checkJobToken(job, token); err != nil {
 		return fmt.Errorf("fenced write: %w", err)
 	}
-	return s.retry(ctx, job, token, func() error { return s.b.fenced(ctx, job, token, fn) })
+	in := func(tx scheduler.Tx) error { return fn(ctx, tx) }
+	return s.retry(ctx, job, token, func() error { return s.b.fenced(ctx, job, token, in) })
 }
 
 // RaiseAll raises the fence of every job in jobs to token, waiting for the
@@ -49,7 +52,7 @@ func (s *Store) Fenced(ctx context.Context, job string, token int64, fn func(tx 
 // anything, so that once it returns no write from an earlier term can
 // commit. Jobs whose fence already equals token are left alone.
 //
-// If a stored fence is above token it fails with a *RegressionError
+// If a stored fence is above token it fails with a *scheduler.FenceError
 // (errors.Is(err, ErrTokenRegressed)) and raises nothing, unless the higher
 // fence appeared while it was raising. Called right after
 // winning the election and confirming the leader key, that can only mean
@@ -97,23 +100,22 @@ func (s *Store) RaiseAll(ctx context.Context, jobs []string, token int64) error 
 	return nil
 }
 
-// checkRegression returns a *RegressionError naming the highest fence above
-// token, if any.
+// checkRegression returns a regression error (a *scheduler.FenceError)
+// naming the highest fence above token, if any.
 func (s *Store) checkRegression(jobs []string, fences map[string]int64, token int64) error {
-	var worst *RegressionError
+	worst, fence := "", int64(0)
 	for _, j := range jobs {
-		f := fences[j]
-		if f > token && (worst == nil || f > worst.Fence) {
-			worst = &RegressionError{Token: token, Job: j, Fence: f, Reset: s.b.resetHint()}
+		if f := fences[j]; f > token && (worst == "" || f > fence) {
+			worst, fence = j, f
 		}
 	}
-	if worst == nil {
+	if worst == "" {
 		return nil
 	}
-	return worst
+	return regressionError(worst, token, fence, s.b.resetHint())
 }
 
-// CheckToken reports a *RegressionError if any stored fence is above token,
+// CheckToken reports a regression error if any stored fence is above token,
 // without raising anything. A replica can call it before campaigning.
 func (s *Store) CheckToken(ctx context.Context, token int64) error {
 	fences, err := s.b.fences(ctx, nil)
@@ -140,7 +142,7 @@ func (s *Store) Fences(ctx context.Context, jobs ...string) (map[string]int64, e
 
 // ResetFence removes job's fence so that any token is accepted again. It is
 // an operator's tool for a deliberately rebuilt etcd whose revisions cannot
-// be bumped (see RegressionError); never call it while a replica runs. It
+// be bumped (see ErrTokenRegressed); never call it while a replica runs. It
 // waits for the job's in-flight writers first.
 func (s *Store) ResetFence(ctx context.Context, job string) error {
 	if job == "" {

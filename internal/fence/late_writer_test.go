@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+
+	"scheduler"
 )
 
 // raiseHold raises job's fence to newer in a transaction that stays open,
@@ -45,7 +47,7 @@ func holdRaise(s *Store) raiseHold {
 	}
 	return func(ctx context.Context, job string, newer int64, entered func(), release <-chan struct{}) error {
 		var once sync.Once
-		return s.Fenced(ctx, job, newer, func(tx Tx) error {
+		return s.Fenced(ctx, job, newer, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, job, newer, "raiser"); err != nil {
 				return err
 			}
@@ -71,7 +73,7 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 	if err := ensureProbe(ctx, real); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if err := real.Fenced(ctx, job, old, func(Tx) error { return nil }); err != nil {
+	if err := real.Fenced(ctx, job, old, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("setup: fence at %d: %w", old, err)
 	}
 	var (
@@ -97,7 +99,7 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 		return err
 	}
 	go func() {
-		err := writer.Fenced(ctx, job, old, func(tx Tx) error {
+		err := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, job, old, "late"); err != nil {
 				return err
 			}
@@ -116,7 +118,7 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 		return fmt.Errorf("waiting for the late writer to block: %w (events: %s)", err, &ev)
 	}
 	re, we := <-rErr, <-wErr
-	var se *StaleError
+	var se *scheduler.FenceError
 	switch {
 	case re != nil:
 		return fmt.Errorf("the raise failed: %v (events: %s)", re, &ev)
@@ -125,7 +127,7 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 	case we == nil || wRan.Load():
 		return fmt.Errorf("the writer with token %d wrote and committed (err %v) after the raise to %d committed (events: %s)", old, we, newer, &ev)
 	case !errors.As(we, &se) || se.Fence != newer || se.Token != old || se.Job != job:
-		return fmt.Errorf("late writer: err %v, want a StaleError{Job %q, Token %d, Fence %d}", we, job, old, newer)
+		return fmt.Errorf("late writer: err %v, want a FenceError{Job %q, Token %d, Fence %d}", we, job, old, newer)
 	}
 	if n, err := probes(ctx, real, job, old, "late"); err != nil || n != 0 {
 		return fmt.Errorf("late writer's rows: %d (err %v), want 0", n, err)
@@ -160,7 +162,7 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 		once    sync.Once
 	)
 	go func() {
-		bErr <- s.Fenced(ctx, b, old, func(tx Tx) error {
+		bErr <- s.Fenced(ctx, b, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, b, old, "in-flight"); err != nil {
 				return err
 			}
@@ -188,7 +190,7 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 		return err
 	}
 	go func() {
-		lErr <- s.Fenced(ctx, a, old, func(tx Tx) error {
+		lErr <- s.Fenced(ctx, a, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, a, old, "late"); err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"scheduler"
 )
 
 // ledger is the backend half of the run ledger. Writes are fenced with
@@ -13,21 +15,21 @@ import (
 type ledger interface {
 	// claim creates the runs of slots; ahead leaves them not started
 	// (attempt 0, no start time) until start marks them.
-	claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error)
+	claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error)
 	// start marks the not-started runs among refs as started at now and
 	// returns how many it marked.
-	start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error)
-	record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error)
+	start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error)
+	record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error)
 	// reclaim takes over the orphans among slots and returns the runs of
 	// the slots that have one, each with whether it took it over.
-	reclaim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error)
-	complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error)
+	reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error)
+	complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error)
 	nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
-	window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error)
-	history(ctx context.Context, job string, limit int) ([]Run, error)
-	last(ctx context.Context, jobs []string) ([]Run, error)
-	orphans(ctx context.Context, jobs []string) ([]Run, error)
-	prune(ctx context.Context, token int64, r Retention) (int, error)
+	window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
+	history(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
+	last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
 }
 
 // Claim creates the running run of slot, attempt 1, in one fenced round
@@ -35,13 +37,13 @@ type ledger interface {
 // token, or finished) it fails with a *SlotTakenError carrying that run
 // (errors.Is(err, ErrSlotTaken)); an orphan found that way is taken over
 // with Reclaim.
-func (s *Store) Claim(ctx context.Context, token int64, node string, slot Slot) (Run, error) {
-	res, err := s.ClaimMany(ctx, token, node, []Slot{slot})
+func (s *Store) Claim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
+	res, err := s.ClaimMany(ctx, token, node, []scheduler.SlotKey{slot})
 	if err != nil {
-		return Run{}, err
+		return scheduler.Run{}, err
 	}
 	if !res[0].Written {
-		return Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
+		return scheduler.Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
 	}
 	return res[0].Run, nil
 }
@@ -57,7 +59,7 @@ func (s *Store) Claim(ctx context.Context, token int64, node string, slot Slot) 
 // its slot (a run claimed ahead, then closed without running) moves
 // started_at back to the finish time, so that no run finishes before it
 // started.
-func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	if err := checkSlots(token, node, slots); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -65,7 +67,7 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 		return nil, nil
 	}
 	all := withNormTimes(slots)
-	var res []Result
+	var res []scheduler.Result
 	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
 		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), false)
 		return err
@@ -79,28 +81,28 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 // Record stores a slot that ends without running (skipped, missed) with a
 // reason, fenced like a claim. A slot that already has a run fails with a
 // *SlotTakenError.
-func (s *Store) Record(ctx context.Context, token int64, node string, out Outcome) (Run, error) {
-	res, err := s.RecordMany(ctx, token, node, []Outcome{out})
+func (s *Store) Record(ctx context.Context, token int64, node string, out scheduler.Outcome) (scheduler.Run, error) {
+	res, err := s.RecordMany(ctx, token, node, []scheduler.Outcome{out})
 	if err != nil {
-		return Run{}, err
+		return scheduler.Run{}, err
 	}
 	if !res[0].Written {
-		return Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
+		return scheduler.Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
 	}
 	return res[0].Run, nil
 }
 
 // RecordMany is Record for many slots in one fenced round trip.
-func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs []Outcome) ([]Result, error) {
-	slots := make([]Slot, len(outs))
-	norm := make([]Outcome, len(outs))
+func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs []scheduler.Outcome) ([]scheduler.Result, error) {
+	slots := make([]scheduler.SlotKey, len(outs))
+	norm := make([]scheduler.Outcome, len(outs))
 	for i, o := range outs {
 		if !o.Status.Terminal() {
 			return nil, fmt.Errorf("record slot %s of job %q: status %q: want a terminal status", o.Slot.At.Format(timeLayout), o.Slot.Job, o.Status)
 		}
 		o.Slot.At = normTime(o.Slot.At)
 		slots[i] = o.Slot
-		norm[i] = Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
+		norm[i] = scheduler.Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
 	}
 	if err := checkSlots(token, node, slots); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
@@ -108,7 +110,7 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	var res []Result
+	var res []scheduler.Result
 	err := s.retry(ctx, outs[0].Slot.Job, token, func() (err error) {
 		res, err = s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
 		return err
@@ -124,14 +126,14 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 // running run of a job it holds the fence of, including an orphan (for
 // example as StatusFenced). A run that is not running (already complete) or
 // does not exist fails with ErrNotRunning.
-func (s *Store) Complete(ctx context.Context, token int64, c Completion) (Run, error) {
-	res, err := s.CompleteMany(ctx, token, []Completion{c})
+func (s *Store) Complete(ctx context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {
+	res, err := s.CompleteMany(ctx, token, []scheduler.Completion{c})
 	if err != nil {
-		return Run{}, err
+		return scheduler.Run{}, err
 	}
 	if !res[0].Written {
 		if res[0].Run.RunID == 0 {
-			return Run{}, fmt.Errorf("complete run %d of job %q: no such run: %w", c.RunID, c.Job, ErrNotRunning)
+			return scheduler.Run{}, fmt.Errorf("complete run %d of job %q: no such run: %w", c.RunID, c.Job, ErrNotRunning)
 		}
 		return res[0].Run, fmt.Errorf("complete run %d of job %q: it is %s: %w", c.RunID, c.Job, res[0].Run.Status, ErrNotRunning)
 	}
@@ -142,8 +144,8 @@ func (s *Store) Complete(ctx context.Context, token int64, c Completion) (Run, e
 // trip, entering the fence of every job involved. Runs that are running are
 // completed; the others are left as they are and reported with Written
 // false (and a zero Run if they do not exist). The order follows cs.
-func (s *Store) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]Result, error) {
-	norm := make([]Completion, len(cs))
+func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	norm := make([]scheduler.Completion, len(cs))
 	seen := make(map[int64]bool, len(cs))
 	for i, c := range cs {
 		if err := checkJobToken(c.Job, token); err != nil {
@@ -162,7 +164,7 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []Completion) 
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	var res []Result
+	var res []scheduler.Result
 	err := s.retry(ctx, cs[0].Job, token, func() (err error) {
 		res, err = s.b.complete(ctx, token, s.now(), norm)
 		return err
@@ -170,11 +172,11 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []Completion) 
 	if err != nil {
 		return nil, fmt.Errorf("complete %d runs with token %d: %w", len(cs), token, err)
 	}
-	by := make(map[int64]Result, len(res))
+	by := make(map[int64]scheduler.Result, len(res))
 	for _, r := range res {
 		by[r.Run.RunID] = r
 	}
-	out := make([]Result, len(cs))
+	out := make([]scheduler.Result, len(cs))
 	for i, c := range cs {
 		out[i] = by[c.RunID]
 	}
@@ -203,8 +205,8 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 // hour of a large table with it: 110,000 runs for 10,000 jobs every five
 // minutes, which a sort would spill to disk): what a new leader compares
 // with the slots it computes for catch-up. Each run is its key, as in a
-// Result.
-func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error) {
+// scheduler.Result.
+func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -217,7 +219,7 @@ func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) (
 
 // History returns job's newest limit runs (manual ones included), newest
 // slot first. limit <= 0 means 20.
-func (s *Store) History(ctx context.Context, job string, limit int) ([]Run, error) {
+func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
 	if limit <= 0 {
 		limit = 20
 	}
@@ -230,12 +232,12 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]Run, erro
 
 // Last returns the newest run (by slot) of each job in jobs, or of every job
 // in the ledger when jobs is empty. Jobs without runs are absent.
-func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]Run, error) {
+func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
 	runs, err := s.b.last(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("last runs: %w", err)
 	}
-	m := make(map[string]Run, len(runs))
+	m := make(map[string]scheduler.Run, len(runs))
 	for _, r := range runs {
 		m[r.Job] = r
 	}
@@ -247,7 +249,7 @@ func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]Run, error
 // first. After RaiseAll(token) those are exactly the running runs of
 // earlier terms: their leaders can no longer write, so nothing will finish
 // them but the new leader (Reclaim or Complete).
-func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]Run, error) {
+func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]scheduler.Run, error) {
 	runs, err := s.b.orphans(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("orphaned runs: %w", err)
@@ -255,7 +257,7 @@ func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]Run, error) {
 	return runs, nil
 }
 
-func checkSlots(token int64, node string, slots []Slot) error {
+func checkSlots(token int64, node string, slots []scheduler.SlotKey) error {
 	if node == "" {
 		return errors.New("empty node name")
 	}
@@ -272,8 +274,8 @@ func checkSlots(token int64, node string, slots []Slot) error {
 
 // normSlots returns slots without duplicates.
 // withNormTimes returns a copy of slots with their times as the store keeps them.
-func withNormTimes(slots []Slot) []Slot {
-	all := make([]Slot, len(slots))
+func withNormTimes(slots []scheduler.SlotKey) []scheduler.SlotKey {
+	all := make([]scheduler.SlotKey, len(slots))
 	for i, sl := range slots {
 		sl.At = normTime(sl.At)
 		all[i] = sl
@@ -281,11 +283,11 @@ func withNormTimes(slots []Slot) []Slot {
 	return all
 }
 
-func normSlots(slots []Slot) []Slot {
-	out := make([]Slot, 0, len(slots))
+func normSlots(slots []scheduler.SlotKey) []scheduler.SlotKey {
+	out := make([]scheduler.SlotKey, 0, len(slots))
 	seen := make(map[slotKey]bool, len(slots))
 	for _, sl := range slots {
-		if k := sl.key(); !seen[k] {
+		if k := keyOf(sl); !seen[k] {
 			seen[k] = true
 			out = append(out, sl)
 		}
@@ -293,10 +295,10 @@ func normSlots(slots []Slot) []Slot {
 	return out
 }
 
-func dedupOutcomes(outs []Outcome) []Outcome {
+func dedupOutcomes(outs []scheduler.Outcome) []scheduler.Outcome {
 	seen := make(map[slotKey]bool, len(outs))
-	return slices.DeleteFunc(outs, func(o Outcome) bool {
-		k := o.Slot.key()
+	return slices.DeleteFunc(outs, func(o scheduler.Outcome) bool {
+		k := keyOf(o.Slot)
 		dup := seen[k]
 		seen[k] = true
 		return dup
@@ -304,15 +306,15 @@ func dedupOutcomes(outs []Outcome) []Outcome {
 }
 
 // expand maps results for distinct slots back onto the requested slots.
-func expand(slots []Slot, res []Result) []Result {
-	by := make(map[slotKey]Result, len(res))
+func expand(slots []scheduler.SlotKey, res []scheduler.Result) []scheduler.Result {
+	by := make(map[slotKey]scheduler.Result, len(res))
 	for _, r := range res {
-		by[r.Run.Slot().key()] = r
+		by[keyOf(r.Run.Key())] = r
 	}
-	out := make([]Result, len(slots))
+	out := make([]scheduler.Result, len(slots))
 	seen := make(map[slotKey]bool, len(slots))
 	for i, sl := range slots {
-		k := sl.key()
+		k := keyOf(sl)
 		out[i] = by[k]
 		if seen[k] {
 			out[i].Written = false // a duplicate is claimed once

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"scheduler"
 )
 
 // checkOutputExcerpt checks an excerpt of "BEGIN"+"é"*MaxExcerpt+"END"+two replaced bytes,
@@ -45,36 +47,36 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 
 	var ids []int64
 	for h := range 4 {
-		r, err := s.Claim(ctx, 5, "n1", Slot{Job: "inv", At: at(h)})
+		r, err := s.Claim(ctx, 5, "n1", scheduler.SlotKey{Job: "inv", At: at(h)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.RunID)
 	}
 	// A manual run at the same time as a scheduled slot is a different run.
-	manual, err := s.Claim(ctx, 5, "n1", Slot{Job: "inv", At: at(1), Manual: true})
+	manual, err := s.Claim(ctx, 5, "n1", scheduler.SlotKey{Job: "inv", At: at(1), Manual: true})
 	if err != nil {
 		t.Fatalf("manual run at a scheduled slot's time: %v", err)
 	}
-	got, err := s.Record(ctx, 5, "n1", Outcome{Slot: Slot{Job: "inv", At: at(5)}, Status: StatusSkipped, Reason: "overlap: skip"})
-	if err != nil || got.Status != StatusSkipped || got.Attempt != 0 || got.Slot().key() != (Slot{Job: "inv", At: at(5)}).key() {
+	got, err := s.Record(ctx, 5, "n1", scheduler.Outcome{Slot: scheduler.SlotKey{Job: "inv", At: at(5)}, Status: scheduler.StatusSkipped, Reason: "overlap: skip"})
+	if err != nil || got.Status != scheduler.StatusSkipped || got.Attempt != 0 || keyOf(got.Key()) != keyOf(scheduler.SlotKey{Job: "inv", At: at(5)}) {
 		t.Fatalf("record skipped = %+v (err %v)", got, err)
 	}
-	res, err := s.RecordMany(ctx, 5, "n1", []Outcome{
-		{Slot: Slot{Job: "inv", At: at(6)}, Status: StatusMissed, Reason: "no leader"},
-		{Slot: Slot{Job: "inv", At: at(0)}, Status: StatusMissed},
+	res, err := s.RecordMany(ctx, 5, "n1", []scheduler.Outcome{
+		{Slot: scheduler.SlotKey{Job: "inv", At: at(6)}, Status: scheduler.StatusMissed, Reason: "no leader"},
+		{Slot: scheduler.SlotKey{Job: "inv", At: at(0)}, Status: scheduler.StatusMissed},
 	})
-	if err != nil || !res[0].Written || res[1].Written || res[1].Run.Status != StatusRunning {
+	if err != nil || !res[0].Written || res[1].Written || res[1].Run.Status != scheduler.StatusRunning {
 		t.Fatalf("record many = %+v (err %v), want the first written and the second taken by a running run", res, err)
 	}
-	if _, err := s.Record(ctx, 5, "n1", Outcome{Slot: Slot{Job: "inv", At: at(7)}, Status: StatusRunning}); err == nil {
+	if _, err := s.Record(ctx, 5, "n1", scheduler.Outcome{Slot: scheduler.SlotKey{Job: "inv", At: at(7)}, Status: scheduler.StatusRunning}); err == nil {
 		t.Fatal("record with status running: no error")
 	}
 
 	// Completion: output keeps its start and its end around a marker, error its start, both
 	// bounded; history shows the same excerpt.
 	long := strings.Repeat("é", MaxExcerpt) + "END"
-	done, err := s.Complete(ctx, 5, Completion{RunID: ids[1], Job: "inv", Status: StatusFailed,
+	done, err := s.Complete(ctx, 5, scheduler.Completion{RunID: ids[1], Job: "inv", Status: scheduler.StatusFailed,
 		Error: "START" + long, Output: "BEGIN" + long + "\x00\xff"})
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +103,12 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 	}
 
 	// Batched completion reports the runs that were not running.
-	cres, err := s.CompleteMany(ctx, 5, []Completion{
-		{RunID: ids[2], Job: "inv", Status: StatusSucceeded, Output: "ok"},
-		{RunID: ids[1], Job: "inv", Status: StatusSucceeded},
-		{RunID: 999999, Job: "inv", Status: StatusSucceeded},
+	cres, err := s.CompleteMany(ctx, 5, []scheduler.Completion{
+		{RunID: ids[2], Job: "inv", Status: scheduler.StatusSucceeded, Output: "ok"},
+		{RunID: ids[1], Job: "inv", Status: scheduler.StatusSucceeded},
+		{RunID: 999999, Job: "inv", Status: scheduler.StatusSucceeded},
 	})
-	if err != nil || !cres[0].Written || cres[0].Run.Output != "ok" || cres[1].Written || cres[1].Run.Status != StatusFailed || cres[2].Written || cres[2].Run.RunID != 0 {
+	if err != nil || !cres[0].Written || cres[0].Run.Output != "ok" || cres[1].Written || cres[1].Run.Status != scheduler.StatusFailed || cres[2].Written || cres[2].Run.RunID != 0 {
 		t.Fatalf("complete many = %+v (err %v)", cres, err)
 	}
 	if n, err := s.NextAttempt(ctx, 5, "inv", ids[3]); err != nil || n != 2 {
@@ -137,12 +139,12 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 	}
 	// Window: scheduled runs in [from, to].
 	win, err := s.Window(ctx, []string{"inv"}, at(1), at(3))
-	slices.SortFunc(win, func(a, b Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	slices.SortFunc(win, func(a, b scheduler.Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
 	if err != nil || len(win) != 3 || !win[0].ScheduledAt.Equal(at(1)) || win[0].Manual || !win[2].ScheduledAt.Equal(at(3)) {
 		t.Fatalf("window = %+v (err %v), want the 3 scheduled runs of hours 1..3", win, err)
 	}
 	// Last run per job.
-	if _, err := s.Claim(ctx, 5, "n2", Slot{Job: "stock", At: at(2)}); err != nil {
+	if _, err := s.Claim(ctx, 5, "n2", scheduler.SlotKey{Job: "stock", At: at(2)}); err != nil {
 		t.Fatal(err)
 	}
 	last, err := s.Last(ctx)

@@ -18,6 +18,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/migrations"
 )
 
@@ -63,7 +64,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		return nil
 	}
 	where := fmt.Sprintf("schema %q", s.cfg.Schema)
-	if s.b.dialect() == SQLite {
+	if s.b.dialect() == scheduler.SQLite {
 		where = fmt.Sprintf("database %s", s.cfg.Path)
 	}
 	return fmt.Errorf("%w: %s store, %s: migrations %v of %v are not applied: run `scheduler migrate` first",
@@ -73,7 +74,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // versions returns the migration versions this binary embeds.
 func (s *Store) versions() ([]int64, error) {
 	fsys := migrations.Postgres()
-	if s.b.dialect() == SQLite {
+	if s.b.dialect() == scheduler.SQLite {
 		fsys = migrations.SQLite()
 	}
 	names, err := fs.Glob(fsys, "*.sql")

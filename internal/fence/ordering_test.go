@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"scheduler"
 )
 
 // The ordering checks below prove orderings, not just outcomes: each parks
@@ -47,13 +49,13 @@ func (e *events) String() string {
 const probeTable = `CREATE TABLE IF NOT EXISTS fence_probe (job text NOT NULL, token bigint NOT NULL, note text NOT NULL)`
 
 func ensureProbe(ctx context.Context, s *Store) error {
-	return s.Fenced(ctx, "probe-setup", 1, func(tx Tx) error {
+	return s.Fenced(ctx, "probe-setup", 1, func(_ context.Context, tx scheduler.Tx) error {
 		_, err := tx.Exec(ctx, probeTable)
 		return err
 	})
 }
 
-func insertProbe(ctx context.Context, tx Tx, job string, token int64, note string) error {
+func insertProbe(ctx context.Context, tx scheduler.Tx, job string, token int64, note string) error {
 	_, err := tx.Exec(ctx, `INSERT INTO fence_probe (job, token, note) VALUES ($1, $2, $3)`, job, token, note)
 	return err
 }
@@ -61,7 +63,7 @@ func insertProbe(ctx context.Context, tx Tx, job string, token int64, note strin
 // probes counts the rows of job with token and note.
 func probes(ctx context.Context, s *Store, job string, token int64, note string) (int, error) {
 	var n int
-	err := s.Fenced(ctx, "probe-setup", 1, func(tx Tx) error {
+	err := s.Fenced(ctx, "probe-setup", 1, func(_ context.Context, tx scheduler.Tx) error {
 		return tx.QueryRow(ctx, `SELECT count(*) FROM fence_probe WHERE job = $1 AND token = $2 AND note = $3`,
 			job, token, note).Scan(&n)
 	})
@@ -78,7 +80,7 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	if err := ensureProbe(ctx, writer); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if err := writer.Fenced(ctx, job, old, func(Tx) error { return nil }); err != nil {
+	if err := writer.Fenced(ctx, job, old, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("setup: fence at %d: %w", old, err)
 	}
 	var (
@@ -92,7 +94,7 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 		released atomic.Bool
 	)
 	go func() {
-		wErr <- writer.Fenced(ctx, job, old, func(tx Tx) error {
+		wErr <- writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			// The first statement enters the fence.
 			if err := insertProbe(ctx, tx, job, old, "in-flight"); err != nil {
 				return err
@@ -145,7 +147,7 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	if n, err := probes(ctx, raiser, job, old, "in-flight"); err != nil || n != 1 {
 		return fmt.Errorf("the in-flight writer's row: count %d, err %v; want 1", n, err)
 	}
-	late := writer.Fenced(ctx, job, old, func(tx Tx) error { return insertProbe(ctx, tx, job, old, "late") })
+	late := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error { return insertProbe(ctx, tx, job, old, "late") })
 	if !errors.Is(late, ErrStale) {
 		return fmt.Errorf("write with token %d after the raise: err %v, want ErrStale", old, late)
 	}
@@ -158,7 +160,7 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 // deadlock until ctx ends if they were serialized); if not, the second waits
 // until the first has committed.
 func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, token int64) error {
-	if err := s.Fenced(ctx, job, token, func(Tx) error { return nil }); err != nil {
+	if err := s.Fenced(ctx, job, token, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	if s.ParallelWriters() {
@@ -167,7 +169,7 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 		for i := range 2 {
 			go func() {
 				var once sync.Once
-				errs <- s.Fenced(ctx, job, token, func(tx Tx) error {
+				errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 					if _, err := tx.Exec(ctx, `SELECT 1`); err != nil { // enters the fence
 						return err
 					}
@@ -192,7 +194,7 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 		done2   = make(chan struct{})
 	)
 	go func() {
-		errs <- s.Fenced(ctx, job, token, func(tx Tx) error {
+		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}
@@ -208,7 +210,7 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 		return err
 	}
 	go func() {
-		errs <- s.Fenced(ctx, job, token, func(tx Tx) error {
+		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"scheduler"
 )
 
 // pgBackend is the Postgres store: the fence functions of migration 1 and
@@ -136,8 +138,8 @@ func pgSQL(schema string) pgStatements {
 	}
 }
 
-func (p *pgBackend) dialect() Dialect      { return Postgres }
-func (p *pgBackend) parallelWriters() bool { return true }
+func (p *pgBackend) dialect() scheduler.Dialect { return scheduler.Postgres }
+func (p *pgBackend) parallelWriters() bool      { return true }
 
 func (p *pgBackend) close() {
 	p.pool.Close()
@@ -158,7 +160,7 @@ var errNeedRaise = errors.New("fence below token")
 // fence below token is raised first in a short transaction of its own,
 // which waits for the writers with older tokens as RaiseAll does, and fn
 // runs again.
-func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	err := p.fencedOnce(ctx, job, token, fn)
 	if !errors.Is(err, errNeedRaise) {
 		return err
@@ -168,7 +170,7 @@ func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func
 		return err
 	}
 	if f := fences[job]; f > token {
-		return &StaleError{Job: job, Token: token, Fence: f}
+		return staleError(job, token, f)
 	}
 	err = p.fencedOnce(ctx, job, token, fn)
 	if errors.Is(err, errNeedRaise) {
@@ -179,7 +181,7 @@ func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func
 
 // fencedOnce runs fn once and commits if both fn and the fence agree. The
 // fence's verdict wins over fn's error: fn may have wrapped or dropped it.
-func (p *pgBackend) fencedOnce(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+func (p *pgBackend) fencedOnce(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	t := &pgFencedTx{p: p, job: job, token: token}
 	defer t.rollback(ctx) // returns the connection; a no-op after commit
 	err := fn(t)
@@ -278,12 +280,15 @@ func pgFenceErr(token int64, err error) error {
 	}
 	switch pe.Code {
 	case StaleErrorCode:
-		se := &StaleError{Token: token}
+		var (
+			job   string
+			fence int64
+		)
 		if m := staleDetail.FindStringSubmatch(pe.Detail); m != nil {
-			se.Job = m[1]
-			se.Fence, _ = strconv.ParseInt(m[3], 10, 64)
+			job = m[1]
+			fence, _ = strconv.ParseInt(m[3], 10, 64)
 		}
-		return se
+		return staleError(job, token, fence)
 	case "55P03": // lock_not_available: the raise's lock_timeout
 		return fmt.Errorf("%w: %w", ErrRaiseTimeout, err)
 	}

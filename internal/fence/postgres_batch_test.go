@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestPostgres_BatchFence checks the set-based path of fence_check_all, which the ledger's
@@ -11,7 +13,7 @@ import (
 // package documentation must hold for it as for one fence_check per job.
 func TestPostgres_BatchFence(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	slots := []Slot{{Job: "a", At: at}, {Job: "b", At: at}}
+	slots := []scheduler.SlotKey{{Job: "a", At: at}, {Job: "b", At: at}}
 
 	t.Run("WriterArrivingDuringRaiseIsRefused", func(t *testing.T) {
 		s, _ := mustPostgresStore(t, Config{})
@@ -51,9 +53,9 @@ func TestPostgres_BatchFence(t *testing.T) {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var se *StaleError
+		var se *scheduler.FenceError
 		if err := <-claimErr; !errors.As(err, &se) || se.Job != "b" || se.Fence != 20 || se.Token != 10 {
-			t.Fatalf("batch after the raise committed: err %v, want a StaleError{Job b, Token 10, Fence 20}", err)
+			t.Fatalf("batch after the raise committed: err %v, want a FenceError{Job b, Token 10, Fence 20}", err)
 		}
 		if runs, err := s.Window(ctx, []string{"a", "b"}, at, at); err != nil || len(runs) != 0 {
 			t.Fatalf("runs written by the refused batch: %+v (err %v), want none", runs, err)

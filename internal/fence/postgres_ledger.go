@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"scheduler"
 )
 
 // ledgerStatements are the ledger's Postgres statements. Every write is one
@@ -22,7 +24,7 @@ type ledgerStatements struct {
 }
 
 // keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
-// Result). runCols are every column, which scanPgRun reads.
+// scheduler.Result). runCols are every column, which scanPgRun reads.
 const (
 	keyCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.attempt`
 	runCols = keyCols + `, r.node, r.started_at, r.finished_at, r.error, r.output, r.reason`
@@ -107,9 +109,9 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 
 // slotArrays splits slots into the arrays the statements unnest, sorted so
 // that concurrent batches insert in the same order.
-func slotArrays(slots []Slot) (jobs []string, ats []time.Time, manual []bool) {
+func slotArrays(slots []scheduler.SlotKey) (jobs []string, ats []time.Time, manual []bool) {
 	slots = slices.Clone(slots)
-	slices.SortFunc(slots, func(a, b Slot) int {
+	slices.SortFunc(slots, func(a, b scheduler.SlotKey) int {
 		if c := strings.Compare(a.Job, b.Job); c != 0 {
 			return c
 		}
@@ -158,7 +160,7 @@ func (p *pgBackend) fencedBatch(ctx context.Context, jobs []string, token int64,
 }
 
 // collectRuns is a batch callback that appends the rows to runs.
-func collectRuns(runs *[]Run) func(pgx.Rows) error {
+func collectRuns(runs *[]scheduler.Run) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
 		rs, err := pgx.CollectRows(rows, scanPgRun)
 		*runs = append(*runs, rs...)
@@ -168,7 +170,7 @@ func collectRuns(runs *[]Run) func(pgx.Rows) error {
 
 // collectKeyRuns is a batch callback that appends the rows of keyCols to
 // runs.
-func collectKeyRuns(runs *[]Run) func(pgx.Rows) error {
+func collectKeyRuns(runs *[]scheduler.Run) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
 		rs, err := pgx.CollectRows(rows, scanPgKeyRun)
 		*runs = append(*runs, rs...)
@@ -188,7 +190,7 @@ func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 	}
 }
 
-func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
+func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
 	jobs, ats, manual := slotArrays(slots)
 	if ahead {
 		return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claimAhead, jobs, ats, manual, token, node)
@@ -196,7 +198,7 @@ func (p *pgBackend) claim(ctx context.Context, token int64, node string, now tim
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now)
 }
 
-func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error) {
+func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error) {
 	ids := make([]int64, len(refs))
 	jobs := make([]string, len(refs))
 	for i, r := range refs {
@@ -209,8 +211,8 @@ func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs 
 	return len(marked), err
 }
 
-func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
-	slices.SortFunc(outs, func(a, b Outcome) int { return strings.Compare(a.Slot.Job, b.Slot.Job) })
+func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error) {
+	slices.SortFunc(outs, func(a, b scheduler.Outcome) int { return strings.Compare(a.Slot.Job, b.Slot.Job) })
 	var (
 		jobs, statuses, reasons []string
 		ats                     []time.Time
@@ -226,7 +228,7 @@ func (p *pgBackend) record(ctx context.Context, token int64, node string, now ti
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.record, jobs, ats, manual, statuses, reasons, token, node, now)
 }
 
-func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	jobs, ats, manual := slotArrays(slots)
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.reclaim, jobs, ats, manual, token, node, now)
 }
@@ -235,9 +237,9 @@ func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now t
 // returns the keyCols of the rows it wrote, in one fenced batch, followed by
 // a read of the slots' other rows: found by the write in its way, or
 // committed by a concurrent writer while the write waited for it.
-func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]Result, error) {
-	written := make([]Run, 0, len(jobs))
-	var found []Run
+func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]scheduler.Result, error) {
+	written := make([]scheduler.Run, 0, len(jobs))
+	var found []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
 		b.Queue(write, args...).Query(collectKeyRuns(&written))
 		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectKeyRuns(&found))
@@ -245,26 +247,26 @@ func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, a
 	if err != nil {
 		return nil, err
 	}
-	res := make([]Result, 0, len(written)+len(found))
+	res := make([]scheduler.Result, 0, len(written)+len(found))
 	for _, r := range written {
-		res = append(res, Result{Run: r, Written: true})
+		res = append(res, scheduler.Result{Run: r, Written: true})
 	}
 	for _, r := range found {
-		res = append(res, Result{Run: r})
+		res = append(res, scheduler.Result{Run: r})
 	}
 	return res, nil
 }
 
 // results pairs runs with whether this call wrote them.
-func results(runs []Run, written map[int64]bool) []Result {
-	res := make([]Result, len(runs))
+func results(runs []scheduler.Run, written map[int64]bool) []scheduler.Result {
+	res := make([]scheduler.Result, len(runs))
 	for i, r := range runs {
-		res[i] = Result{Run: r, Written: written[r.RunID]}
+		res[i] = scheduler.Result{Run: r, Written: written[r.RunID]}
 	}
 	return res
 }
 
-func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
+func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	var (
 		runIDs                                 []int64
 		jobs, statuses, errs, outputs, reasons []string
@@ -280,7 +282,7 @@ func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs
 		attempts = append(attempts, int32(c.Attempt))
 	}
 	ids := make(map[int64]bool, len(cs))
-	var runs []Run
+	var runs []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
 		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now, attempts).Query(collectIDs(ids))
 		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs))
@@ -305,7 +307,7 @@ func (p *pgBackend) nextAttempt(ctx context.Context, token int64, job string, ru
 	return attempt, err
 }
 
-func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]Run, error) {
+func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]scheduler.Run, error) {
 	rows, err := p.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -313,7 +315,7 @@ func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]R
 	return pgx.CollectRows(rows, scanPgRun)
 }
 
-func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error) {
+func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	rows, err := p.pool.Query(ctx, p.q.window, jobs, from, to)
 	if err != nil {
 		return nil, err
@@ -321,18 +323,18 @@ func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Tim
 	return pgx.CollectRows(rows, scanPgKeyRun)
 }
 
-func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
+func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
 	return p.queryRuns(ctx, p.q.history, job, limit)
 }
 
-func (p *pgBackend) last(ctx context.Context, jobs []string) ([]Run, error) {
+func (p *pgBackend) last(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return p.queryRuns(ctx, p.q.lastAll)
 	}
 	return p.queryRuns(ctx, p.q.lastOf, distinct(jobs))
 }
 
-func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]Run, error) {
+func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return p.queryRuns(ctx, p.q.orphansAll)
 	}
@@ -340,33 +342,33 @@ func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]Run, error) {
 }
 
 // scanPgRun reads the columns of runCols.
-func scanPgRun(row pgx.CollectableRow) (Run, error) {
+func scanPgRun(row pgx.CollectableRow) (scheduler.Run, error) {
 	var (
-		r                 Run
+		r                 scheduler.Run
 		status            string
 		started, finished *time.Time
 	)
 	err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt,
 		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
 	if err != nil {
-		return Run{}, fmt.Errorf("scan run: %w", err)
+		return scheduler.Run{}, fmt.Errorf("scan run: %w", err)
 	}
-	r.Status = Status(status)
+	r.Status = scheduler.Status(status)
 	r.ScheduledAt = r.ScheduledAt.UTC()
 	r.StartedAt, r.FinishedAt = utcPtr(started), utcPtr(finished)
 	return r, nil
 }
 
 // scanPgKeyRun reads the columns of keyCols.
-func scanPgKeyRun(row pgx.CollectableRow) (Run, error) {
+func scanPgKeyRun(row pgx.CollectableRow) (scheduler.Run, error) {
 	var (
-		r      Run
+		r      scheduler.Run
 		status string
 	)
 	if err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
-		return Run{}, fmt.Errorf("scan run: %w", err)
+		return scheduler.Run{}, fmt.Errorf("scan run: %w", err)
 	}
-	r.Status = Status(status)
+	r.Status = scheduler.Status(status)
 	r.ScheduledAt = r.ScheduledAt.UTC()
 	return r, nil
 }

@@ -18,7 +18,7 @@ var errTxEnded = errors.New("the statements ended the fenced transaction themsel
 
 // statements runs st as FencedStatements documents, raising a fence below
 // token with the store's own role and trying once more.
-func (p *pgBackend) statements(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+func (p *pgBackend) statements(ctx context.Context, job string, token int64, st statements) (int64, error) {
 	n, err := p.statementsOnce(ctx, job, token, st)
 	if !errors.Is(err, errNeedRaise) {
 		return n, err
@@ -28,7 +28,7 @@ func (p *pgBackend) statements(ctx context.Context, job string, token int64, st 
 		return 0, err
 	}
 	if f := fences[job]; f > token {
-		return 0, &StaleError{Job: job, Token: token, Fence: f}
+		return 0, staleError(job, token, f)
 	}
 	n, err = p.statementsOnce(ctx, job, token, st)
 	if errors.Is(err, errNeedRaise) {
@@ -37,7 +37,7 @@ func (p *pgBackend) statements(ctx context.Context, job string, token int64, st 
 	return n, err
 }
 
-func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64, st statements) (int64, error) {
 	pool := p.pool
 	if p.jobPool != nil {
 		pool = p.jobPool
@@ -119,7 +119,7 @@ func (p *pgBackend) enterOn(ctx context.Context, tx pgx.Tx, job string, token in
 	case ferr != nil:
 		return fmt.Errorf("read fence of job %q: %w", job, ferr)
 	case ok && f > token:
-		return &StaleError{Job: job, Token: token, Fence: f}
+		return staleError(job, token, f)
 	}
 	return errNeedRaise
 }

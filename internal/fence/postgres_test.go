@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -162,7 +163,7 @@ func TestPostgres_RaiseTimeout(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Fenced(ctx, "nightly", 10, func(tx Tx) error {
+		done <- s.Fenced(ctx, "nightly", 10, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil { // enters the fence
 				return err
 			}
@@ -201,7 +202,7 @@ func TestPostgres_IdleInTransactionTimeoutUnblocksRaise(t *testing.T) {
 	entered, thaw := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- frozen.Fenced(ctx, "nightly", 10, func(tx Tx) error {
+		done <- frozen.Fenced(ctx, "nightly", 10, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, "nightly", 10, "zombie"); err != nil {
 				return err
 			}
@@ -279,7 +280,7 @@ func TestPostgres_SchemasAreIndependent(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, s := range []*Store{a, b} {
 		wg.Go(func() {
-			if _, err := s.Claim(ctx, map[*Store]int64{a: 50, b: 5}[s], "n", Slot{Job: "nightly", At: time.Unix(0, 0)}); err != nil {
+			if _, err := s.Claim(ctx, map[*Store]int64{a: 50, b: 5}[s], "n", scheduler.SlotKey{Job: "nightly", At: time.Unix(0, 0)}); err != nil {
 				t.Errorf("claim: %v", err)
 			}
 		})

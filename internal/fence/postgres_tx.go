@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"scheduler"
 )
 
 // pgFencedTx is the Tx of a fenced transaction on Postgres. Nothing is sent
@@ -15,7 +17,7 @@ import (
 // costs neither a round trip nor a statement of fn's. The server runs them
 // in that order: the gate aborts the transaction before fn's statement runs
 // unless the fence equals the token. If the fence refuses, that statement
-// and every later one fail with the verdict (a *StaleError, or errNeedRaise
+// and every later one fail with the verdict (a stale error, or errNeedRaise
 // when the fence is below the token) and nothing commits.
 type pgFencedTx struct {
 	p       *pgBackend
@@ -74,7 +76,7 @@ func (t *pgFencedTx) refuse(ctx context.Context, err error) error {
 	case ferr != nil:
 		t.verdict = fmt.Errorf("read fence of job %q: %w", t.job, ferr)
 	case ok && f > t.token:
-		t.verdict = &StaleError{Job: t.job, Token: t.token, Fence: f}
+		t.verdict = staleError(t.job, t.token, f)
 	default:
 		t.verdict = errNeedRaise
 	}
@@ -124,7 +126,7 @@ func (t *pgFencedTx) Exec(ctx context.Context, sql string, args ...any) (int64, 
 	return tag.RowsAffected(), err
 }
 
-func (t *pgFencedTx) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
+func (t *pgFencedTx) Query(ctx context.Context, sql string, args ...any) (scheduler.Rows, error) {
 	if tx, err := t.ready(); err != nil || tx != nil {
 		if err != nil {
 			return nil, err
@@ -143,7 +145,7 @@ func (t *pgFencedTx) Query(ctx context.Context, sql string, args ...any) (Rows, 
 	return batchRows{pgRows{rows}, t}, nil
 }
 
-func (t *pgFencedTx) QueryRow(ctx context.Context, sql string, args ...any) Row {
+func (t *pgFencedTx) QueryRow(ctx context.Context, sql string, args ...any) scheduler.Row {
 	if tx, err := t.ready(); err != nil || tx != nil {
 		if err != nil {
 			return errRow{err}
@@ -157,7 +159,7 @@ func (t *pgFencedTx) QueryRow(ctx context.Context, sql string, args ...any) Row 
 	return batchRow{br.QueryRow(), t}
 }
 
-func (t *pgFencedTx) Dialect() Dialect { return Postgres }
+func (t *pgFencedTx) Dialect() scheduler.Dialect { return scheduler.Postgres }
 
 // batchRows are the rows of fn's first statement; closing them closes the
 // entering batch.

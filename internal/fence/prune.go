@@ -5,38 +5,18 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-)
 
-// Retention says which finished runs of one job Prune may delete. A run is
-// deleted when it is older than Before or beyond the newest Keep finished
-// runs, and only if it is finished, its slot is before Protect and it is
-// not the job's last run (the newest by slot, which Last returns).
-type Retention struct {
-	// Job is the job whose runs are pruned.
-	Job string
-	// Before deletes finished runs whose slot is earlier. Zero: no age limit.
-	Before time.Time
-	// Keep keeps the newest Keep finished runs and deletes older ones. Zero:
-	// no count limit.
-	Keep int
-	// Protect keeps every run whose slot is at or after it: a new leader
-	// compares the slots of its catch-up window with the ledger, and a
-	// slot whose row was pruned would be run again.
-	Protect time.Time
-	// Limit bounds the rows one call deletes, so that one call holds the
-	// job's fence and the table's locks briefly. It must be positive.
-	Limit int
-}
+	"scheduler"
+)
 
 // Prune deletes at most r.Limit finished runs of r.Job that r lets go,
 // oldest first, in one transaction fenced with token on the job, and
 // returns how many it deleted. Running runs are never deleted. A caller
 // prunes a job by calling Prune until it returns fewer than r.Limit.
-func (s *Store) Prune(ctx context.Context, token int64, r Retention) (int, error) {
+func (s *Store) Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
 	if err := checkJobToken(r.Job, token); err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
@@ -81,7 +61,7 @@ const pruneSQL = `WITH last AS (
 		ORDER BY r.scheduled_at, r.manual LIMIT $5)
 	DELETE FROM {s}runs WHERE run_id IN (SELECT run_id FROM doomed)`
 
-func (p *pgBackend) prune(ctx context.Context, token int64, r Retention) (int, error) {
+func (p *pgBackend) prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
 	q := strings.NewReplacer("{s}", pgx.Identifier{p.schema}.Sanitize()+".", "{keepOffset}", "GREATEST($3::int - 1, 0)").Replace(pruneSQL)
 	var n int64
 	err := p.fencedBatch(ctx, []string{r.Job}, token, func(b *pgx.Batch) {
@@ -93,7 +73,7 @@ func (p *pgBackend) prune(ctx context.Context, token int64, r Retention) (int, e
 	return int(n), err
 }
 
-func (l *liteBackend) prune(ctx context.Context, token int64, r Retention) (int, error) {
+func (l *liteBackend) prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
 	q := strings.NewReplacer("{s}", "", "{keepOffset}", "MAX($3 - 1, 0)").Replace(pruneSQL)
 	var n int64
 	err := l.write(ctx, func(tx *sql.Tx) error {

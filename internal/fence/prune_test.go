@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestStore_Prune runs the retention rules against Postgres and SQLite.
@@ -20,28 +22,28 @@ func TestStore_Prune(t *testing.T) {
 			// hours ago, and leaves the run of 30 hours ago running (an orphan of an old term).
 			fill := func(t *testing.T, job string) {
 				t.Helper()
-				var slots []Slot
+				var slots []scheduler.SlotKey
 				for h := 1; h <= 48; h++ {
-					slots = append(slots, Slot{Job: job, At: hoursAgo(h)})
+					slots = append(slots, scheduler.SlotKey{Job: job, At: hoursAgo(h)})
 				}
-				slots = append(slots, Slot{Job: job, At: hoursAgo(40), Manual: true})
+				slots = append(slots, scheduler.SlotKey{Job: job, At: hoursAgo(40), Manual: true})
 				res, err := s.ClaimMany(ctx, 5, "n1", slots)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var cs []Completion
+				var cs []scheduler.Completion
 				for _, r := range res {
 					if !r.Run.Manual && r.Run.ScheduledAt.Equal(hoursAgo(30)) {
 						continue
 					}
-					cs = append(cs, Completion{RunID: r.Run.RunID, Job: job, Status: StatusSucceeded})
+					cs = append(cs, scheduler.Completion{RunID: r.Run.RunID, Job: job, Status: scheduler.StatusSucceeded})
 				}
 				if _, err := s.CompleteMany(ctx, 5, cs); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// prune calls Prune until a call deletes fewer than the limit.
-			prune := func(t *testing.T, r Retention) int {
+			prune := func(t *testing.T, r scheduler.Retention) int {
 				t.Helper()
 				total := 0
 				for {
@@ -83,7 +85,7 @@ func TestStore_Prune(t *testing.T) {
 
 			t.Run("MaxRunsKeepsNewestFinished", func(t *testing.T) {
 				fill(t, "count")
-				n := prune(t, Retention{Job: "count", Keep: 10, Protect: hoursAgo(6), Limit: 7})
+				n := prune(t, scheduler.Retention{Job: "count", Keep: 10, Protect: hoursAgo(6), Limit: 7})
 				if got, want := left(t, "count"), span(1, 10, 30); !slices.Equal(got, want) {
 					t.Fatalf("left %v, want %v (the newest 10 finished and the running one)", got, want)
 				}
@@ -93,7 +95,7 @@ func TestStore_Prune(t *testing.T) {
 			})
 			t.Run("MaxAgeRemovesOlder", func(t *testing.T) {
 				fill(t, "age")
-				n := prune(t, Retention{Job: "age", Before: hoursAgo(20), Protect: hoursAgo(6), Limit: 5})
+				n := prune(t, scheduler.Retention{Job: "age", Before: hoursAgo(20), Protect: hoursAgo(6), Limit: 5})
 				if got, want := left(t, "age"), span(1, 20, 30); !slices.Equal(got, want) {
 					t.Fatalf("left %v, want %v", got, want)
 				}
@@ -103,28 +105,28 @@ func TestStore_Prune(t *testing.T) {
 			})
 			t.Run("CatchupWindowAndRunningSurvive", func(t *testing.T) {
 				fill(t, "window")
-				prune(t, Retention{Job: "window", Before: now, Keep: 1, Protect: hoursAgo(6), Limit: 500})
+				prune(t, scheduler.Retention{Job: "window", Before: now, Keep: 1, Protect: hoursAgo(6), Limit: 500})
 				if got, want := left(t, "window"), span(1, 6, 30); !slices.Equal(got, want) {
 					t.Fatalf("left %v, want %v (the catch-up window and the running run)", got, want)
 				}
 			})
 			t.Run("LastRunSurvives", func(t *testing.T) {
-				var slots []Slot
+				var slots []scheduler.SlotKey
 				for h := 100; h <= 110; h++ {
-					slots = append(slots, Slot{Job: "idle", At: hoursAgo(h)})
+					slots = append(slots, scheduler.SlotKey{Job: "idle", At: hoursAgo(h)})
 				}
 				res, err := s.ClaimMany(ctx, 5, "n1", slots)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var cs []Completion
+				var cs []scheduler.Completion
 				for _, r := range res {
-					cs = append(cs, Completion{RunID: r.Run.RunID, Job: "idle", Status: StatusFailed})
+					cs = append(cs, scheduler.Completion{RunID: r.Run.RunID, Job: "idle", Status: scheduler.StatusFailed})
 				}
 				if _, err := s.CompleteMany(ctx, 5, cs); err != nil {
 					t.Fatal(err)
 				}
-				prune(t, Retention{Job: "idle", Before: now, Protect: hoursAgo(6), Limit: 3})
+				prune(t, scheduler.Retention{Job: "idle", Before: now, Protect: hoursAgo(6), Limit: 3})
 				if got, want := left(t, "idle"), []int{100}; !slices.Equal(got, want) {
 					t.Fatalf("left %v, want %v (the last run)", got, want)
 				}
@@ -136,7 +138,7 @@ func TestStore_Prune(t *testing.T) {
 			t.Run("OtherJobsUntouched", func(t *testing.T) {
 				fill(t, "a")
 				fill(t, "b")
-				prune(t, Retention{Job: "a", Keep: 1, Protect: hoursAgo(6), Limit: 100})
+				prune(t, scheduler.Retention{Job: "a", Keep: 1, Protect: hoursAgo(6), Limit: 100})
 				if got := len(left(t, "b")); got != 49 {
 					t.Fatalf("job b has %d runs, want 49", got)
 				}
@@ -146,7 +148,7 @@ func TestStore_Prune(t *testing.T) {
 				if err := s.RaiseAll(ctx, []string{"stale"}, 9); err != nil {
 					t.Fatal(err)
 				}
-				_, err := s.Prune(ctx, 5, Retention{Job: "stale", Keep: 1, Protect: hoursAgo(6), Limit: 100})
+				_, err := s.Prune(ctx, 5, scheduler.Retention{Job: "stale", Keep: 1, Protect: hoursAgo(6), Limit: 100})
 				if !errors.Is(err, ErrStale) {
 					t.Fatalf("prune with an old token: err %v, want ErrStale", err)
 				}
@@ -155,7 +157,7 @@ func TestStore_Prune(t *testing.T) {
 				}
 			})
 			t.Run("BadInput", func(t *testing.T) {
-				for _, r := range []Retention{
+				for _, r := range []scheduler.Retention{
 					{Job: "x", Protect: now},                     // no limit
 					{Job: "x", Protect: now, Limit: 1, Keep: -1}, // negative keep
 					{Job: "x", Limit: 1},                         // no protected window

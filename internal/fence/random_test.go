@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestFenced_RandomizedHistory lets many goroutines act as old and new
@@ -148,7 +150,7 @@ func runRandomHistory(ctx context.Context, t *testing.T, s *Store, writers, term
 				pause := time.Duration(rng.IntN(1500)) * time.Microsecond
 				var fnEnd time.Time
 				start := time.Now()
-				err := s.Fenced(ctx, job, tok, func(tx Tx) error {
+				err := s.Fenced(ctx, job, tok, func(_ context.Context, tx scheduler.Tx) error {
 					if err := insertProbe(ctx, tx, job, tok, "random"); err != nil {
 						return err
 					}
@@ -193,7 +195,7 @@ func runRandomHistory(ctx context.Context, t *testing.T, s *Store, writers, term
 				err = s.RaiseAll(ctx, jobs, tok)
 			} else { // the new leader's first write raises the fence
 				jobs = randomJobs[rng.IntN(len(randomJobs)):][:1]
-				err = s.Fenced(ctx, jobs[0], tok, func(Tx) error { return nil })
+				err = s.Fenced(ctx, jobs[0], tok, func(context.Context, scheduler.Tx) error { return nil })
 			}
 			end := time.Now()
 			if err != nil {

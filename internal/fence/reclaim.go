@@ -3,6 +3,8 @@ package fence
 import (
 	"context"
 	"fmt"
+
+	"scheduler"
 )
 
 // maxReclaimBatch is the most slots one ReclaimMany transaction takes over.
@@ -17,21 +19,21 @@ const maxReclaimBatch = 1000
 // new start time: now, or the slot's time if that is later. A slot whose
 // run is finished, or running under token itself (or a newer one), fails
 // with ErrNotOrphaned; a slot without a run fails with ErrNotRunning.
-func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot Slot) (Run, error) {
-	if err := checkSlots(token, node, []Slot{slot}); err != nil {
-		return Run{}, fmt.Errorf("reclaim: %w", err)
+func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
+	if err := checkSlots(token, node, []scheduler.SlotKey{slot}); err != nil {
+		return scheduler.Run{}, fmt.Errorf("reclaim: %w", err)
 	}
 	slot.At = normTime(slot.At)
-	var res []Result
+	var res []scheduler.Result
 	err := s.retry(ctx, slot.Job, token, func() (err error) {
-		res, err = s.b.reclaim(ctx, token, node, s.now(), []Slot{slot})
+		res, err = s.b.reclaim(ctx, token, node, s.now(), []scheduler.SlotKey{slot})
 		return err
 	})
 	switch {
 	case err != nil:
-		return Run{}, fmt.Errorf("reclaim slot %s of job %q with token %d: %w", slot.At.Format(timeLayout), slot.Job, token, err)
+		return scheduler.Run{}, fmt.Errorf("reclaim slot %s of job %q with token %d: %w", slot.At.Format(timeLayout), slot.Job, token, err)
 	case len(res) == 0:
-		return Run{}, fmt.Errorf("reclaim slot %s of job %q: no run: %w", slot.At.Format(timeLayout), slot.Job, ErrNotRunning)
+		return scheduler.Run{}, fmt.Errorf("reclaim slot %s of job %q: no run: %w", slot.At.Format(timeLayout), slot.Job, ErrNotRunning)
 	case !res[0].Written:
 		run := res[0].Run
 		return run, fmt.Errorf("reclaim slot %s of job %q: run %d is %s with token %d: %w",
@@ -46,9 +48,9 @@ func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot Slot
 // over (Written) and holds the run as this call left it: taken over, or as
 // found (not running, or already running under token); a slot without a
 // run has a zero Run. The order follows slots; duplicates are taken over
-// once. A stale token fails the call with a *StaleError; the batches before
+// once. A stale token fails the call with a stale error; the batches before
 // it stay committed, and their runs are orphans again for the next leader.
-func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	if err := checkSlots(token, node, slots); err != nil {
 		return nil, fmt.Errorf("reclaim: %w", err)
 	}
@@ -57,10 +59,10 @@ func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots
 	}
 	all := withNormTimes(slots)
 	uniq := normSlots(all)
-	res := make([]Result, 0, len(uniq))
+	res := make([]scheduler.Result, 0, len(uniq))
 	for lo := 0; lo < len(uniq); lo += maxReclaimBatch {
 		part := uniq[lo:min(lo+maxReclaimBatch, len(uniq))]
-		var got []Result
+		var got []scheduler.Result
 		err := s.retry(ctx, part[0].Job, token, func() (err error) {
 			got, err = s.b.reclaim(ctx, token, node, s.now(), part)
 			return err

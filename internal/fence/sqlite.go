@@ -10,6 +10,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"scheduler"
 )
 
 // liteBackend is the embedded store: one SQLite file in WAL mode. Writes go
@@ -54,8 +56,8 @@ func openSQLite(ctx context.Context, cfg Config) (*liteBackend, error) {
 	return &liteBackend{w: w, r: r, dsn: dsn, now: cfg.Now}, nil
 }
 
-func (l *liteBackend) dialect() Dialect      { return SQLite }
-func (l *liteBackend) parallelWriters() bool { return false }
+func (l *liteBackend) dialect() scheduler.Dialect { return scheduler.SQLite }
+func (l *liteBackend) parallelWriters() bool      { return false }
 
 func (l *liteBackend) close() {
 	_ = l.r.Close()
@@ -113,7 +115,7 @@ func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, toke
 		cur, ok := fences[j]
 		switch {
 		case ok && cur > token:
-			return &StaleError{Job: j, Token: token, Fence: cur}
+			return staleError(j, token, cur)
 		case ok && cur == token:
 			continue
 		}
@@ -126,7 +128,7 @@ func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, toke
 	return nil
 }
 
-func (l *liteBackend) fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error {
+func (l *liteBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	return l.write(ctx, func(tx *sql.Tx) error {
 		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
 			return err
@@ -211,7 +213,7 @@ func (l *liteBackend) resetFence(ctx context.Context, job string) error {
 // errNoRoles refuses a role on SQLite.
 var errNoRoles = errors.New("sqlite has no roles: a role needs a Postgres store")
 
-func (l *liteBackend) statements(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+func (l *liteBackend) statements(ctx context.Context, job string, token int64, st statements) (int64, error) {
 	if st.Role != "" {
 		return 0, fmt.Errorf("role %q: %w", st.Role, errNoRoles)
 	}

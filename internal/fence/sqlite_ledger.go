@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"scheduler"
 )
 
 // The ledger on SQLite: the same statements as on Postgres, one row at a
 // time inside one IMMEDIATE transaction (a loop costs no round trips here).
 // Times are Unix microseconds.
 
-// liteKeyCols are the columns liteKeyRun reads: a run's key (see Result).
+// liteKeyCols are the columns liteKeyRun reads: a run's key (see scheduler.Result).
 // liteRunCols are every column, which liteRun reads.
 const (
 	liteKeyCols = `run_id, job, scheduled_at, manual, status, token, attempt`
@@ -54,8 +56,8 @@ const (
 // jobs, a write statement per slot that returns the row it wrote (if any)
 // and, when it wrote none, reads the slot's row; a slot without a row is
 // left out. Both statements are prepared once for the whole loop.
-func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, write string, args func(i int) []any) ([]Result, error) {
-	res := make([]Result, 0, len(slots))
+func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []scheduler.SlotKey, write string, args func(i int) []any) ([]scheduler.Result, error) {
+	res := make([]scheduler.Result, 0, len(slots))
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		res = res[:0]
 		if err := l.enter(ctx, tx, slotJobs(slots), token); err != nil {
@@ -74,7 +76,7 @@ func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, 
 		for i, s := range slots {
 			r, err := liteKeyRun(w.QueryRowContext(ctx, args(i)...))
 			if err == nil {
-				res = append(res, Result{Run: r, Written: true})
+				res = append(res, scheduler.Result{Run: r, Written: true})
 				continue
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
@@ -87,14 +89,14 @@ func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []Slot, 
 			case err != nil:
 				return err
 			}
-			res = append(res, Result{Run: r})
+			res = append(res, scheduler.Result{Run: r})
 		}
 		return nil
 	})
 	return res, err
 }
 
-func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []Slot, ahead bool) ([]Result, error) {
+func (l *liteBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
 	if ahead {
 		return l.slotWrite(ctx, token, slots, liteClaimAhead, func(i int) []any {
 			s := slots[i]
@@ -107,7 +109,7 @@ func (l *liteBackend) claim(ctx context.Context, token int64, node string, now t
 	})
 }
 
-func (l *liteBackend) start(ctx context.Context, token int64, now time.Time, refs []RunRef) (int, error) {
+func (l *liteBackend) start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error) {
 	marked := 0
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		marked = 0
@@ -139,8 +141,8 @@ func (l *liteBackend) start(ctx context.Context, token int64, now time.Time, ref
 	return marked, err
 }
 
-func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []Outcome) ([]Result, error) {
-	slots := make([]Slot, len(outs))
+func (l *liteBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error) {
+	slots := make([]scheduler.SlotKey, len(outs))
 	for i, o := range outs {
 		slots[i] = o.Slot
 	}
@@ -150,15 +152,15 @@ func (l *liteBackend) record(ctx context.Context, token int64, node string, now 
 	})
 }
 
-func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []Slot) ([]Result, error) {
+func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	return l.slotWrite(ctx, token, slots, liteReclaim, func(i int) []any {
 		s := slots[i]
 		return []any{s.Job, s.At.UnixMicro(), s.Manual, token, node, now.UnixMicro()}
 	})
 }
 
-func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, cs []Completion) ([]Result, error) {
-	res := make([]Result, 0, len(cs))
+func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	res := make([]scheduler.Result, 0, len(cs))
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		res = res[:0]
 		jobs := make([]string, len(cs))
@@ -182,7 +184,7 @@ func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, 
 			r, err := liteRun(upd.QueryRowContext(ctx, c.RunID, c.Job, string(c.Status), now.UnixMicro(),
 				c.Error, c.Output, c.Reason, c.Attempt))
 			if err == nil {
-				res = append(res, Result{Run: r, Written: true})
+				res = append(res, scheduler.Result{Run: r, Written: true})
 				continue
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
@@ -195,7 +197,7 @@ func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, 
 			case err != nil:
 				return err
 			}
-			res = append(res, Result{Run: r})
+			res = append(res, scheduler.Result{Run: r})
 		}
 		return nil
 	})
@@ -219,13 +221,13 @@ func (l *liteBackend) nextAttempt(ctx context.Context, token int64, job string, 
 	return attempt, err
 }
 
-func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) ([]Run, error) {
+func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) ([]scheduler.Run, error) {
 	rows, err := l.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
-	var runs []Run
+	var runs []scheduler.Run
 	for rows.Next() {
 		r, err := liteRun(rows)
 		if err != nil {
@@ -236,7 +238,7 @@ func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) 
 	return runs, rows.Err()
 }
 
-func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error) {
+func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	list, err := json.Marshal(jobs)
 	if err != nil {
 		return nil, err
@@ -247,7 +249,7 @@ func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.T
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
-	var runs []Run
+	var runs []scheduler.Run
 	for rows.Next() {
 		r, err := liteKeyRun(rows)
 		if err != nil {
@@ -258,19 +260,19 @@ func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.T
 	return runs, rows.Err()
 }
 
-func (l *liteBackend) history(ctx context.Context, job string, limit int) ([]Run, error) {
+func (l *liteBackend) history(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
 	return l.queryRuns(ctx, `SELECT `+liteRunCols+` FROM runs WHERE job = $1
 		ORDER BY scheduled_at DESC, manual DESC LIMIT $2`, job, limit)
 }
 
-func (l *liteBackend) last(ctx context.Context, jobs []string) ([]Run, error) {
+func (l *liteBackend) last(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		var err error
 		if jobs, err = l.ledgerJobs(ctx); err != nil {
 			return nil, err
 		}
 	}
-	var runs []Run
+	var runs []scheduler.Run
 	for _, j := range distinct(jobs) {
 		rs, err := l.history(ctx, j, 1)
 		if err != nil {
@@ -299,7 +301,7 @@ func (l *liteBackend) ledgerJobs(ctx context.Context) ([]string, error) {
 	return jobs, rows.Err()
 }
 
-func (l *liteBackend) orphans(ctx context.Context, jobs []string) ([]Run, error) {
+func (l *liteBackend) orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	runs, err := l.queryRuns(ctx, `SELECT `+prefixCols("r.", liteRunCols)+` FROM runs AS r
 		LEFT JOIN job_fence AS f ON f.job = r.job
 		WHERE r.status = 'running' AND (f.token IS NULL OR r.token <> f.token)
@@ -329,7 +331,7 @@ func prefixCols(prefix, cols string) string {
 	return strings.Join(fields, ", ")
 }
 
-func slotJobs(slots []Slot) []string {
+func slotJobs(slots []scheduler.SlotKey) []string {
 	jobs := make([]string, len(slots))
 	for i, s := range slots {
 		jobs[i] = s.Job
@@ -338,9 +340,9 @@ func slotJobs(slots []Slot) []string {
 }
 
 // liteRun reads the columns of liteRunCols.
-func liteRun(row interface{ Scan(...any) error }) (Run, error) {
+func liteRun(row interface{ Scan(...any) error }) (scheduler.Run, error) {
 	var (
-		r                 Run
+		r                 scheduler.Run
 		at                int64
 		status            string
 		started, finished sql.NullInt64
@@ -348,25 +350,25 @@ func liteRun(row interface{ Scan(...any) error }) (Run, error) {
 	err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt,
 		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
 	if err != nil {
-		return Run{}, err
+		return scheduler.Run{}, err
 	}
-	r.Status = Status(status)
+	r.Status = scheduler.Status(status)
 	r.ScheduledAt = time.UnixMicro(at).UTC()
 	r.StartedAt, r.FinishedAt = microPtr(started), microPtr(finished)
 	return r, nil
 }
 
 // liteKeyRun reads the columns of liteKeyCols.
-func liteKeyRun(row interface{ Scan(...any) error }) (Run, error) {
+func liteKeyRun(row interface{ Scan(...any) error }) (scheduler.Run, error) {
 	var (
-		r      Run
+		r      scheduler.Run
 		at     int64
 		status string
 	)
 	if err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
-		return Run{}, err
+		return scheduler.Run{}, err
 	}
-	r.Status = Status(status)
+	r.Status = scheduler.Status(status)
 	r.ScheduledAt = time.UnixMicro(at).UTC()
 	return r, nil
 }

@@ -3,13 +3,9 @@ package fence
 import (
 	"context"
 	"fmt"
-)
 
-// RunRef names a run for StartMany: its id and its job, whose fence guards the write.
-type RunRef struct {
-	RunID int64
-	Job   string
-}
+	"scheduler"
+)
 
 // maxStartBatch is the most runs one StartMany transaction marks: like a
 // reclaim, a fenced batch holds an advisory lock per job until it commits.
@@ -22,7 +18,7 @@ const maxStartBatch = 1000
 // started; a run taken over in that state (Reclaim) becomes attempt 1, so
 // that a slot claimed ahead by a leader that stopped before the slot came
 // due is not counted as attempted twice.
-func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, slots []Slot) ([]Result, error) {
+func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	if err := checkSlots(token, node, slots); err != nil {
 		return nil, fmt.Errorf("claim ahead: %w", err)
 	}
@@ -30,7 +26,7 @@ func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, sl
 		return nil, nil
 	}
 	all := withNormTimes(slots)
-	var res []Result
+	var res []scheduler.Result
 	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
 		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), true)
 		return err
@@ -45,7 +41,7 @@ func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, sl
 // their attempt becomes 1 and their start time is set, fenced with token on
 // their jobs. Runs that started already, are finished, or are running under
 // another token are left as they are. It returns how many runs it marked.
-func (s *Store) StartMany(ctx context.Context, token int64, refs []RunRef) (int, error) {
+func (s *Store) StartMany(ctx context.Context, token int64, refs []scheduler.RunRef) (int, error) {
 	for _, r := range refs {
 		if err := checkJobToken(r.Job, token); err != nil {
 			return 0, fmt.Errorf("start run %d: %w", r.RunID, err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestStore_ClaimAhead: a run claimed ahead has not started (attempt 0, no start time) until
@@ -15,8 +17,10 @@ func TestStore_ClaimAhead(t *testing.T) {
 			s := b.fresh(t)(Config{Now: func() time.Time { return now }})
 			ctx := testCtx(t)
 			base := now
-			slot := func(m int) Slot { return Slot{Job: "inv", At: base.Add(time.Duration(m) * time.Minute)} }
-			run := func(sl Slot) Run {
+			slot := func(m int) scheduler.SlotKey {
+				return scheduler.SlotKey{Job: "inv", At: base.Add(time.Duration(m) * time.Minute)}
+			}
+			run := func(sl scheduler.SlotKey) scheduler.Run {
 				t.Helper()
 				last, err := s.History(ctx, "inv", 100)
 				if err != nil {
@@ -28,11 +32,11 @@ func TestStore_ClaimAhead(t *testing.T) {
 					}
 				}
 				t.Fatalf("no run of slot %s", sl.At)
-				return Run{}
+				return scheduler.Run{}
 			}
 
-			res, err := s.ClaimAheadMany(ctx, 5, "n1", []Slot{slot(1), slot(2), slot(3)})
-			if err != nil || len(res) != 3 || !res[0].Written || res[0].Run.Attempt != 0 || res[0].Run.Status != StatusRunning {
+			res, err := s.ClaimAheadMany(ctx, 5, "n1", []scheduler.SlotKey{slot(1), slot(2), slot(3)})
+			if err != nil || len(res) != 3 || !res[0].Written || res[0].Run.Attempt != 0 || res[0].Run.Status != scheduler.StatusRunning {
 				t.Fatalf("claim ahead = %+v (err %v), want three running runs, attempt 0", res, err)
 			}
 			if r := run(slot(1)); r.StartedAt != nil || r.Attempt != 0 {
@@ -41,17 +45,17 @@ func TestStore_ClaimAhead(t *testing.T) {
 
 			// Slot 1 starts; slot 2's start is never recorded; slot 3 never starts.
 			now = now.Add(time.Minute)
-			n, err := s.StartMany(ctx, 5, []RunRef{{RunID: res[0].Run.RunID, Job: "inv"}})
+			n, err := s.StartMany(ctx, 5, []scheduler.RunRef{{RunID: res[0].Run.RunID, Job: "inv"}})
 			if err != nil || n != 1 {
 				t.Fatalf("start = %d (err %v), want 1", n, err)
 			}
 			if r := run(slot(1)); r.StartedAt == nil || !r.StartedAt.Equal(now) || r.Attempt != 1 {
 				t.Fatalf("run started = %+v, want started at %s, attempt 1", r, now)
 			}
-			if n, err := s.StartMany(ctx, 5, []RunRef{{RunID: res[0].Run.RunID, Job: "inv"}}); err != nil || n != 0 {
+			if n, err := s.StartMany(ctx, 5, []scheduler.RunRef{{RunID: res[0].Run.RunID, Job: "inv"}}); err != nil || n != 0 {
 				t.Fatalf("second start = %d (err %v), want 0: the run started already", n, err)
 			}
-			if _, err := s.StartMany(ctx, 4, []RunRef{{RunID: res[1].Run.RunID, Job: "inv"}}); !errors.Is(err, ErrStale) {
+			if _, err := s.StartMany(ctx, 4, []scheduler.RunRef{{RunID: res[1].Run.RunID, Job: "inv"}}); !errors.Is(err, ErrStale) {
 				t.Fatalf("start with an older token: err %v, want ErrStale", err)
 			}
 
@@ -59,7 +63,7 @@ func TestStore_ClaimAhead(t *testing.T) {
 			if err := s.RaiseAll(ctx, []string{"inv"}, 6); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.ReclaimMany(ctx, 6, "n2", []Slot{slot(1), slot(3)})
+			got, err := s.ReclaimMany(ctx, 6, "n2", []scheduler.SlotKey{slot(1), slot(3)})
 			if err != nil || len(got) != 2 || !got[0].Written || !got[1].Written {
 				t.Fatalf("reclaim = %+v (err %v)", got, err)
 			}
@@ -72,18 +76,18 @@ func TestStore_ClaimAhead(t *testing.T) {
 
 			// An outcome written for a run whose start was not recorded gives it its start.
 			now = now.Add(time.Minute)
-			if _, err := s.Complete(ctx, 6, Completion{RunID: res[1].Run.RunID, Job: "inv", Status: StatusSucceeded, Attempt: 1}); err != nil {
+			if _, err := s.Complete(ctx, 6, scheduler.Completion{RunID: res[1].Run.RunID, Job: "inv", Status: scheduler.StatusSucceeded, Attempt: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if r := run(slot(2)); r.Attempt != 1 || r.StartedAt == nil || r.StartedAt.After(*r.FinishedAt) {
 				t.Fatalf("completed run = %+v, want attempt 1 and a start no later than its finish", r)
 			}
 			// A run claimed ahead and closed without running keeps no start time.
-			ahead, err := s.ClaimAheadMany(ctx, 6, "n2", []Slot{slot(9)})
+			ahead, err := s.ClaimAheadMany(ctx, 6, "n2", []scheduler.SlotKey{slot(9)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Complete(ctx, 6, Completion{RunID: ahead[0].Run.RunID, Job: "inv", Status: StatusSkipped, Reason: "paused"}); err != nil {
+			if _, err := s.Complete(ctx, 6, scheduler.Completion{RunID: ahead[0].Run.RunID, Job: "inv", Status: scheduler.StatusSkipped, Reason: "paused"}); err != nil {
 				t.Fatal(err)
 			}
 			if r := run(slot(9)); r.Attempt != 0 || r.StartedAt != nil {

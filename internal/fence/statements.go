@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Statements is the text of a sql job, run as a whole in one fenced
+// statements is the text of a sql job, run as a whole in one fenced
 // transaction by FencedStatements.
-type Statements struct {
+type statements struct {
 	// Text holds one or more statements separated by semicolons. It must not
 	// end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
 	// fails the run (on either store), yet what it ran before a COMMIT is
@@ -22,11 +22,12 @@ type Statements struct {
 	Role string
 }
 
-// rolePattern is the accepted form of Statements.Role, the form of
+// rolePattern is the accepted form of FencedStatements' role, the form of
 // Config.Schema: a role created with an unquoted lower-case name.
 var rolePattern = schemaPattern
 
-// FencedStatements runs st in one transaction fenced with token for job and
+// FencedStatements runs text (a sql job's, see statements) as a whole, under
+// role when it is set, in one transaction fenced with token for job and
 // commits it if every statement succeeded and the fence let it in. It
 // returns the number of rows the statements inserted, updated or deleted,
 // summed over the statements.
@@ -43,9 +44,10 @@ var rolePattern = schemaPattern
 // the text runs inside the single writer's transaction after the fence
 // check.
 //
-// A stale token returns a *StaleError (errors.Is(err, ErrStale)) and
-// nothing commits.
-func (s *Store) FencedStatements(ctx context.Context, job string, token int64, st Statements) (int64, error) {
+// A stale token returns a *scheduler.FenceError (errors.Is(err, ErrStale))
+// and nothing commits.
+func (s *Store) FencedStatements(ctx context.Context, job string, token int64, role, text string) (int64, error) {
+	st := statements{Text: text, Role: role}
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("fenced statements: %w", err)
 	}

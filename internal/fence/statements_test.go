@@ -1,10 +1,12 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -18,27 +20,27 @@ func TestFencedStatements(t *testing.T) {
 			ctx := testCtx(t)
 			scans := func() int {
 				var n int
-				if err := s.Fenced(ctx, "reader", 1, func(tx Tx) error {
+				if err := s.Fenced(ctx, "reader", 1, func(_ context.Context, tx scheduler.Tx) error {
 					return tx.QueryRow(ctx, `SELECT count(*) FROM stock_scans`).Scan(&n)
 				}); err != nil {
 					t.Fatal(err)
 				}
 				return n
 			}
-			n, err := s.FencedStatements(ctx, "job", 10, Statements{Text: `
+			n, err := s.FencedStatements(ctx, "job", 10, "", `
 				INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1), ('b', 2);
 				SELECT count(*) FROM stock_scans;
 				UPDATE stock_scans SET quantity = 5 WHERE sku = 'a';
-				DELETE FROM stock_scans WHERE sku = 'b'`})
+				DELETE FROM stock_scans WHERE sku = 'b'`)
 			if err != nil || n != 4 {
 				t.Fatalf("FencedStatements = %d, %v; want 4 rows (2 inserted, 1 updated, 1 deleted)", n, err)
 			}
 			if got := scans(); got != 1 {
 				t.Fatalf("%d scans, want 1", got)
 			}
-			if _, err := s.FencedStatements(ctx, "job", 10, Statements{Text: `
+			if _, err := s.FencedStatements(ctx, "job", 10, "", `
 				INSERT INTO stock_scans (sku, quantity) VALUES ('c', 1);
-				INSERT INTO stock_scans (sku) VALUES ('d')`}); err == nil {
+				INSERT INTO stock_scans (sku) VALUES ('d')`); err == nil {
 				t.Fatal("a text whose second statement fails succeeded")
 			}
 			if got := scans(); got != 1 {
@@ -47,10 +49,10 @@ func TestFencedStatements(t *testing.T) {
 			if err := s.RaiseAll(ctx, []string{"job"}, 20); err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.FencedStatements(ctx, "job", 10, Statements{Text: `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`})
-			var se *StaleError
+			_, err = s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`)
+			var se *scheduler.FenceError
 			if !errors.As(err, &se) || se.Fence != 20 || se.Token != 10 {
-				t.Fatalf("stale token: err %v, want a StaleError with fence 20", err)
+				t.Fatalf("stale token: err %v, want a FenceError with fence 20", err)
 			}
 			if got := scans(); got != 1 {
 				t.Fatalf("a stale token wrote: %d scans, want 1", got)
@@ -61,12 +63,12 @@ func TestFencedStatements(t *testing.T) {
 				`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
 				`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
 			} {
-				if _, err := s.FencedStatements(ctx, "job", 20, Statements{Text: text}); !errors.Is(err, errTxEnded) {
+				if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, errTxEnded) {
 					t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
 				}
 			}
-			for _, st := range []Statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
-				if _, err := s.FencedStatements(ctx, "job", 20, st); err == nil {
+			for _, st := range []statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
+				if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
 					t.Errorf("FencedStatements(%+v) succeeded", st)
 				}
 			}
@@ -77,7 +79,7 @@ func TestFencedStatements(t *testing.T) {
 // TestFencedStatements_SQLiteRefusesRole: SQLite has no roles; a role is an error, not ignored.
 func TestFencedStatements_SQLiteRefusesRole(t *testing.T) {
 	s := backends()[1].fresh(t)(Config{})
-	_, err := s.FencedStatements(testCtx(t), "job", 1, Statements{Text: "SELECT 1", Role: "nightly"})
+	_, err := s.FencedStatements(testCtx(t), "job", 1, "nightly", "SELECT 1")
 	if !errors.Is(err, errNoRoles) {
 		t.Fatalf("err %v, want %v", err, errNoRoles)
 	}
@@ -99,27 +101,27 @@ func TestPostgres_FencedStatementsOnJobDSN(t *testing.T) {
 		`GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint) TO {role}`,
 		`GRANT INSERT, SELECT ON public.stock_scans TO {role}`)
 	s := mustOpen(t, Config{DSN: dsn, JobDSN: jobDSN})
-	ins := Statements{Text: `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`}
+	ins := `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`
 
-	if n, err := s.FencedStatements(ctx, "new", 10, ins); err != nil || n != 1 {
+	if n, err := s.FencedStatements(ctx, "new", 10, "", ins); err != nil || n != 1 {
 		t.Fatalf("job without a fence: %d, %v; want it raised and 1 row", n, err)
 	}
 	if f, err := owner.Fences(ctx, "new"); err != nil || f["new"] != 10 {
 		t.Fatalf("fence = %v (err %v), want 10", f, err)
 	}
-	if n, err := s.FencedStatements(ctx, "new", 11, ins); err != nil || n != 1 {
+	if n, err := s.FencedStatements(ctx, "new", 11, "", ins); err != nil || n != 1 {
 		t.Fatalf("fence below the token: %d, %v; want it raised and 1 row", n, err)
 	}
-	_, err := s.FencedStatements(ctx, "new", 10, ins)
-	var se *StaleError
+	_, err := s.FencedStatements(ctx, "new", 10, "", ins)
+	var se *scheduler.FenceError
 	if !errors.As(err, &se) || se.Fence != 11 || se.Job != "new" {
-		t.Fatalf("stale token: err %v, want a StaleError with fence 11", err)
+		t.Fatalf("stale token: err %v, want a FenceError with fence 11", err)
 	}
-	_, err = s.FencedStatements(ctx, "new", 11, Statements{Text: `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 1); COMMIT`})
+	_, err = s.FencedStatements(ctx, "new", 11, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 1); COMMIT`)
 	if !errors.Is(err, errTxEnded) {
 		t.Fatalf("a text with COMMIT: err %v, want %v", err, errTxEnded)
 	}
-	_, err = s.FencedStatements(ctx, "new", 11, Statements{Text: `SELECT 1`, Role: "pg_write_all_data"})
+	_, err = s.FencedStatements(ctx, "new", 11, "pg_write_all_data", `SELECT 1`)
 	if err == nil || !strings.Contains(err.Error(), "set role") {
 		t.Fatalf("a role not granted to the job connection's: err %v, want set role refused", err)
 	}
@@ -134,7 +136,7 @@ func TestPostgres_FencedStatementsRole(t *testing.T) {
 	role := testenv.RoleName(testenv.MustRole(t, dsn, "ingest_job",
 		`GRANT INSERT ON public.stock_scans TO {role}`))
 	as := func(text string) error {
-		_, err := s.FencedStatements(ctx, "job", 10, Statements{Text: text, Role: role})
+		_, err := s.FencedStatements(ctx, "job", 10, role, text)
 		return err
 	}
 	if err := as(`INSERT INTO stock_scans (sku, quantity) SELECT current_user, 1`); err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Config configures a Store.
@@ -102,12 +104,12 @@ type Store struct {
 // backend is what differs between Postgres and SQLite. Its methods make one
 // attempt; Store validates input, retries and wraps errors.
 type backend interface {
-	dialect() Dialect
+	dialect() scheduler.Dialect
 	parallelWriters() bool
 	close()
 
 	// fenced runs fn in one transaction that entered job's fence with token.
-	fenced(ctx context.Context, job string, token int64, fn func(Tx) error) error
+	fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error
 	// raise raises the fences of jobs to token and returns each job's fence
 	// afterwards. It commits only if every fence equals token.
 	raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
@@ -115,7 +117,7 @@ type backend interface {
 	fences(ctx context.Context, jobs []string) (map[string]int64, error)
 	// statements runs a sql job's text in one transaction fenced with
 	// token for job and returns the rows it wrote.
-	statements(ctx context.Context, job string, token int64, st Statements) (int64, error)
+	statements(ctx context.Context, job string, token int64, st statements) (int64, error)
 	// resetFence removes job's fence.
 	resetFence(ctx context.Context, job string) error
 	// resetHint says how an operator removes every fence of this store.
@@ -155,7 +157,7 @@ func Open(ctx context.Context, cfg Config, lg *zap.Logger) (*Store, error) {
 func (s *Store) Close() { s.b.close() }
 
 // Dialect reports the SQL dialect of the store.
-func (s *Store) Dialect() Dialect { return s.b.dialect() }
+func (s *Store) Dialect() scheduler.Dialect { return s.b.dialect() }
 
 // ParallelWriters reports whether fenced transactions with the same token
 // run concurrently. True on Postgres: writers share the fence. False on
@@ -170,3 +172,7 @@ func (s *Store) now() time.Time { return normTime(s.cfg.Now()) }
 // normTime returns t in UTC truncated to microseconds, the precision of a
 // Postgres timestamptz and of the SQLite columns.
 func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// The store is the runner's ledger as it is: the runner and the job kinds use it without a
+// translation.
+var _ scheduler.Ledger = (*Store)(nil)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"scheduler"
 )
 
 // withCheck returns a second store on dsn whose fenced transactions enter
@@ -145,6 +147,6 @@ func TestPostgres_Traps(t *testing.T) {
 // raiseByWrite returns a raise done by a fenced write with the newer token.
 func raiseByWrite(s *Store, job string, newer int64) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return s.Fenced(ctx, job, newer, func(Tx) error { return nil })
+		return s.Fenced(ctx, job, newer, func(context.Context, scheduler.Tx) error { return nil })
 	}
 }

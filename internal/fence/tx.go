@@ -5,45 +5,9 @@ import (
 	"database/sql"
 
 	"github.com/jackc/pgx/v5"
+
+	"scheduler"
 )
-
-// Dialect names the SQL dialect of a store, for jobs whose statements differ
-// between Postgres and SQLite.
-type Dialect string
-
-// The dialects of the two backends.
-const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
-)
-
-// Tx is the transaction a fenced function writes through, the same on both
-// backends. Placeholders are $1..$n on both (SQLite binds $N to the N-th
-// argument). A missing row is reported as sql.ErrNoRows on both. The Tx is
-// valid only until the function returns.
-type Tx interface {
-	// Exec runs a statement and returns the number of rows it affected.
-	Exec(ctx context.Context, sql string, args ...any) (int64, error)
-	// Query runs a statement that returns rows; the caller closes them.
-	Query(ctx context.Context, sql string, args ...any) (Rows, error)
-	// QueryRow runs a statement expected to return at most one row.
-	QueryRow(ctx context.Context, sql string, args ...any) Row
-	// Dialect reports which SQL the statements must be written in.
-	Dialect() Dialect
-}
-
-// Rows is the result of Tx.Query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close() error
-}
-
-// Row is the result of Tx.QueryRow.
-type Row interface {
-	Scan(dest ...any) error
-}
 
 // pgTx adapts a pgx transaction to Tx.
 type pgTx struct{ tx pgx.Tx }
@@ -56,7 +20,7 @@ func (t pgTx) Exec(ctx context.Context, sql string, args ...any) (int64, error) 
 	return tag.RowsAffected(), nil
 }
 
-func (t pgTx) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
+func (t pgTx) Query(ctx context.Context, sql string, args ...any) (scheduler.Rows, error) {
 	rows, err := t.tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -64,11 +28,11 @@ func (t pgTx) Query(ctx context.Context, sql string, args ...any) (Rows, error) 
 	return pgRows{rows}, nil
 }
 
-func (t pgTx) QueryRow(ctx context.Context, sql string, args ...any) Row {
+func (t pgTx) QueryRow(ctx context.Context, sql string, args ...any) scheduler.Row {
 	return t.tx.QueryRow(ctx, sql, args...)
 }
 
-func (pgTx) Dialect() Dialect { return Postgres }
+func (pgTx) Dialect() scheduler.Dialect { return scheduler.Postgres }
 
 // pgRows adapts pgx.Rows, whose Close reports nothing, to Rows.
 type pgRows struct{ rows pgx.Rows }
@@ -93,12 +57,12 @@ func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, erro
 	return res.RowsAffected()
 }
 
-func (t sqlTx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+func (t sqlTx) Query(ctx context.Context, query string, args ...any) (scheduler.Rows, error) {
 	return t.tx.QueryContext(ctx, query, args...)
 }
 
-func (t sqlTx) QueryRow(ctx context.Context, query string, args ...any) Row {
+func (t sqlTx) QueryRow(ctx context.Context, query string, args ...any) scheduler.Row {
 	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
-func (sqlTx) Dialect() Dialect { return SQLite }
+func (sqlTx) Dialect() scheduler.Dialect { return scheduler.SQLite }

@@ -1,10 +1,13 @@
 package fence
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
+
+	"scheduler"
 )
 
 // testTxPlaceholders: $N placeholders, sql.ErrNoRows and the dialect are
@@ -12,7 +15,7 @@ import (
 func testTxPlaceholders(t *testing.T, open func(Config) *Store) {
 	s := open(Config{})
 	ctx := testCtx(t)
-	err := s.Fenced(ctx, "tx", 1, func(tx Tx) error {
+	err := s.Fenced(ctx, "tx", 1, func(_ context.Context, tx scheduler.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE tx_probe (a bigint, b text, c bigint)`); err != nil {
 			return err
 		}
@@ -66,14 +69,14 @@ func testStatementErrors(t *testing.T, open func(Config) *Store) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		err := s.Fenced(ctx, "e", 5, func(tx Tx) error {
+		err := s.Fenced(ctx, "e", 5, func(_ context.Context, tx scheduler.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO no_such_table VALUES (1)`)
 			return err
 		})
 		if err == nil || errors.Is(err, ErrStale) {
 			t.Fatalf("first statement failing, call %d: err %v, want the statement's error", i, err)
 		}
-		err = s.Fenced(ctx, "e", 5, func(tx Tx) error {
+		err = s.Fenced(ctx, "e", 5, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, "e", 5, "doomed"); err != nil {
 				return err
 			}
@@ -83,7 +86,7 @@ func testStatementErrors(t *testing.T, open func(Config) *Store) {
 		if err == nil || errors.Is(err, ErrStale) {
 			t.Fatalf("second statement failing, call %d: err %v, want the statement's error", i, err)
 		}
-		rowsErr := s.Fenced(ctx, "e", 5, func(tx Tx) error {
+		rowsErr := s.Fenced(ctx, "e", 5, func(_ context.Context, tx scheduler.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT token FROM fence_probe`)
 			if err != nil {
 				return err

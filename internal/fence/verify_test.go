@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -327,7 +328,7 @@ func TestPostgres_MigrateRevokesRaisingFunctions(t *testing.T) {
 	if err := s.RaiseAll(ctx, []string{"nightly"}, 10); err != nil {
 		t.Fatalf("owner's raise after migrate: %v", err)
 	}
-	if err := s.Fenced(ctx, "nightly", 10, func(Tx) error { return nil }); err != nil {
+	if err := s.Fenced(ctx, "nightly", 10, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatalf("owner's fenced write after migrate: %v", err)
 	}
 	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `SELECT scheduler.fence_check_all(ARRAY['nightly'], 10)`); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // execute runs one claimed slot to its end: attempts with timeouts and retries with backoff.
@@ -18,33 +20,33 @@ import (
 // It runs at the start of every run's goroutine, so it keeps a small frame: a goroutine starts
 // with a small stack, and one that outgrows it is copied. What only some runs need (retries,
 // interruptions, their log lines) lives in the methods it calls.
-func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finished) {
+func (t *term) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
 	started := t.r.clock.Now()
 	t.unstarted.Add(-1)
 	if h := t.r.opts.Hooks.Fired; h != nil {
-		h(spec.Name, started.Sub(lr.Slot.At))
+		h(spec.Name, started.Sub(lr.ScheduledAt))
 	}
-	done := runDone{job: lr.Slot.Job, runID: lr.RunID}
+	done := runDone{job: lr.Job, runID: lr.RunID}
 	attempt := max(lr.Attempt, 1)
 	for {
 		out, err := t.attempt(rc, spec, lr, attempt)
-		c := Completion{RunID: lr.RunID, Job: spec.Name, Output: out, Attempt: attempt}
+		c := scheduler.Completion{RunID: lr.RunID, Job: spec.Name, Output: out, Attempt: attempt}
 		cause := rc.err()
 		switch {
 		case cause != nil && !errors.Is(cause, errReplaced):
 			t.interrupted(lr, attempt, cause)
 			return done, nil
 		case cause != nil:
-			c.Status, c.Error, c.Reason = StatusFailed, errReplaced.Error(), "overlap: replace"
+			c.Status, c.Error, c.Reason = scheduler.StatusFailed, errReplaced.Error(), "overlap: replace"
 		case err == nil:
-			c.Status = StatusSucceeded
-		case errors.Is(err, ErrFenced):
-			c.Status, c.Error = StatusFenced, err.Error()
+			c.Status = scheduler.StatusSucceeded
+		case errors.Is(err, scheduler.ErrFenced):
+			c.Status, c.Error = scheduler.StatusFenced, err.Error()
 			done.fenced = err
-		case errors.Is(err, ErrRefused):
-			c.Status, c.Error, c.Reason = StatusFenced, err.Error(), reasonRefused
-		case IsPermanent(err) || attempt > spec.Retries:
-			c.Status, c.Error = StatusFailed, err.Error()
+		case errors.Is(err, scheduler.ErrRefused):
+			c.Status, c.Error, c.Reason = scheduler.StatusFenced, err.Error(), reasonRefused
+		case scheduler.IsPermanent(err) || attempt > spec.Retries:
+			c.Status, c.Error = scheduler.StatusFailed, err.Error()
 		default:
 			next, fenced := t.retry(rc, spec, lr, attempt, err)
 			if fenced != nil {
@@ -55,19 +57,19 @@ func (t *term) execute(rc *runCancel, spec *Spec, lr LedgerRun) (runDone, *finis
 			continue
 		}
 		t.r.scrub(&c)
-		return done, &finished{c: c, slot: lr.Slot.At, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
+		return done, &finished{c: c, slot: lr.ScheduledAt, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
 	}
 }
 
 // interrupted logs a run cut off by the end of the term or of the shutdown grace.
-func (t *term) interrupted(lr LedgerRun, attempt int, cause error) {
+func (t *term) interrupted(lr scheduler.Run, attempt int, cause error) {
 	t.runLog(lr).warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
 }
 
 // retry waits before the retry of a failed attempt and records it; it returns the next
 // attempt's number, or the fence's refusal (the term is over). A run cancelled while waiting
 // goes on with the same number: the next turn of execute reports the cancellation.
-func (t *term) retry(rc *runCancel, spec *Spec, lr LedgerRun, attempt int, err error) (int, error) {
+func (t *term) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
 	lg := t.runLog(lr)
 	wait := t.backoff(spec, attempt)
 	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
@@ -78,7 +80,7 @@ func (t *term) retry(rc *runCancel, spec *Spec, lr LedgerRun, attempt int, err e
 	n, err := t.r.opts.Ledger.NextAttempt(wctx, t.token, spec.Name, lr.RunID)
 	cancel()
 	switch {
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, scheduler.ErrFenced):
 		lg.warn("retry fenced out", zap.Error(err))
 		return 0, err
 	case err != nil:
@@ -104,8 +106,8 @@ type runLog struct {
 	runID int64
 }
 
-func (t *term) runLog(lr LedgerRun) runLog {
-	return runLog{lg: t.lg, job: lr.Slot.Job, slot: lr.Slot.At, runID: lr.RunID}
+func (t *term) runLog(lr scheduler.Run) runLog {
+	return runLog{lg: t.lg, job: lr.Job, slot: lr.ScheduledAt, runID: lr.RunID}
 }
 
 func (l runLog) with(extra []zap.Field) []zap.Field {
@@ -121,7 +123,7 @@ func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(ext
 func (t *term) finish(f *finished, err error) {
 	f.err = err
 	switch {
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, scheduler.ErrFenced):
 		f.done.fenced = err
 	case err == nil:
 		if h := t.r.opts.Hooks.Finished; h != nil {
@@ -142,7 +144,7 @@ func (t *term) logFinished(f *finished) {
 		fields = append(fields, zap.String("error", c.Error))
 	}
 	switch err := f.err; {
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, scheduler.ErrFenced):
 		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
 	case f.lost():
 		t.lg.Warn("run outcome not recorded before the term ended; the next leader runs the slot again", append(fields, zap.Error(err))...)
@@ -160,13 +162,13 @@ func (t *term) writeCtx(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // attempt runs the executor once, bounded by the job's timeout on the runner's clock.
-func (t *term) attempt(rc *runCancel, spec *Spec, lr LedgerRun, attempt int) (string, error) {
+func (t *term) attempt(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int) (string, error) {
 	actx, cancel, end := rc.begin(t.runsCtx)
 	defer end()
 	timer := t.r.clock.AfterFunc(spec.Timeout, func() { cancel(errRunTimeout) })
 	defer timer.Stop()
-	run := Run{Job: spec.Name, Slot: lr.Slot.At.In(spec.Schedule.Location()), Token: t.token, Attempt: attempt,
-		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Slot.Manual}
+	run := scheduler.Attempt{Job: spec.Name, Slot: lr.ScheduledAt.In(spec.Schedule.Location()), Token: t.token, Attempt: attempt,
+		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Manual, Fencer: t.r.opts.Ledger}
 	out, err := spec.Executor.Execute(actx, run)
 	if err != nil && rc.err() == nil && errors.Is(context.Cause(actx), errRunTimeout) {
 		err = fmt.Errorf("attempt %d timed out after %s: %w", attempt, spec.Timeout, err)

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -18,18 +19,18 @@ type claimlessLedger struct {
 	down atomic.Bool
 }
 
-func (l *claimlessLedger) ClaimMany(ctx context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+func (l *claimlessLedger) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	if l.down.Load() {
 		return nil, errStoreDown
 	}
 	return l.fakeLedger.ClaimMany(ctx, token, node, slots)
 }
 
-func (l *claimlessLedger) ClaimAhead(ctx context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+func (l *claimlessLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	if l.down.Load() {
 		return nil, errStoreDown
 	}
-	return l.fakeLedger.ClaimAhead(ctx, token, node, slots)
+	return l.fakeLedger.ClaimAheadMany(ctx, token, node, slots)
 }
 
 // TestRunner_BacklogSkipSaysWhy: slots whose claims waited for the store fire together when it is
@@ -61,13 +62,13 @@ func TestRunner_BacklogSkipSaysWhy(t *testing.T) {
 	led.down.Store(false)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 1 })
 	clock.Advance(5 * time.Second) // the backlog's retry, before 12:04
-	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return len(r) >= 3 && count(r, StatusRunning) == 0 })
-	if exec.n.Load() != 1 || count(rows, StatusSucceeded) != 1 || count(rows, StatusSkipped) != 2 {
+	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return len(r) >= 3 && count(r, scheduler.StatusRunning) == 0 })
+	if exec.n.Load() != 1 || count(rows, scheduler.StatusSucceeded) != 1 || count(rows, scheduler.StatusSkipped) != 2 {
 		t.Fatalf("runs=%d rows=%+v, want one slot of the backlog run and the other two skipped", exec.n.Load(), rows)
 	}
 	for _, row := range rows {
-		if row.Status == StatusSkipped && row.Completion.Reason != reasonBacklogSkip {
-			t.Errorf("slot %s skipped with %q, want %q", row.Slot.At.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip)
+		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != reasonBacklogSkip {
+			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip)
 		}
 	}
 }
@@ -105,23 +106,23 @@ func TestRunner_BacklogFiresWhenTheStoreIsBack(t *testing.T) {
 	led.down.Store(false)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() >= 1 })
 	clock.Advance(t0.Add(8 * time.Second).Sub(clock.Now())) // 12:00:08 fires, and its claim succeeds
-	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return len(r) >= 4 && count(r, StatusRunning) == 0 })
+	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return len(r) >= 4 && count(r, scheduler.StatusRunning) == 0 })
 	for _, at := range []time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second, 8 * time.Second} {
-		if !slices.ContainsFunc(rows, func(r ledgerRow) bool { return r.Slot.At.Equal(t0.Add(at)) }) {
+		if !slices.ContainsFunc(rows, func(r ledgerRow) bool { return r.ScheduledAt.Equal(t0.Add(at)) }) {
 			t.Errorf("slot %s has no row once the store is back: rows %+v", t0.Add(at).Format(time.TimeOnly), rows)
 		}
 	}
 	backlogRan := slices.ContainsFunc(rows, func(r ledgerRow) bool {
-		return r.Status == StatusSucceeded && r.Slot.At.Before(t0.Add(8*time.Second))
+		return r.Status == scheduler.StatusSucceeded && r.ScheduledAt.Before(t0.Add(8*time.Second))
 	})
 	for _, row := range rows {
 		switch {
-		case row.Status != StatusSkipped:
+		case row.Status != scheduler.StatusSkipped:
 		case row.Completion.Reason == reasonBacklogSkip && !backlogRan:
 			// Skipped for a slot of the backlog whose claim then failed: it waited for nothing.
-			t.Errorf("slot %s skipped with %q, but no slot of the backlog ran: rows %+v", row.Slot.At.Format(time.TimeOnly), row.Completion.Reason, rows)
+			t.Errorf("slot %s skipped with %q, but no slot of the backlog ran: rows %+v", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, rows)
 		case row.Completion.Reason != reasonBacklogSkip && row.Completion.Reason != reasonHeldSkip:
-			t.Errorf("slot %s skipped with %q, want %q or %q", row.Slot.At.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip, reasonHeldSkip)
+			t.Errorf("slot %s skipped with %q, want %q or %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip, reasonHeldSkip)
 		}
 	}
 }
@@ -129,9 +130,9 @@ func TestRunner_BacklogFiresWhenTheStoreIsBack(t *testing.T) {
 // storelessLedger is a claimlessLedger whose records of slots that end without running fail too.
 type storelessLedger struct{ *claimlessLedger }
 
-func (l *storelessLedger) RecordMany(ctx context.Context, token int64, node string, outs []Outcome) error {
+func (l *storelessLedger) RecordMany(ctx context.Context, token int64, node string, outs []scheduler.Outcome) ([]scheduler.Result, error) {
 	if l.down.Load() {
-		return errStoreDown
+		return nil, errStoreDown
 	}
 	return l.fakeLedger.RecordMany(ctx, token, node, outs)
 }
@@ -172,10 +173,10 @@ func TestRunner_SkipRecordsAreRetried(t *testing.T) {
 	led.down.Store(false)
 	idle()
 	clock.Advance(5 * time.Second) // the retry, before 12:04
-	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSkipped) >= 2 })
+	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) >= 2 })
 	for _, row := range rows {
-		if row.Status == StatusSkipped && row.Completion.Reason != reasonOverlapSkip {
-			t.Errorf("slot %s skipped with %q, want %q", row.Slot.At.Format(time.TimeOnly), row.Completion.Reason, reasonOverlapSkip)
+		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != reasonOverlapSkip {
+			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonOverlapSkip)
 		}
 	}
 	close(b.release)

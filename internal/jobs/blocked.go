@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // A refusal by the store is not always a newer leader. Tokens are etcd revisions, so a fence
@@ -27,29 +29,6 @@ const blockedRetry = 30 * time.Second
 
 // minBlockedRetry keeps a job with slots every few milliseconds from raising its fence as often.
 const minBlockedRetry = time.Second
-
-// FenceError is a write the store refused for one job: the job's fence is above the writer's
-// token. errors.Is(err, ErrFenced) holds; Err is the store's error.
-type FenceError struct {
-	Job   string // the job whose fence refused the write
-	Token int64  // the writer's token
-	Fence int64  // the job's fence; 0 when the store did not say
-	Err   error
-}
-
-// Error implements error.
-func (e *FenceError) Error() string {
-	if e.Err != nil {
-		return e.Err.Error()
-	}
-	return fmt.Sprintf("job %q: token %d is older than the fence %d", e.Job, e.Token, e.Fence)
-}
-
-// Unwrap returns the store's error.
-func (e *FenceError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrFenced) true.
-func (e *FenceError) Is(target error) bool { return target == ErrFenced }
 
 // Block is a job the leader does not run because the store refuses its token for that job while
 // etcd confirms the term.
@@ -128,7 +107,7 @@ func (r *Runner) setBlocked(b Block, on bool) {
 
 // refusedJob returns the job a refusal names, else fallback, and the fence it reports.
 func refusedJob(err error, fallback string) (string, int64) {
-	var fe *FenceError
+	var fe *scheduler.FenceError
 	if errors.As(err, &fe) && fe.Job != "" {
 		return fe.Job, fe.Fence
 	}
@@ -256,7 +235,7 @@ func (t *term) raised(js *jobState, err error) {
 		t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
 		if js.catchUp {
 			js.catchUp = false
-			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, ErrFenced) {
+			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, scheduler.ErrFenced) {
 				select {
 				case t.fence <- cerr:
 				default:
@@ -267,7 +246,7 @@ func (t *term) raised(js *jobState, err error) {
 			}
 		}
 		t.schedule(js, now)
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, scheduler.ErrFenced):
 		if js.held {
 			// The transaction ended, and the fence is now above the token.
 			_, fence := refusedJob(err, js.spec.Name)
@@ -276,7 +255,7 @@ func (t *term) raised(js *jobState, err error) {
 		}
 		js.retryAt = t.nextRaise(js, now)
 		t.lg.Debug("job still blocked", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
-	case errors.Is(err, ErrFenceHeld):
+	case errors.Is(err, scheduler.ErrFenceHeld):
 		if !js.held {
 			t.hold(js, err)
 			return
@@ -313,12 +292,12 @@ func (t *term) isBlocked(job string) bool {
 }
 
 // withoutBlocked returns the slots of jobs not blocked.
-func (t *term) withoutBlocked(slots []SlotKey) []SlotKey {
-	return slices.DeleteFunc(slices.Clone(slots), func(s SlotKey) bool { return t.isBlocked(s.Job) })
+func (t *term) withoutBlocked(slots []scheduler.SlotKey) []scheduler.SlotKey {
+	return slices.DeleteFunc(slices.Clone(slots), func(s scheduler.SlotKey) bool { return t.isBlocked(s.Job) })
 }
 
 // batchJob names the job of a batch whose slots all belong to one; else "".
-func batchJob(slots []SlotKey) string {
+func batchJob(slots []scheduler.SlotKey) string {
 	if len(slots) == 0 {
 		return ""
 	}

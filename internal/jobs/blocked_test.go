@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -92,13 +93,13 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
 		h.lead(token)
 		h.advance(time.Minute, 1)
-		h.waitRows("x", "x's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
-		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+		h.waitRows("x", "x's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 
 		h.ledger.raise("x", outsideFence) // a job role calling the raising fence function
 		h.advance(time.Minute, 1)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
-		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 		h.running()
 		b := h.runner.Blocked()[0]
 		if b.Job != "x" || b.Token != token || b.Fence != outsideFence {
@@ -115,7 +116,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 		// Still blocked at its next slot: nothing recorded for x, y goes on with the same token.
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's third run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 3 })
+		h.waitRows("y", "y's third run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 3 })
 		h.running()
 		if rows := h.rows("x"); len(rows) != 1 {
 			t.Fatalf("x rows=%+v: a blocked job's slots must not be recorded", rows)
@@ -130,7 +131,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.advance(time.Minute, 1)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x unblocked", func() bool { return len(h.runner.Blocked()) == 0 })
 		h.advance(time.Minute, 1)
-		h.waitRows("x", "x runs again", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.waitRows("x", "x runs again", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 		if got := h.hooks(); got != "x=true,x=false" {
 			t.Fatalf("Blocked hook calls %q, want x=true,x=false", got)
 		}
@@ -145,13 +146,13 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
 		h.lead(token)
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 		h.ledger.raise("x", token+1) // a newer leader
 		h.advance(time.Minute, 1)
 		select {
 		case err := <-h.result:
 			h.cancel = nil
-			if !errors.Is(err, ErrFenced) {
+			if !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("Lead=%v, want ErrFenced", err)
 			}
 		case <-time.After(10 * time.Second):
@@ -172,7 +173,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.lead(token)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+		h.waitRows("y", "y's run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 		h.running()
 		if got := blockedJobs(h.runner); len(got) != 1 || got[0] != "x" {
 			t.Fatalf("blocked=%v, want [x]", got)
@@ -189,17 +190,17 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 	})
 
 	t.Run("BlocksOnTheJobsOwnFencedWrite", func(t *testing.T) {
-		own := execFunc(func(_ context.Context, r Run) (string, error) {
+		own := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 			// What the store answers a job's fenced transaction, as the daemon's adapter maps it.
-			return "", fmt.Errorf("write: %w", &FenceError{Job: r.Job, Token: r.Token, Fence: outsideFence,
-				Err: fmt.Errorf("token %d below fence %d: %w", r.Token, outsideFence, ErrFenced)})
+			return "", fmt.Errorf("write: %w", &scheduler.FenceError{Job: r.Job, Token: r.Token, Fence: outsideFence,
+				Err: fmt.Errorf("token %d below fence %d: %w", r.Token, outsideFence, scheduler.ErrFenced)})
 		})
 		h := newBlockHarness(t, t0.Add(30*time.Second), nil, spec(t, "x", own, nil), spec(t, "y", execFunc(succeed), nil))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 		h.running()
 	})
 
@@ -209,11 +210,11 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
 		h.lead(token)
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 		h.ledger.raise("x", outsideFence)
 		h.advance(time.Minute, 1)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
-		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.waitRows("y", "y's second run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 		h.running()
 		if rows := h.rows("x"); len(rows) != 1 {
 			t.Fatalf("x rows=%+v, want only its run before the raise", rows)
@@ -230,9 +231,9 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		close(b.release)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 		h.advance(time.Minute, 1)
-		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+		h.waitRows("y", "y's runs", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 		h.running()
-		if rows := h.rows("x"); len(rows) != 1 || rows[0].Status != StatusRunning {
+		if rows := h.rows("x"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
 			t.Fatalf("x rows=%+v, want its run left running (the store refused its outcome)", rows)
 		}
 	})
@@ -245,7 +246,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		select {
 		case err := <-h.result:
 			h.cancel = nil
-			if !errors.Is(err, ErrFenced) {
+			if !errors.Is(err, scheduler.ErrFenced) {
 				t.Fatalf("Lead=%v, want ErrFenced", err)
 			}
 		case <-time.After(10 * time.Second):
@@ -257,9 +258,9 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 func TestRunner_ReceiverRefusalEndsOnlyTheRun(t *testing.T) {
 	long := newBlocker()
 	var calls atomic.Int32
-	refuse := execFunc(func(context.Context, Run) (string, error) {
+	refuse := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
 		calls.Add(1)
-		return "409 Conflict", Permanent(fmt.Errorf("POST http://receiver: 409 Conflict: %w", ErrRefused))
+		return "409 Conflict", scheduler.Permanent(fmt.Errorf("POST http://receiver: 409 Conflict: %w", scheduler.ErrRefused))
 	})
 	h := newHarness(t, t0.Add(30*time.Second),
 		spec(t, "long", long, nil),
@@ -267,7 +268,7 @@ func TestRunner_ReceiverRefusalEndsOnlyTheRun(t *testing.T) {
 	h.lead(token)
 	h.advance(time.Minute, 1)
 	first := <-long.started
-	rows := h.waitRows("hook", "the refused run", func(r []ledgerRow) bool { return count(r, StatusFenced) == 1 })
+	rows := h.waitRows("hook", "the refused run", func(r []ledgerRow) bool { return count(r, scheduler.StatusFenced) == 1 })
 	if c := rows[0].Completion; c.Reason != "receiver refused the token" || c.Attempt != 1 {
 		t.Fatalf("hook run %+v, want fenced, reason %q, attempt 1", c, "receiver refused the token")
 	}
@@ -278,8 +279,8 @@ func TestRunner_ReceiverRefusalEndsOnlyTheRun(t *testing.T) {
 	if err := <-long.ended; err != nil {
 		t.Fatalf("the long run ended with %v: a receiver's refusal must not cancel the term's other runs", err)
 	}
-	rows = h.waitRows("long", "the long run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
-	if rows[0].Attempt != 1 || rows[0].Token != token || !rows[0].Slot.At.Equal(first.Slot) {
+	rows = h.waitRows("long", "the long run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+	if rows[0].Attempt != 1 || rows[0].Token != token || !rows[0].ScheduledAt.Equal(first.Slot) {
 		t.Fatalf("long rows=%+v, want one success at attempt 1 with token %d", rows, token)
 	}
 	select {

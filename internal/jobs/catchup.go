@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"scheduler"
+
+	"scheduler/internal/schedule"
 )
 
 // maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
@@ -15,19 +19,19 @@ const maxMissedRecords = 1000
 // orphan of an older leader to take over.
 type pending struct {
 	js      *jobState // nil: looked up by name
-	slot    SlotKey
-	claimed *LedgerRun
-	orphan  *LedgerRun
+	slot    scheduler.SlotKey
+	claimed *scheduler.Run
+	orphan  *scheduler.Run
 	// held: the slot's claim failed when it fired, and waited for the store (retryLater).
 	held bool
 }
 
 // catchupPlan is what a new leader does about one job's past slots.
 type catchupPlan struct {
-	run    []pending    // to run, oldest first
-	missed []Outcome    // slots never started, recorded missed without running
-	close  []Completion // orphans finished as missed without running
-	ahead  []LedgerRun  // orphans of slots still to come, claimed ahead by an older leader
+	run    []pending              // to run, oldest first
+	missed []scheduler.Outcome    // slots never started, recorded missed without running
+	close  []scheduler.Completion // orphans finished as missed without running
+	ahead  []scheduler.Run        // orphans of slots still to come, claimed ahead by an older leader
 }
 
 // planCatchup decides, for one job, what to do with the slots due before now: those within the
@@ -35,27 +39,27 @@ type catchupPlan struct {
 // since the job's last run are recorded missed. A job that has no run at all is new and owes
 // nothing before now. window holds the job's runs of the window,
 // orphans its runs left running under older tokens, last its newest run (nil if none).
-func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []LedgerRun, last *LedgerRun) (catchupPlan, error) {
+func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []scheduler.Run, last *scheduler.Run) (catchupPlan, error) {
 	var plan catchupPlan
 	from := now.Add(-spec.Catchup)
 
-	byAt := make(map[int64]LedgerRun, len(window))
+	byAt := make(map[int64]scheduler.Run, len(window))
 	for _, r := range window {
-		if !r.Slot.Manual {
-			byAt[r.Slot.At.UnixMicro()] = r
+		if !r.Manual {
+			byAt[r.ScheduledAt.UnixMicro()] = r
 		}
 	}
 	orphanAt := make(map[int64]bool, len(orphans))
 	for _, o := range orphans {
-		orphanAt[o.Slot.At.UnixMicro()] = !o.Slot.Manual
+		orphanAt[o.ScheduledAt.UnixMicro()] = !o.Manual
 	}
 
 	// Slots of the window that are due: no run, or an orphan. A job without any run in the
 	// ledger is new: its history starts now, and nothing before now is owed.
 	var candidates []pending
 	if spec.Enabled && last != nil {
-		if last.Slot.At.After(from) {
-			from = last.Slot.At.Add(-time.Nanosecond) // the window's earlier slots predate the job
+		if last.ScheduledAt.After(from) {
+			from = last.ScheduledAt.Add(-time.Nanosecond) // the window's earlier slots predate the job
 		}
 		slots, err := spec.Schedule.Between(from, now)
 		if err != nil {
@@ -69,10 +73,10 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 			r, ok := byAt[key]
 			switch {
 			case !ok:
-				candidates = append(candidates, pending{slot: SlotKey{Job: spec.Name, At: sl.At}})
-			case r.Status == StatusRunning && orphanAt[key]:
+				candidates = append(candidates, pending{slot: scheduler.SlotKey{Job: spec.Name, At: sl.At}})
+			case r.Status == scheduler.StatusRunning && orphanAt[key]:
 				r := r
-				candidates = append(candidates, pending{slot: r.Slot, orphan: &r})
+				candidates = append(candidates, pending{slot: r.Key(), orphan: &r})
 			}
 		}
 	}
@@ -102,7 +106,7 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 		case keep[i] || c.orphan != nil:
 			plan.run = append(plan.run, c)
 		default:
-			plan.missed = append(plan.missed, Outcome{Slot: c.slot, Status: StatusMissed, Reason: fmt.Sprintf("no leader at the slot; misfire %s", spec.Misfire)})
+			plan.missed = append(plan.missed, scheduler.Outcome{Slot: c.slot, Status: scheduler.StatusMissed, Reason: fmt.Sprintf("no leader at the slot; misfire %s", spec.Misfire)})
 		}
 	}
 
@@ -119,12 +123,12 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 	for _, o := range orphans {
 		switch {
 		case handled[o.RunID]:
-		case o.Slot.Manual:
+		case o.Manual:
 			o := o
-			plan.run = append(plan.run, pending{slot: o.Slot, orphan: &o})
-		case spec.Enabled && spec.fireAt(o.Slot.At).After(now) && spec.onSchedule(o.Slot.At):
+			plan.run = append(plan.run, pending{slot: o.Key(), orphan: &o})
+		case spec.Enabled && spec.fireAt(o.ScheduledAt).After(now) && spec.onSchedule(o.ScheduledAt):
 			plan.ahead = append(plan.ahead, o)
-		case !o.Slot.At.After(from):
+		case !o.ScheduledAt.After(from):
 			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader, before the catch-up window"))
 		default:
 			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
@@ -132,23 +136,23 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 	}
 
 	// Slots between the job's last run and the window, never started: missed.
-	if last != nil && spec.Enabled && last.Slot.At.Before(from) {
-		older, err := spec.Schedule.Between(last.Slot.At, from)
-		if errors.Is(err, ErrTooManySlots) || len(older) > maxMissedRecords {
-			if sl, ok := spec.Schedule.Last(last.Slot.At, from); ok {
-				plan.missed = append(plan.missed, Outcome{
-					Slot: SlotKey{Job: spec.Name, At: sl.At}, Status: StatusMissed,
-					Reason: fmt.Sprintf("no leader at the slot, before the catch-up window; earlier slots since %s were not recorded one by one", last.Slot.At.UTC().Format(time.RFC3339)),
+	if last != nil && spec.Enabled && last.ScheduledAt.Before(from) {
+		older, err := spec.Schedule.Between(last.ScheduledAt, from)
+		if errors.Is(err, schedule.ErrTooManySlots) || len(older) > maxMissedRecords {
+			if sl, ok := spec.Schedule.Last(last.ScheduledAt, from); ok {
+				plan.missed = append(plan.missed, scheduler.Outcome{
+					Slot: scheduler.SlotKey{Job: spec.Name, At: sl.At}, Status: scheduler.StatusMissed,
+					Reason: fmt.Sprintf("no leader at the slot, before the catch-up window; earlier slots since %s were not recorded one by one", last.ScheduledAt.UTC().Format(time.RFC3339)),
 				})
 			}
 		} else if err != nil {
 			return plan, fmt.Errorf("catch-up of job %q: %w", spec.Name, err)
 		} else {
 			for _, sl := range older {
-				if _, seen := byAt[sl.At.UnixMicro()]; seen || !sl.At.After(last.Slot.At) {
+				if _, seen := byAt[sl.At.UnixMicro()]; seen || !sl.At.After(last.ScheduledAt) {
 					continue
 				}
-				plan.missed = append(plan.missed, Outcome{Slot: SlotKey{Job: spec.Name, At: sl.At}, Status: StatusMissed, Reason: "no leader at the slot, before the catch-up window"})
+				plan.missed = append(plan.missed, scheduler.Outcome{Slot: scheduler.SlotKey{Job: spec.Name, At: sl.At}, Status: scheduler.StatusMissed, Reason: "no leader at the slot, before the catch-up window"})
 			}
 		}
 	}
@@ -159,17 +163,17 @@ func planCatchup(spec *Spec, now time.Time, window []LedgerRun, orphans []Ledger
 // orphanClosed finishes an orphan that is not run again. One that never started (claimed ahead
 // of its slot, attempt 0) missed its slot; one that started ran, and is never recorded missed:
 // its outcome is unknown, so it is closed failed, saying so.
-func orphanClosed(o LedgerRun, reason string) Completion {
-	return orphanNotRun(o, StatusMissed, reason)
+func orphanClosed(o scheduler.Run, reason string) scheduler.Completion {
+	return orphanNotRun(o, scheduler.StatusMissed, reason)
 }
 
 // orphanNotRun finishes an orphan that is not run again with status, or, if it started, as
 // failed: a run that started is never recorded as a slot that did not run.
-func orphanNotRun(o LedgerRun, status Status, reason string) Completion {
+func orphanNotRun(o scheduler.Run, status scheduler.Status, reason string) scheduler.Completion {
 	if o.Attempt == 0 {
-		return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: status, Reason: reason}
+		return scheduler.Completion{RunID: o.RunID, Job: o.Job, Status: status, Reason: reason}
 	}
-	return Completion{RunID: o.RunID, Job: o.Slot.Job, Status: StatusFailed, Attempt: o.Attempt,
+	return scheduler.Completion{RunID: o.RunID, Job: o.Job, Status: scheduler.StatusFailed, Attempt: o.Attempt,
 		Error:  "the run's outcome was never recorded: its leader stopped before writing it",
 		Reason: fmt.Sprintf("%s; it started (attempt %d) and is not run again", reason, o.Attempt)}
 }

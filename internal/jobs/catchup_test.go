@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // TestPlanCatchup_OrphanIsAlwaysFinished: a slot an older leader started and left running is
@@ -11,8 +13,8 @@ import (
 // that never started.
 func TestPlanCatchup_OrphanIsAlwaysFinished(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	orphan := LedgerRun{RunID: 9, Slot: SlotKey{Job: "job", At: at(1)}, Status: StatusRunning, Token: 5, Attempt: 1}
-	done := LedgerRun{RunID: 8, Slot: SlotKey{Job: "job", At: at(0)}, Status: StatusSucceeded, Token: 5, Attempt: 1}
+	orphan := scheduler.Run{RunID: 9, Job: "job", ScheduledAt: at(1), Status: scheduler.StatusRunning, Token: 5, Attempt: 1}
+	done := scheduler.Run{RunID: 8, Job: "job", ScheduledAt: at(0), Status: scheduler.StatusSucceeded, Token: 5, Attempt: 1}
 	for _, tc := range []struct {
 		misfire Misfire
 		run     []int // minutes of the slots run, oldest first
@@ -24,7 +26,7 @@ func TestPlanCatchup_OrphanIsAlwaysFinished(t *testing.T) {
 	} {
 		t.Run(string(tc.misfire), func(t *testing.T) {
 			s := spec(t, "job", execFunc(succeed), func(s *Spec) { s.Misfire = tc.misfire })
-			plan, err := planCatchup(&s, at(4).Add(30*time.Second), []LedgerRun{done, orphan}, []LedgerRun{orphan}, &orphan)
+			plan, err := planCatchup(&s, at(4).Add(30*time.Second), []scheduler.Run{done, orphan}, []scheduler.Run{orphan}, &orphan)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,10 +50,10 @@ func TestPlanCatchup_OrphanIsAlwaysFinished(t *testing.T) {
 func TestPlanCatchup_OrphanThatRanIsNeverMissed(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	s := spec(t, "job", execFunc(succeed), func(s *Spec) { s.Catchup = 10 * time.Minute })
-	ran := LedgerRun{RunID: 1, Slot: SlotKey{Job: "job", At: at(0)}, Status: StatusRunning, Token: 5, Attempt: 1}
-	ahead := LedgerRun{RunID: 2, Slot: SlotKey{Job: "job", At: at(1)}, Status: StatusRunning, Token: 5}
+	ran := scheduler.Run{RunID: 1, Job: "job", ScheduledAt: at(0), Status: scheduler.StatusRunning, Token: 5, Attempt: 1}
+	ahead := scheduler.Run{RunID: 2, Job: "job", ScheduledAt: at(1), Status: scheduler.StatusRunning, Token: 5}
 	last := ahead
-	plan, err := planCatchup(&s, at(120), nil, []LedgerRun{ran, ahead}, &last)
+	plan, err := planCatchup(&s, at(120), nil, []scheduler.Run{ran, ahead}, &last)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,17 +63,17 @@ func TestPlanCatchup_OrphanThatRanIsNeverMissed(t *testing.T) {
 	for _, c := range plan.close {
 		switch c.RunID {
 		case ran.RunID:
-			if c.Status != StatusFailed || c.Attempt != 1 || !strings.Contains(c.Reason, "started") {
+			if c.Status != scheduler.StatusFailed || c.Attempt != 1 || !strings.Contains(c.Reason, "started") {
 				t.Errorf("orphan that ran closed as %+v, want failed, attempt 1, saying it started", c)
 			}
 		case ahead.RunID:
-			if c.Status != StatusMissed {
+			if c.Status != scheduler.StatusMissed {
 				t.Errorf("orphan that never started closed as %+v, want missed", c)
 			}
 		}
 	}
 	for _, m := range plan.missed {
-		if m.Slot.At.Equal(ran.Slot.At) {
+		if m.Slot.At.Equal(ran.ScheduledAt) {
 			t.Errorf("the slot that ran is recorded missed: %+v", m)
 		}
 	}
@@ -83,10 +85,10 @@ func TestPlanCatchup_OrphanThatRanIsNeverMissed(t *testing.T) {
 func TestRunner_CatchupNeverMarksRunSlotMissed(t *testing.T) {
 	exec := &countingExec{}
 	h := newHarness(t, t0.Add(3*time.Hour), spec(t, "job", exec, func(s *Spec) { s.Misfire = MisfireSkip }))
-	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: t0}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.ledger.put(scheduler.Run{Job: "job", ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	h.lead(token)
-	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != StatusRunning })
-	if rows[0].Status == StatusMissed || rows[0].Status != StatusFailed || !strings.Contains(rows[0].Completion.Reason, "started") {
+	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != scheduler.StatusRunning })
+	if rows[0].Status == scheduler.StatusMissed || rows[0].Status != scheduler.StatusFailed || !strings.Contains(rows[0].Completion.Reason, "started") {
 		t.Fatalf("the run that started is closed %s (%q), want failed, saying it started", rows[0].Status, rows[0].Completion.Reason)
 	}
 	if exec.n.Load() != 0 {
@@ -100,10 +102,10 @@ func TestRunner_PausedCatchupNeverMarksRunSlotSkipped(t *testing.T) {
 	exec := &countingExec{}
 	h := newHarness(t, t0.Add(90*time.Second), spec(t, "job", exec, nil))
 	h.paused.Store(true)
-	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: t0.Add(time.Minute)}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.ledger.put(scheduler.Run{Job: "job", ScheduledAt: t0.Add(time.Minute), Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	h.lead(token)
-	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != StatusRunning })
-	if rows[0].Status != StatusFailed || !strings.Contains(rows[0].Completion.Reason, "paused") || exec.n.Load() != 0 {
+	rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool { return len(r) > 0 && r[0].Status != scheduler.StatusRunning })
+	if rows[0].Status != scheduler.StatusFailed || !strings.Contains(rows[0].Completion.Reason, "paused") || exec.n.Load() != 0 {
 		t.Fatalf("the paused job's run that started is closed %s (%q), runs=%d; want failed, saying paused, not run",
 			rows[0].Status, rows[0].Completion.Reason, exec.n.Load())
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // The commands below run on the loop goroutine, sent there by the Runner's Drain, Trigger and
@@ -41,7 +43,7 @@ func (t *term) trigger(job string, at time.Time) error {
 	}
 	at = at.UTC().Truncate(time.Microsecond)
 	t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", at))
-	return t.dispatch(t.runsCtx, []pending{{slot: SlotKey{Job: job, At: at, Manual: true}}})
+	return t.dispatch(t.runsCtx, []pending{{slot: scheduler.SlotKey{Job: job, At: at, Manual: true}}})
 }
 
 // reload applies a new table: new jobs get their fences raised, changed ones new timers.

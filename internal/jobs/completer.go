@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"scheduler"
 )
 
 // maxCompleteBatch bounds the runs finished by one CompleteMany.
 const maxCompleteBatch = 1000
 
-// completer writes the outcomes of finished runs in batches, when the Ledger is a
-// BatchCompleter: a run hands its outcome over and its goroutine ends; the completer writes
+// completer writes the outcomes of finished runs in batches: a run hands its outcome over and its goroutine ends; the completer writes
 // everything handed over since its last write in one CompleteMany, then tells the loop that
 // those runs are done. A lone run is written at once, so batching adds no delay; a herd of
 // short runs costs a few round trips instead of one per run, and no goroutine waits on the
@@ -33,7 +34,7 @@ type completer struct {
 // finished is a run whose outcome is to be written; the completer queues pointers to it. It is
 // kept small: a herd's runs may all wait in the completer at once.
 type finished struct {
-	c       Completion
+	c       scheduler.Completion
 	slot    time.Time
 	attempt int
 	took    time.Duration
@@ -127,7 +128,7 @@ func (c *completer) write(batch []*finished) {
 	stopped := t.outcomes.stopped()
 	errs := make([]error, len(batch))
 	var (
-		cs  []Completion
+		cs  []scheduler.Completion
 		idx []int
 	)
 	for i, f := range batch {
@@ -174,25 +175,22 @@ func (c *completer) write(batch []*finished) {
 	}
 }
 
-// completeAll finishes runs: in batches of CompleteMany when the Ledger has it, else one by one.
+// completeAll finishes runs: one alone with Complete, more in batches of CompleteMany.
 // A batch refused by the fence is retried run by run, so that the runs of jobs whose fences were
 // not raised yet are still recorded. The errors follow cs.
-func (t *term) completeAll(ctx context.Context, cs []Completion) []error {
+func (t *term) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
 	errs := make([]error, len(cs))
-	bc, ok := t.r.opts.Ledger.(BatchCompleter)
-	if !ok || len(cs) == 1 {
-		for i, c := range cs {
-			errs[i] = t.r.opts.Ledger.Complete(ctx, t.token, c)
-		}
+	if len(cs) == 1 {
+		_, errs[0] = t.r.opts.Ledger.Complete(ctx, t.token, cs[0])
 		return errs
 	}
 	for lo := 0; lo < len(cs); lo += maxCompleteBatch {
 		part := cs[lo:min(lo+maxCompleteBatch, len(cs))]
-		done, err := bc.CompleteMany(ctx, t.token, part)
+		done, err := t.r.opts.Ledger.CompleteMany(ctx, t.token, part)
 		switch {
-		case errors.Is(err, ErrFenced):
+		case errors.Is(err, scheduler.ErrFenced):
 			for i, c := range part {
-				errs[lo+i] = t.r.opts.Ledger.Complete(ctx, t.token, c)
+				_, errs[lo+i] = t.r.opts.Ledger.Complete(ctx, t.token, c)
 			}
 		case err == nil && len(done) != len(part):
 			err = fmt.Errorf("the ledger answered %d completions for %d runs", len(done), len(part))
@@ -203,8 +201,8 @@ func (t *term) completeAll(ctx context.Context, cs []Completion) []error {
 			}
 		default:
 			for i := range part {
-				if !done[i] {
-					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, ErrNotRunning)
+				if !done[i].Written {
+					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, scheduler.ErrNotRunning)
 				}
 			}
 		}

@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"scheduler"
 )
 
 // fakeClock is a Clock that moves only when the test advances it.
@@ -115,8 +118,8 @@ func (t *fakeTimer) Stop() bool {
 type fakeLedger struct {
 	mu     sync.Mutex
 	fences map[string]int64
-	runs   map[slotID]*LedgerRun
-	extra  map[int64]Completion // what completed each run
+	runs   map[slotID]*scheduler.Run
+	extra  map[int64]scheduler.Completion // what completed each run
 	nextID int64
 	claims int // ClaimMany calls
 }
@@ -127,16 +130,16 @@ type slotID struct {
 	manual bool
 }
 
-func idOf(s SlotKey) slotID { return slotID{s.Job, s.At.UnixMicro(), s.Manual} }
+func idOf(s scheduler.SlotKey) slotID { return slotID{s.Job, s.At.UnixMicro(), s.Manual} }
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{fences: map[string]int64{}, runs: map[slotID]*LedgerRun{}, extra: map[int64]Completion{}}
+	return &fakeLedger{fences: map[string]int64{}, runs: map[slotID]*scheduler.Run{}, extra: map[int64]scheduler.Completion{}}
 }
 
 func (l *fakeLedger) check(job string, token int64) error {
 	if token < l.fences[job] {
-		return &FenceError{Job: job, Token: token, Fence: l.fences[job],
-			Err: fmt.Errorf("job %q token %d < fence %d: %w", job, token, l.fences[job], ErrFenced)}
+		return &scheduler.FenceError{Job: job, Token: token, Fence: l.fences[job],
+			Err: fmt.Errorf("job %q token %d < fence %d: %w", job, token, l.fences[job], scheduler.ErrFenced)}
 	}
 	l.fences[job] = token
 	return nil
@@ -167,7 +170,7 @@ func (l *fakeLedger) raise(job string, token int64) {
 	l.fences[job] = token
 }
 
-func (l *fakeLedger) ClaimMany(_ context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+func (l *fakeLedger) ClaimMany(_ context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.claims++
@@ -176,70 +179,87 @@ func (l *fakeLedger) ClaimMany(_ context.Context, token int64, node string, slot
 			return nil, err
 		}
 	}
-	out := make([]Claimed, len(slots))
+	out := make([]scheduler.Result, len(slots))
 	for i, s := range slots {
 		if r, ok := l.runs[idOf(s)]; ok {
-			out[i] = Claimed{Run: *r}
+			out[i] = scheduler.Result{Run: *r}
 			continue
 		}
 		l.nextID++
-		r := &LedgerRun{RunID: l.nextID, Slot: s, Status: StatusRunning, Token: token, Attempt: 1}
+		r := &scheduler.Run{RunID: l.nextID, Job: s.Job, ScheduledAt: s.At, Manual: s.Manual, Status: scheduler.StatusRunning, Token: token, Attempt: 1}
 		l.runs[idOf(s)] = r
-		out[i] = Claimed{Run: *r, Written: true}
+		out[i] = scheduler.Result{Run: *r, Written: true}
 	}
 	return out, nil
 }
 
-// ClaimAhead is ClaimMany for runs not started: attempt 0 until MarkStarted.
-func (l *fakeLedger) ClaimAhead(ctx context.Context, token int64, node string, slots []SlotKey) ([]Claimed, error) {
+// ClaimAheadMany is ClaimMany for runs not started: attempt 0 until StartMany.
+func (l *fakeLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	out, err := l.ClaimMany(ctx, token, node, slots)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, c := range out {
 		if c.Written {
-			l.runs[idOf(c.Run.Slot)].Attempt = 0
+			l.runs[idOf(c.Run.Key())].Attempt = 0
 			out[i].Run.Attempt = 0
 		}
 	}
 	return out, err
 }
 
-func (l *fakeLedger) MarkStarted(_ context.Context, token int64, runs []LedgerRun) error {
+func (l *fakeLedger) StartMany(_ context.Context, token int64, refs []scheduler.RunRef) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, r := range runs {
-		if err := l.check(r.Slot.Job, token); err != nil {
-			return err
+	for _, r := range refs {
+		if err := l.check(r.Job, token); err != nil {
+			return 0, err
 		}
 	}
-	for _, r := range runs {
-		if cur, ok := l.runs[idOf(r.Slot)]; ok && cur.RunID == r.RunID && cur.Status == StatusRunning && cur.Token == token {
-			cur.Attempt = max(cur.Attempt, 1)
+	n := 0
+	for _, r := range refs {
+		for _, cur := range l.runs {
+			if cur.RunID == r.RunID && cur.Status == scheduler.StatusRunning && cur.Token == token && cur.Attempt == 0 {
+				cur.Attempt = 1
+				n++
+			}
 		}
 	}
-	return nil
+	return n, nil
 }
 
-func (l *fakeLedger) Reclaim(_ context.Context, token int64, node string, slot SlotKey) (LedgerRun, error) {
+func (l *fakeLedger) Reclaim(_ context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.check(slot.Job, token); err != nil {
-		return LedgerRun{}, err
+		return scheduler.Run{}, err
 	}
 	r, ok := l.runs[idOf(slot)]
-	if !ok || r.Status != StatusRunning || r.Token >= token {
-		return LedgerRun{}, fmt.Errorf("slot %v not orphaned", slot)
+	if !ok || r.Status != scheduler.StatusRunning || r.Token >= token {
+		return scheduler.Run{}, fmt.Errorf("slot %v not orphaned", slot)
 	}
 	r.Token, r.Attempt = token, r.Attempt+1
 	return *r, nil
 }
 
-func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, outs []Outcome) error {
+// ReclaimMany is Reclaim for each slot; a slot whose run is not an orphan is not taken.
+func (l *fakeLedger) ReclaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	out := make([]scheduler.Result, len(slots))
+	for i, s := range slots {
+		r, err := l.Reclaim(ctx, token, node, s)
+		if errors.Is(err, scheduler.ErrFenced) {
+			return nil, err
+		}
+		out[i] = scheduler.Result{Run: r, Written: err == nil}
+	}
+	return out, nil
+}
+
+func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, outs []scheduler.Outcome) ([]scheduler.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, o := range outs {
 		if err := l.check(o.Slot.Job, token); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, o := range outs {
@@ -247,30 +267,73 @@ func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, out
 			continue
 		}
 		l.nextID++
-		l.runs[idOf(o.Slot)] = &LedgerRun{RunID: l.nextID, Slot: o.Slot, Status: o.Status, Token: token}
-		l.extra[l.nextID] = Completion{RunID: l.nextID, Job: o.Slot.Job, Status: o.Status, Reason: o.Reason}
+		l.runs[idOf(o.Slot)] = &scheduler.Run{RunID: l.nextID, Job: o.Slot.Job, ScheduledAt: o.Slot.At, Manual: o.Slot.Manual, Status: o.Status, Token: token}
+		l.extra[l.nextID] = scheduler.Completion{RunID: l.nextID, Job: o.Slot.Job, Status: o.Status, Reason: o.Reason}
 	}
-	return nil
+	return nil, nil
 }
 
-func (l *fakeLedger) Complete(_ context.Context, token int64, c Completion) error {
+func (l *fakeLedger) Complete(_ context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.check(c.Job, token); err != nil {
-		return err
+		return scheduler.Run{}, err
 	}
 	for _, r := range l.runs {
 		if r.RunID == c.RunID {
-			if r.Status != StatusRunning {
-				return fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, ErrNotRunning)
+			if r.Status != scheduler.StatusRunning {
+				return scheduler.Run{}, fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, scheduler.ErrNotRunning)
 			}
 			r.Status = c.Status
 			r.Attempt = max(r.Attempt, c.Attempt)
 			l.extra[c.RunID] = c
-			return nil
+			return *r, nil
 		}
 	}
-	return fmt.Errorf("no run %d", c.RunID)
+	return scheduler.Run{}, fmt.Errorf("no run %d", c.RunID)
+}
+
+// CompleteMany is Complete for each completion, after one fence check of them all: a run no
+// longer running is not written.
+func (l *fakeLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	l.mu.Lock()
+	for _, c := range cs {
+		if err := l.check(c.Job, token); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+	}
+	l.mu.Unlock()
+	out := make([]scheduler.Result, len(cs))
+	for i, c := range cs {
+		r, err := l.Complete(ctx, token, c)
+		switch {
+		case errors.Is(err, scheduler.ErrNotRunning):
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = scheduler.Result{Run: r, Written: true}
+		}
+	}
+	return out, nil
+}
+
+// Fenced runs fn with no transaction: the runner's tests write nothing through it.
+func (l *fakeLedger) Fenced(_ context.Context, job string, token int64, fn func(context.Context, scheduler.Tx) error) error {
+	l.mu.Lock()
+	err := l.check(job, token)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return errors.New("fake ledger: no transactions")
+}
+
+// FencedStatements checks the fence and runs nothing.
+func (l *fakeLedger) FencedStatements(_ context.Context, job string, token int64, _, _ string) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 0, l.check(job, token)
 }
 
 func (l *fakeLedger) NextAttempt(_ context.Context, token int64, job string, runID int64) (int, error) {
@@ -288,36 +351,36 @@ func (l *fakeLedger) NextAttempt(_ context.Context, token int64, job string, run
 	return 0, fmt.Errorf("no run %d", runID)
 }
 
-func (l *fakeLedger) Window(_ context.Context, jobs []string, from, to time.Time) ([]LedgerRun, error) {
+func (l *fakeLedger) Window(_ context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []LedgerRun
+	var out []scheduler.Run
 	for _, r := range l.runs {
-		if !r.Slot.Manual && !r.Slot.At.Before(from) && !r.Slot.At.After(to) && contains(jobs, r.Slot.Job) {
+		if !r.Manual && !r.ScheduledAt.Before(from) && !r.ScheduledAt.After(to) && contains(jobs, r.Job) {
 			out = append(out, *r)
 		}
 	}
 	return out, nil
 }
 
-func (l *fakeLedger) Last(_ context.Context, jobs []string) (map[string]LedgerRun, error) {
+func (l *fakeLedger) Last(_ context.Context, jobs ...string) (map[string]scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[string]LedgerRun{}
+	out := map[string]scheduler.Run{}
 	for _, r := range l.runs {
-		if cur, ok := out[r.Slot.Job]; contains(jobs, r.Slot.Job) && (!ok || r.Slot.At.After(cur.Slot.At)) {
-			out[r.Slot.Job] = *r
+		if cur, ok := out[r.Job]; contains(jobs, r.Job) && (!ok || r.ScheduledAt.After(cur.ScheduledAt)) {
+			out[r.Job] = *r
 		}
 	}
 	return out, nil
 }
 
-func (l *fakeLedger) Orphans(_ context.Context, jobs []string) ([]LedgerRun, error) {
+func (l *fakeLedger) Orphans(_ context.Context, jobs ...string) ([]scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []LedgerRun
+	var out []scheduler.Run
 	for _, r := range l.runs {
-		if contains(jobs, r.Slot.Job) && r.Status == StatusRunning && r.Token < l.fences[r.Slot.Job] {
+		if contains(jobs, r.Job) && r.Status == scheduler.StatusRunning && r.Token < l.fences[r.Job] {
 			out = append(out, *r)
 		}
 	}
@@ -325,12 +388,12 @@ func (l *fakeLedger) Orphans(_ context.Context, jobs []string) ([]LedgerRun, err
 }
 
 // put stores a run as an earlier leader left it.
-func (l *fakeLedger) put(r LedgerRun) {
+func (l *fakeLedger) put(r scheduler.Run) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.nextID++
 	r.RunID = l.nextID
-	l.runs[idOf(r.Slot)] = &r
+	l.runs[idOf(r.Key())] = &r
 }
 
 // snapshot returns the job's runs, oldest slot first, with how each ended.
@@ -339,17 +402,17 @@ func (l *fakeLedger) snapshot(job string) []ledgerRow {
 	defer l.mu.Unlock()
 	var out []ledgerRow
 	for _, r := range l.runs {
-		if r.Slot.Job == job {
-			out = append(out, ledgerRow{LedgerRun: *r, Completion: l.extra[r.RunID]})
+		if r.Job == job {
+			out = append(out, ledgerRow{Run: *r, Completion: l.extra[r.RunID]})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slot.At.Before(out[j].Slot.At) })
+	sort.Slice(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
 	return out
 }
 
 type ledgerRow struct {
-	LedgerRun
-	Completion Completion
+	scheduler.Run
+	Completion scheduler.Completion
 }
 
 func contains(list []string, s string) bool {
@@ -362,6 +425,6 @@ func contains(list []string, s string) bool {
 }
 
 // execFunc adapts a function to Executor.
-type execFunc func(ctx context.Context, r Run) (string, error)
+type execFunc func(ctx context.Context, r scheduler.Attempt) (string, error)
 
-func (f execFunc) Execute(ctx context.Context, r Run) (string, error) { return f(ctx, r) }
+func (f execFunc) Execute(ctx context.Context, r scheduler.Attempt) (string, error) { return f(ctx, r) }

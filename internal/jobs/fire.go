@@ -7,7 +7,8 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
+
+	"scheduler"
 )
 
 // Reasons recorded for slots that end without running.
@@ -34,9 +35,9 @@ func (t *term) fireDue(ctx context.Context) error {
 	t.claimAhead(now)
 	var (
 		due     []pending
-		closes  []Completion
+		closes  []scheduler.Completion
 		fired   []*fireEntry
-		records []Outcome
+		records []scheduler.Outcome
 	)
 	for len(t.heap) > 0 && !t.heap.peek().at.After(now) {
 		e := t.heap.pop()
@@ -59,7 +60,7 @@ func (t *term) fireDue(ctx context.Context) error {
 			// Superseded by a reload: a run claimed ahead for it is closed.
 			e.dropped = true
 			if e.claim == claimDone && e.written {
-				closes = append(closes, Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: StatusSkipped, Reason: reasonReloaded})
+				closes = append(closes, scheduler.Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: scheduler.StatusSkipped, Reason: reasonReloaded})
 			}
 			continue
 		}
@@ -95,8 +96,8 @@ func (t *term) fireDue(ctx context.Context) error {
 func (t *term) dispatch(ctx context.Context, due []pending) error {
 	var (
 		start   = make([]pending, 0, len(due))
-		records []Outcome
-		closes  []Completion
+		records []scheduler.Outcome
+		closes  []scheduler.Completion
 		// heldStarts: jobs of which a slot whose claim waited for the store starts here.
 		heldStarts = map[*jobState]bool{}
 		// behind: slots to claim now skipped for a slot starting here, not a run in progress;
@@ -106,11 +107,11 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 	skip := func(p pending, reason string) {
 		switch {
 		case p.claimed != nil:
-			closes = append(closes, Completion{RunID: p.claimed.RunID, Job: p.slot.Job, Status: StatusSkipped, Reason: reason})
+			closes = append(closes, scheduler.Completion{RunID: p.claimed.RunID, Job: p.slot.Job, Status: scheduler.StatusSkipped, Reason: reason})
 		case p.orphan != nil:
-			closes = append(closes, Completion{RunID: p.orphan.RunID, Job: p.slot.Job, Status: StatusSkipped, Reason: reason})
+			closes = append(closes, scheduler.Completion{RunID: p.orphan.RunID, Job: p.slot.Job, Status: scheduler.StatusSkipped, Reason: reason})
 		default:
-			records = append(records, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: reason})
+			records = append(records, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reason})
 		}
 	}
 	for _, p := range due {
@@ -183,35 +184,36 @@ func (t *term) dispatch(ctx context.Context, due []pending) error {
 // record stores slots that end without running; a failure other than the fence is retried
 // with the claims that wait for the store (if the term ends first, the slots stay without a
 // row, and a later leader deals with them as slots no leader saw).
-func (t *term) record(ctx context.Context, outs []Outcome) error {
+func (t *term) record(ctx context.Context, outs []scheduler.Outcome) error {
 	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
 }
 
 // recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It touches
 // no state of the loop, so a takeover runs it beside its claims; recorded settles the answers.
-func (t *term) recordAll(ctx context.Context, outs []Outcome) []error {
+func (t *term) recordAll(ctx context.Context, outs []scheduler.Outcome) []error {
 	var errs []error
 	for lo := 0; lo < len(outs); lo += maxClaimBatch {
-		errs = append(errs, t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))]))
+		_, err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))])
+		errs = append(errs, err)
 	}
 	return errs
 }
 
 // recorded settles, on the loop, how the batches of recordAll went. A batch refused for a job
 // that is then blocked is written again without that job's slots.
-func (t *term) recorded(ctx context.Context, outs []Outcome, errs []error) error {
+func (t *term) recorded(ctx context.Context, outs []scheduler.Outcome, errs []error) error {
 	for k, err := range errs {
 		part := outs[k*maxClaimBatch : min((k+1)*maxClaimBatch, len(outs))]
 		switch {
-		case errors.Is(err, ErrFenced):
-			slots := make([]SlotKey, len(part))
+		case errors.Is(err, scheduler.ErrFenced):
+			slots := make([]scheduler.SlotKey, len(part))
 			for i, o := range part {
 				slots[i] = o.Slot
 			}
 			if rerr := t.refused(ctx, batchJob(slots), err); rerr != nil {
 				return rerr
 			}
-			rest := slices.DeleteFunc(slices.Clone(part), func(o Outcome) bool { return t.isBlocked(o.Slot.Job) })
+			rest := slices.DeleteFunc(slices.Clone(part), func(o scheduler.Outcome) bool { return t.isBlocked(o.Slot.Job) })
 			if len(rest) == len(part) {
 				return t.fenced(part[0].Slot.Job, err)
 			}
@@ -236,7 +238,7 @@ func (t *term) recorded(ctx context.Context, outs []Outcome, errs []error) error
 // closeRuns finishes runs that end without running (claimed ahead, or orphans), in one batch
 // when the ledger can. A failure other than the fence is logged: the runs stay running, and a
 // later leader closes them.
-func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
+func (t *term) closeRuns(ctx context.Context, cs []scheduler.Completion) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -244,10 +246,10 @@ func (t *term) closeRuns(ctx context.Context, cs []Completion) error {
 }
 
 // closed settles, on the loop, how the writes of closeRuns went; errs follow cs.
-func (t *term) closed(ctx context.Context, cs []Completion, errs []error) error {
+func (t *term) closed(ctx context.Context, cs []scheduler.Completion, errs []error) error {
 	for i, c := range cs {
 		switch err := errs[i]; {
-		case errors.Is(err, ErrFenced):
+		case errors.Is(err, scheduler.ErrFenced):
 			if rerr := t.refused(ctx, c.Job, err); rerr != nil {
 				return rerr
 			}
@@ -267,8 +269,8 @@ func (t *term) closed(ctx context.Context, cs []Completion, errs []error) error 
 // ahead at once. A ledger failure other than the fence puts the slots back to be retried shortly.
 func (t *term) start(ctx context.Context, ps []pending) error {
 	var (
-		fresh   []SlotKey
-		orphans []LedgerRun
+		fresh   []scheduler.SlotKey
+		orphans []scheduler.Run
 	)
 	for _, p := range ps {
 		switch {
@@ -293,8 +295,8 @@ func (t *term) start(ctx context.Context, ps []pending) error {
 	// A large batch (a takeover's catch-up) is claimed in parts, maxClaimsInFlight at once; the
 	// runs of each part are launched here, on the loop goroutine, as soon as it is claimed.
 	type part struct {
-		slots   []SlotKey
-		claimed []Claimed
+		slots   []scheduler.SlotKey
+		claimed []scheduler.Result
 		err     error
 	}
 	var parts []*part
@@ -311,9 +313,9 @@ func (t *term) start(ctx context.Context, ps []pending) error {
 }
 
 // claimedNow launches the runs of fresh slots claimed now.
-func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claimed, err error) error {
+func (t *term) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, claimed []scheduler.Result, err error) error {
 	// A claim refused for a job that is then blocked is made again without that job's slots.
-	for errors.Is(err, ErrFenced) {
+	for errors.Is(err, scheduler.ErrFenced) {
 		if rerr := t.refused(ctx, batchJob(fresh), err); rerr != nil {
 			return rerr
 		}
@@ -338,25 +340,23 @@ func (t *term) claimedNow(ctx context.Context, fresh []SlotKey, claimed []Claime
 		switch {
 		case c.Written:
 			t.launch(nil, c.Run)
-		case c.Run.Status == StatusRunning && c.Run.Token < t.token:
+		case c.Run.Status == scheduler.StatusRunning && c.Run.Token < t.token:
 			if err := t.reclaim(ctx, c.Run); err != nil {
 				return err
 			}
 		default:
-			t.lg.Info("slot already has a run", zap.String("job", c.Run.Slot.Job), zap.Time("slot", c.Run.Slot.At),
+			t.lg.Info("slot already has a run", zap.String("job", c.Run.Job), zap.Time("slot", c.Run.ScheduledAt),
 				zap.String("status", string(c.Run.Status)), zap.Int64("run_token", c.Run.Token))
 		}
 	}
 	return nil
 }
 
-// maxReclaimsInFlight bounds the concurrent Reclaim calls of a takeover with many orphans.
-const maxReclaimsInFlight = 8
-
-// reclaimAll takes over runs older leaders left running, and runs them again: in batches when
-// the ledger is a BatchReclaimer, else one call each, many orphans (a takeover after a herd was
-// cut off) in parallel. Their runs are launched here, on the loop goroutine.
-func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
+// reclaimAll takes over runs older leaders left running, and runs them again: in batches of
+// ReclaimMany, maxClaimsInFlight at once, each part's runs launched as soon as it is taken over
+// (the runs' executors start as the batches land, not after the last one). Their runs are
+// launched here, on the loop goroutine.
+func (t *term) reclaimAll(ctx context.Context, orphans []scheduler.Run) error {
 	orphans, written := t.takeUnwritten(orphans)
 	if err := t.closeRuns(ctx, written); err != nil {
 		return err
@@ -369,75 +369,56 @@ func (t *term) reclaimAll(ctx context.Context, orphans []LedgerRun) error {
 		}
 		return nil
 	}
-	runs := make([]LedgerRun, len(orphans))
+	runs := make([]scheduler.Run, len(orphans))
 	errs := make([]error, len(orphans))
-	if br, ok := t.r.opts.Ledger.(BatchReclaimer); ok {
-		// In parts of maxClaimBatch, maxClaimsInFlight at once; each part's runs are launched
-		// as soon as it is taken over.
-		n := (len(orphans) + maxClaimBatch - 1) / maxClaimBatch
-		bounds := func(k int) (int, int) { return k * maxClaimBatch, min((k+1)*maxClaimBatch, len(orphans)) }
-		return inParallel(n, maxClaimsInFlight, func(k int) {
-			lo, hi := bounds(k)
-			part := orphans[lo:hi]
-			slots := make([]SlotKey, len(part))
-			for i, o := range part {
-				slots[i] = o.Slot
-			}
-			got, taken, err := br.ReclaimMany(ctx, t.token, t.r.opts.Node, slots)
-			if err == nil && (len(got) != len(part) || len(taken) != len(part)) {
-				err = fmt.Errorf("the ledger answered %d takeovers for %d runs", len(got), len(part))
-			}
-			for i := range part {
-				switch {
-				case err != nil:
-					errs[lo+i] = err
-				case !taken[i]:
-					errs[lo+i] = fmt.Errorf("run %d of job %q is no longer an orphan", part[i].RunID, part[i].Slot.Job)
-				default:
-					runs[lo+i] = got[i]
-				}
-			}
-		}, func(k int) error {
-			lo, hi := bounds(k)
-			for i := lo; i < hi; i++ {
-				if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	var g errgroup.Group
-	g.SetLimit(maxReclaimsInFlight)
-	for i, o := range orphans {
-		g.Go(func() error {
-			runs[i], errs[i] = t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, o.Slot)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	for i, o := range orphans {
-		if err := t.reclaimed(o, runs[i], errs[i]); err != nil {
-			return err
+	n := (len(orphans) + maxClaimBatch - 1) / maxClaimBatch
+	bounds := func(k int) (int, int) { return k * maxClaimBatch, min((k+1)*maxClaimBatch, len(orphans)) }
+	return inParallel(n, maxClaimsInFlight, func(k int) {
+		lo, hi := bounds(k)
+		part := orphans[lo:hi]
+		slots := make([]scheduler.SlotKey, len(part))
+		for i, o := range part {
+			slots[i] = o.Key()
 		}
-	}
-	return nil
+		got, err := t.r.opts.Ledger.ReclaimMany(ctx, t.token, t.r.opts.Node, slots)
+		if err == nil && len(got) != len(part) {
+			err = fmt.Errorf("the ledger answered %d takeovers for %d runs", len(got), len(part))
+		}
+		for i := range part {
+			switch {
+			case err != nil:
+				errs[lo+i] = err
+			case !got[i].Written:
+				errs[lo+i] = fmt.Errorf("run %d of job %q is no longer an orphan", part[i].RunID, part[i].Job)
+			default:
+				runs[lo+i] = got[i].Run
+			}
+		}
+	}, func(k int) error {
+		lo, hi := bounds(k)
+		for i := lo; i < hi; i++ {
+			if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // reclaim takes over a run an older leader left running, and runs it again.
-func (t *term) reclaim(ctx context.Context, orphan LedgerRun) error {
-	if _, written := t.takeUnwritten([]LedgerRun{orphan}); len(written) > 0 {
+func (t *term) reclaim(ctx context.Context, orphan scheduler.Run) error {
+	if _, written := t.takeUnwritten([]scheduler.Run{orphan}); len(written) > 0 {
 		return t.closeRuns(ctx, written)
 	}
-	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Slot)
+	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Key())
 	return t.reclaimed(orphan, run, err)
 }
 
 // reclaimed launches a run taken over, or reports why it could not be.
-func (t *term) reclaimed(orphan, run LedgerRun, err error) error {
+func (t *term) reclaimed(orphan, run scheduler.Run, err error) error {
 	switch {
-	case errors.Is(err, ErrFenced):
-		if job, _ := refusedJob(err, orphan.Slot.Job); job != orphan.Slot.Job {
+	case errors.Is(err, scheduler.ErrFenced):
+		if job, _ := refusedJob(err, orphan.Job); job != orphan.Job {
 			// A batch refused for another job: once that job is blocked, this one is taken over
 			// on its own.
 			if rerr := t.refused(t.claimCtx, job, err); rerr != nil {
@@ -445,12 +426,12 @@ func (t *term) reclaimed(orphan, run LedgerRun, err error) error {
 			}
 			return t.reclaim(t.claimCtx, orphan)
 		}
-		return t.refused(t.claimCtx, orphan.Slot.Job, err)
+		return t.refused(t.claimCtx, orphan.Job, err)
 	case err != nil:
-		t.lg.Warn("take over run", zap.String("job", orphan.Slot.Job), zap.Time("slot", orphan.Slot.At), zap.Int64("run_id", orphan.RunID), zap.Error(err))
+		t.lg.Warn("take over run", zap.String("job", orphan.Job), zap.Time("slot", orphan.ScheduledAt), zap.Int64("run_id", orphan.RunID), zap.Error(err))
 		return nil
 	}
-	t.lg.Info("run taken over", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
+	t.lg.Info("run taken over", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
 		zap.Int64("old_token", orphan.Token), zap.Int("attempt", run.Attempt))
 	t.launch(nil, run)
 	return nil

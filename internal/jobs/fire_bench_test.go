@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -21,31 +22,52 @@ import (
 type nopLedger struct{ id atomic.Int64 }
 
 func (l *nopLedger) RaiseAll(context.Context, []string, int64) error { return nil }
-func (l *nopLedger) ClaimMany(_ context.Context, token int64, _ string, slots []SlotKey) ([]Claimed, error) {
-	out := make([]Claimed, len(slots))
+func (l *nopLedger) ClaimMany(_ context.Context, token int64, _ string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	out := make([]scheduler.Result, len(slots))
 	for i, s := range slots {
-		out[i] = Claimed{Run: LedgerRun{RunID: l.id.Add(1), Slot: s, Status: StatusRunning, Token: token, Attempt: 1}, Written: true}
+		out[i] = scheduler.Result{Run: scheduler.Run{RunID: l.id.Add(1), Job: s.Job, ScheduledAt: s.At, Manual: s.Manual, Status: scheduler.StatusRunning, Token: token, Attempt: 1}, Written: true}
 	}
 	return out, nil
 }
-func (l *nopLedger) Reclaim(context.Context, int64, string, SlotKey) (LedgerRun, error) {
-	return LedgerRun{}, fmt.Errorf("no orphans here")
+func (l *nopLedger) Reclaim(context.Context, int64, string, scheduler.SlotKey) (scheduler.Run, error) {
+	return scheduler.Run{}, fmt.Errorf("no orphans here")
 }
-func (l *nopLedger) RecordMany(context.Context, int64, string, []Outcome) error { return nil }
-func (l *nopLedger) Complete(context.Context, int64, Completion) error          { return nil }
-func (l *nopLedger) CompleteMany(_ context.Context, _ int64, cs []Completion) ([]bool, error) {
-	done := make([]bool, len(cs))
+func (l *nopLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	return l.ClaimMany(ctx, token, node, slots)
+}
+func (l *nopLedger) StartMany(_ context.Context, _ int64, refs []scheduler.RunRef) (int, error) {
+	return len(refs), nil
+}
+func (l *nopLedger) ReclaimMany(_ context.Context, _ int64, _ string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	return make([]scheduler.Result, len(slots)), nil
+}
+func (l *nopLedger) RecordMany(context.Context, int64, string, []scheduler.Outcome) ([]scheduler.Result, error) {
+	return nil, nil
+}
+func (l *nopLedger) Complete(context.Context, int64, scheduler.Completion) (scheduler.Run, error) {
+	return scheduler.Run{}, nil
+}
+func (l *nopLedger) CompleteMany(_ context.Context, _ int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
+	done := make([]scheduler.Result, len(cs))
 	for i := range done {
-		done[i] = true
+		done[i].Written = true
 	}
 	return done, nil
 }
 func (l *nopLedger) NextAttempt(context.Context, int64, string, int64) (int, error) { return 2, nil }
-func (l *nopLedger) Window(context.Context, []string, time.Time, time.Time) ([]LedgerRun, error) {
+func (l *nopLedger) Window(context.Context, []string, time.Time, time.Time) ([]scheduler.Run, error) {
 	return nil, nil
 }
-func (l *nopLedger) Last(context.Context, []string) (map[string]LedgerRun, error) { return nil, nil }
-func (l *nopLedger) Orphans(context.Context, []string) ([]LedgerRun, error)       { return nil, nil }
+func (l *nopLedger) Last(context.Context, ...string) (map[string]scheduler.Run, error) {
+	return nil, nil
+}
+func (l *nopLedger) Orphans(context.Context, ...string) ([]scheduler.Run, error) { return nil, nil }
+func (l *nopLedger) Fenced(context.Context, string, int64, func(context.Context, scheduler.Tx) error) error {
+	return nil
+}
+func (l *nopLedger) FencedStatements(context.Context, string, int64, string, string) (int64, error) {
+	return 0, nil
+}
 
 // BenchmarkRunner_Herd measures the runner's own cost of firing a herd: n jobs due at the same
 // instant, claimed ahead, started, their no-op runs completed, on a ledger that costs nothing.
@@ -63,7 +85,7 @@ func BenchmarkRunner_Herd(b *testing.B) {
 				next     atomic.Int64
 				delays   = make([]time.Duration, b.N*n)
 			)
-			exec := execFunc(func(context.Context, Run) (string, error) {
+			exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
 				if i := next.Add(1) - 1; int(i) < len(delays) {
 					delays[i] = time.Duration(time.Now().UnixNano() - fireAt.Load())
 				}
@@ -78,7 +100,7 @@ func BenchmarkRunner_Herd(b *testing.B) {
 			// Half a second past the claim time of the first herd, at 12:01.
 			clock := newFakeClock(t0.Add(59*time.Second + 500*time.Millisecond))
 			r, err := New(table, Options{Node: "bench", Ledger: &nopLedger{}, Clock: clock, Logger: discardLogger(),
-				Hooks: Hooks{Finished: func(string, Status, time.Duration) { finished.Add(1) }}})
+				Hooks: Hooks{Finished: func(string, scheduler.Status, time.Duration) { finished.Add(1) }}})
 			if err != nil {
 				b.Fatal(err)
 			}

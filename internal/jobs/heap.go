@@ -1,6 +1,10 @@
 package jobs
 
-import "time"
+import (
+	"time"
+
+	"scheduler"
+)
 
 // claimState is where a scheduled slot is in claiming ahead.
 type claimState uint8
@@ -16,17 +20,17 @@ const (
 // claim failed and is retried (retry set).
 type fireEntry struct {
 	at    time.Time // when it fires: the slot plus its jitter, or the retry time
-	slot  SlotKey
+	slot  scheduler.SlotKey
 	js    *jobState
 	retry *pending
 	// records: slots that end without running whose write failed, written again (no slot or js)
-	records []Outcome
+	records []scheduler.Outcome
 
 	claim   claimState
-	run     LedgerRun // with claimDone: the slot's run as the ledger left it
-	written bool      // with claimDone: this term's claim created run
-	late    bool      // due while its claim was in flight: it fires when the answer comes
-	dropped bool      // superseded by a reload: a run claimed for it is closed, not started
+	run     scheduler.Run // with claimDone: the slot's run as the ledger left it
+	written bool          // with claimDone: this term's claim created run
+	late    bool          // due while its claim was in flight: it fires when the answer comes
+	dropped bool          // superseded by a reload: a run claimed for it is closed, not started
 }
 
 // fireHeap orders entries by fire time, so the loop arms one timer for the earliest and each

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Slots that fire while the store cannot be reached are held: their claims, and the records of
@@ -14,7 +16,7 @@ import (
 
 // retryLater puts slots whose claim failed back on the heap, with a growing delay. Every slot
 // waiting so joins the retry already set, if any: the backlog is retried, and fires, together.
-func (t *term) retryLater(slots []SlotKey, err error) {
+func (t *term) retryLater(slots []scheduler.SlotKey, err error) {
 	at, in := t.heldRetry()
 	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
 	for _, s := range slots {
@@ -26,7 +28,7 @@ func (t *term) retryLater(slots []SlotKey, err error) {
 }
 
 // recordLater writes outs again with the claims that wait for the store.
-func (t *term) recordLater(outs []Outcome, err error) {
+func (t *term) recordLater(outs []scheduler.Outcome, err error) {
 	at, in := t.heldRetry()
 	t.lg.Warn("record slots; retrying", zap.Int("slots", len(outs)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
 	e := &fireEntry{at: at, records: slices.Clone(outs)}
@@ -80,10 +82,10 @@ type skipped struct {
 // runs. If its claim failed instead, they were skipped for nothing: they wait for the store
 // with it, and fire again together.
 func (t *term) settleBehind(ctx context.Context, behind []skipped) error {
-	var records []Outcome
+	var records []scheduler.Outcome
 	for _, b := range behind {
 		if len(b.p.js.active) > 0 {
-			records = append(records, Outcome{Slot: b.p.slot, Status: StatusSkipped, Reason: b.reason})
+			records = append(records, scheduler.Outcome{Slot: b.p.slot, Status: scheduler.StatusSkipped, Reason: b.reason})
 			continue
 		}
 		at := t.heldAt

@@ -1,18 +1,15 @@
 package jobs
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
-)
 
-// ErrNotRunning reports the completion of a run that the ledger no longer holds as running: it
-// was finished already. Such a write is not retried. A Ledger wraps it in the error of Complete.
-var ErrNotRunning = errors.New("jobs: the run is no longer running")
+	"scheduler"
+)
 
 // A run whose executor returned has had its effects: running it again would repeat them. So the
 // write of its outcome is retried, with a growing and jittered delay, for as long as the term
@@ -42,7 +39,7 @@ func outcomeBackoff(failures int) time.Duration {
 // retryable reports whether the failed write of an outcome is to be tried again: the store did
 // not answer, as opposed to refusing the token or finding the run finished.
 func retryable(err error) bool {
-	return err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotRunning)
+	return err != nil && !errors.Is(err, scheduler.ErrFenced) && !errors.Is(err, scheduler.ErrNotRunning)
 }
 
 // outcomeStop ends the retries of outcome writes: closed when the term's runs are cancelled
@@ -62,40 +59,6 @@ func (s *outcomeStop) stopped() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// waitOutcome waits d on the runner's clock before the next write of an outcome; false if the
-// retries were stopped first.
-func (t *term) waitOutcome(d time.Duration) bool {
-	timer := t.r.clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C():
-		return !t.outcomes.stopped()
-	case <-t.outcomes.ch:
-		return false
-	}
-}
-
-// complete writes one run's outcome, retrying while the term lasts. The write is fenced, so a
-// term that lost leadership cannot overwrite what a newer leader decided.
-func (t *term) complete(ctx context.Context, f *finished) {
-	for failures := 0; ; {
-		wctx, cancel := t.writeCtx(ctx)
-		err := t.r.opts.Ledger.Complete(wctx, t.token, f.c)
-		cancel()
-		if !retryable(err) || t.outcomes.stopped() {
-			t.finish(f, err)
-			return
-		}
-		failures++
-		wait := outcomeBackoff(failures)
-		t.outcomeFailed(f, 1, failures, wait, err)
-		if !t.waitOutcome(wait) {
-			t.finish(f, err)
-			return
-		}
 	}
 }
 
@@ -120,7 +83,7 @@ func (r *Runner) keepUnwritten(f *finished) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.unwritten == nil {
-		r.unwritten = map[int64]Completion{}
+		r.unwritten = map[int64]scheduler.Completion{}
 	}
 	if len(r.unwritten) >= maxUnwritten {
 		for id := range r.unwritten {
@@ -134,7 +97,7 @@ func (r *Runner) keepUnwritten(f *finished) {
 // takeUnwritten splits orphans into those to take over and the completions of those whose
 // executors already returned in an earlier term of this process: these are written, not run
 // again.
-func (t *term) takeUnwritten(orphans []LedgerRun) (rest []LedgerRun, written []Completion) {
+func (t *term) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run, written []scheduler.Completion) {
 	t.r.mu.Lock()
 	defer t.r.mu.Unlock()
 	if len(t.r.unwritten) == 0 {
@@ -142,7 +105,7 @@ func (t *term) takeUnwritten(orphans []LedgerRun) (rest []LedgerRun, written []C
 	}
 	rest = orphans[:0:0]
 	for _, o := range orphans {
-		if c, ok := t.r.unwritten[o.RunID]; ok && c.Job == o.Slot.Job {
+		if c, ok := t.r.unwritten[o.RunID]; ok && c.Job == o.Job {
 			delete(t.r.unwritten, o.RunID)
 			written = append(written, c)
 			continue

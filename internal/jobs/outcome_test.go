@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -42,23 +43,27 @@ func (l *flakyLedger) fail() bool {
 	}
 }
 
-func (l *flakyLedger) Complete(ctx context.Context, token int64, c Completion) error {
+func (l *flakyLedger) Complete(ctx context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {
 	if l.fail() {
-		return errStoreDown
+		return scheduler.Run{}, errStoreDown
 	}
 	return l.fakeLedger.Complete(ctx, token, c)
 }
 
-// batchFlakyLedger is a flakyLedger with CompleteMany.
+// batchFlakyLedger is a flakyLedger under another type. Every Ledger has CompleteMany and the
+// runner writes a lone outcome with Complete and several with CompleteMany, so both harnesses
+// take the same paths; the Single and Batched subtests are kept as they were.
 type batchFlakyLedger struct{ *flakyLedger }
 
-func (l batchFlakyLedger) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]bool, error) {
+// CompleteMany fails like Complete, for the whole batch.
+func (l *flakyLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	if l.fail() {
 		return nil, errStoreDown
 	}
-	done := make([]bool, len(cs))
+	done := make([]scheduler.Result, len(cs))
 	for i, c := range cs {
-		done[i] = l.fakeLedger.Complete(ctx, token, c) == nil
+		r, err := l.fakeLedger.Complete(ctx, token, c)
+		done[i] = scheduler.Result{Run: r, Written: err == nil}
 	}
 	return done, nil
 }
@@ -84,11 +89,11 @@ func newOutcomeHarnessWith(t *testing.T, batched bool, mod func(*Options)) *outc
 	h := &outcomeHarness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: &flakyLedger{fakeLedger: newFakeLedger()}}
 	core, logs := observer.New(zapcore.WarnLevel)
 	h.logs = logs
-	var led Ledger = h.ledger
+	var led scheduler.Ledger = h.ledger
 	if batched {
 		led = batchFlakyLedger{h.ledger}
 	}
-	exec := execFunc(func(context.Context, Run) (string, error) { h.runs.Add(1); return "ran", nil })
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) { h.runs.Add(1); return "ran", nil })
 	opts := Options{Node: "n1", Ledger: led, Clock: h.clock,
 		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))}
 	if mod != nil {
@@ -144,7 +149,7 @@ func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 				testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
 				h.clock.Advance(maxOutcomeRetryDelay)
 			}
-			rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 			if n := h.runs.Load(); n != 1 {
 				t.Fatalf("executions=%d, want 1", n)
 			}
@@ -175,7 +180,7 @@ func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
 				t.Fatalf("Lead=%v", err)
 			}
 			rows := h.ledger.snapshot("job")
-			if len(rows) != 1 || rows[0].Status != StatusRunning {
+			if len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
 				t.Fatalf("rows=%+v, want the run left running", rows)
 			}
 			lost := h.logs.FilterMessageSnippet("the next leader runs the slot again").All()
@@ -196,7 +201,7 @@ func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
 			// and does not run the slot again.
 			h.ledger.down.Store(false)
 			h.lead(token + 1)
-			rows = waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			rows = waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 			if n := h.runs.Load(); n != 1 {
 				t.Fatalf("executions=%d, want 1: a run whose executor returned was run again", n)
 			}
@@ -241,7 +246,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 	}
 	first := t0.Add(time.Minute) // the slot whose outcome was kept
 	rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool {
-		return len(r) > 0 && r[0].Slot.At.Equal(first) && r[0].Status == StatusSucceeded
+		return len(r) > 0 && r[0].ScheduledAt.Equal(first) && r[0].Status == scheduler.StatusSucceeded
 	})
 	// Every later slot ran once under the new term; the kept one was not run again.
 	if n := h.runs.Load(); int(n) != len(rows) || rows[0].Token != token || rows[0].Completion.Output != "ran" {
@@ -271,7 +276,7 @@ func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 	h.clock.Advance(maxOutcomeRetryDelay)
 	<-drained
 	rows := h.ledger.snapshot("job")
-	if len(rows) != 1 || rows[0].Status != StatusSucceeded || h.runs.Load() != 1 {
+	if len(rows) != 1 || rows[0].Status != scheduler.StatusSucceeded || h.runs.Load() != 1 {
 		t.Fatalf("rows=%+v executions=%d, want one run, succeeded", rows, h.runs.Load())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Claiming ahead keeps the ledger off the firing path. A scheduled slot first waits in the
@@ -30,9 +32,9 @@ import (
 // catch-up if the slot is due by then (misfire policy, like any orphan), else when the slot
 // fires: planCatchup leaves such an orphan to the firing loop, which reclaims it or,
 // if the job is paused or busy by then, closes it skipped. A run claimed ahead is running in the
-// ledger up to ClaimAhead (and a herd's lead) before its slot; when the Ledger is an
-// AheadClaimer it is not started (attempt 0) until it fires and its start is recorded
-// (started.go), so that one taken over before it started runs as attempt 1.
+// ledger up to ClaimAhead (and a herd's lead) before its slot; it is not started (attempt 0)
+// until it fires and its start is recorded (started.go), so that one taken over before it
+// started runs as attempt 1.
 
 // Bounds of claiming ahead.
 const (
@@ -124,7 +126,7 @@ func maxTime(a, b time.Time) time.Time {
 // claimBatch is one ClaimMany of claiming ahead, and its answer.
 type claimBatch struct {
 	entries []*fireEntry
-	claimed []Claimed
+	claimed []scheduler.Result
 	err     error
 	took    time.Duration
 }
@@ -180,7 +182,7 @@ func (t *term) sendClaims() {
 	for len(t.pendingClaims) > 0 && t.claiming < maxClaimsInFlight {
 		b := &claimBatch{entries: t.pendingClaims[0]}
 		t.pendingClaims = t.pendingClaims[1:]
-		slots := make([]SlotKey, len(b.entries))
+		slots := make([]scheduler.SlotKey, len(b.entries))
 		for i, e := range b.entries {
 			slots[i] = e.slot
 		}
@@ -199,8 +201,8 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 	t.claiming--
 	defer t.sendClaims()
 	switch {
-	case errors.Is(b.err, ErrFenced):
-		slots := make([]SlotKey, len(b.entries))
+	case errors.Is(b.err, scheduler.ErrFenced):
+		slots := make([]scheduler.SlotKey, len(b.entries))
 		for i, e := range b.entries {
 			slots[i] = e.slot
 		}
@@ -222,7 +224,7 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 	}
 	var (
 		due    []pending
-		closes []Completion
+		closes []scheduler.Completion
 	)
 	for i, e := range b.entries {
 		if b.err != nil {
@@ -232,7 +234,7 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 		}
 		switch {
 		case e.dropped && e.written:
-			closes = append(closes, Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: StatusSkipped, Reason: reasonReloaded})
+			closes = append(closes, scheduler.Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: scheduler.StatusSkipped, Reason: reasonReloaded})
 		case e.late:
 			if p, ok := t.firing(e); ok {
 				due = append(due, p)
@@ -265,7 +267,7 @@ func (t *term) firing(e *fireEntry) (pending, bool) {
 	switch {
 	case e.written:
 		p.claimed = &e.run
-	case e.run.Status == StatusRunning && e.run.Token < t.token:
+	case e.run.Status == scheduler.StatusRunning && e.run.Token < t.token:
 		p.orphan = &e.run
 	default:
 		t.lg.Info("slot already has a run", zap.String("job", e.slot.Job), zap.Time("slot", e.slot.At),

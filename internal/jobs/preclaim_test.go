@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -22,7 +23,10 @@ func (l *fakeLedger) claimCalls() int {
 // countingExec counts its runs.
 type countingExec struct{ n atomic.Int32 }
 
-func (c *countingExec) Execute(context.Context, Run) (string, error) { c.n.Add(1); return "ok", nil }
+func (c *countingExec) Execute(context.Context, scheduler.Attempt) (string, error) {
+	c.n.Add(1)
+	return "ok", nil
+}
 
 func TestRunner_ClaimsAhead(t *testing.T) {
 	exec := &countingExec{}
@@ -31,7 +35,7 @@ func TestRunner_ClaimsAhead(t *testing.T) {
 	// 12:00:59.5: the 12:01 slot is claimed (ClaimAhead 1s) and has not run.
 	h.advance(29*time.Second+500*time.Millisecond, 1)
 	rows := h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
-	if rows[0].Status != StatusRunning || !rows[0].Slot.At.Equal(t0.Add(time.Minute)) || rows[0].Token != token {
+	if rows[0].Status != scheduler.StatusRunning || !rows[0].ScheduledAt.Equal(t0.Add(time.Minute)) || rows[0].Token != token {
 		t.Fatalf("rows=%+v, want the 12:01 slot claimed running with token %d", rows, token)
 	}
 	if n := exec.n.Load(); n != 0 {
@@ -39,7 +43,7 @@ func TestRunner_ClaimsAhead(t *testing.T) {
 	}
 	claims := h.ledger.claimCalls()
 	h.advance(500*time.Millisecond, 1)
-	h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	if got := h.ledger.claimCalls(); got != claims {
 		t.Fatalf("%d claims when the slot fired, want none", got-claims)
 	}
@@ -54,7 +58,7 @@ func TestRunner_ClaimedAheadIsDecidedAgainAtFireTime(t *testing.T) {
 		h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
 		h.paused.Store(true)
 		h.advance(500*time.Millisecond, 1)
-		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
 		if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
 			t.Fatalf("rows=%+v runs=%d, want the claimed slot completed skipped (paused), not run", rows, exec.n.Load())
 		}
@@ -73,9 +77,9 @@ func TestRunner_ClaimedAheadIsDecidedAgainAtFireTime(t *testing.T) {
 		}
 		<-b.started
 		h.advance(500*time.Millisecond, 2)
-		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
 		for _, r := range rows {
-			if r.Status == StatusSkipped && (r.Slot.Manual || r.Completion.Reason != reasonOverlapSkip) {
+			if r.Status == scheduler.StatusSkipped && (r.Manual || r.Completion.Reason != reasonOverlapSkip) {
 				t.Fatalf("rows=%+v, want the 12:01 slot skipped for overlap", rows)
 			}
 		}
@@ -93,8 +97,8 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
-			var ran []Run
-			exec := execFunc(func(_ context.Context, r Run) (string, error) {
+			var ran []scheduler.Attempt
+			exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				ran = append(ran, r)
@@ -126,14 +130,14 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 			}()
 			if tc.at < time.Minute {
 				testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
-				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != StatusRunning {
+				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
 					t.Fatalf("rows=%+v: the slot claimed ahead must be left for the firing loop", rows)
 				}
 				clock.Advance(time.Minute - tc.at)
 			}
-			rows := h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+			rows := h.waitRows("job", "run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 			// The old leader never started the run: the next leader's is its first attempt.
-			if rows[0].Token != token+1 || rows[0].Attempt != 1 || !rows[0].Slot.At.Equal(t0.Add(time.Minute)) {
+			if rows[0].Token != token+1 || rows[0].Attempt != 1 || !rows[0].ScheduledAt.Equal(t0.Add(time.Minute)) {
 				t.Fatalf("rows=%+v, want the 12:01 slot taken over by token %d, attempt 1", rows, token+1)
 			}
 			mu.Lock()
@@ -157,7 +161,7 @@ func TestRunner_ReloadClosesSlotClaimedAhead(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reload", func() bool { return h.clock.Pending() == 1 })
 	h.advance(500*time.Millisecond, 1)
-	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
 	if rows[0].Completion.Reason != reasonReloaded || exec.n.Load() != 0 {
 		t.Fatalf("rows=%+v runs=%d", rows, exec.n.Load())
 	}
@@ -171,12 +175,12 @@ type batchLedger struct {
 	reclaims atomic.Int32
 }
 
-func (l *batchLedger) Complete(ctx context.Context, token int64, c Completion) error {
+func (l *batchLedger) Complete(ctx context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {
 	l.singles.Add(1)
 	return l.fakeLedger.Complete(ctx, token, c)
 }
 
-func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []Completion) ([]bool, error) {
+func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	l.batches.Add(1)
 	l.mu.Lock()
 	for _, c := range cs {
@@ -186,9 +190,10 @@ func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []Comple
 		}
 	}
 	l.mu.Unlock()
-	done := make([]bool, len(cs))
+	done := make([]scheduler.Result, len(cs))
 	for i, c := range cs {
-		done[i] = l.fakeLedger.Complete(ctx, token, c) == nil
+		r, err := l.fakeLedger.Complete(ctx, token, c)
+		done[i] = scheduler.Result{Run: r, Written: err == nil}
 	}
 	return done, nil
 }
@@ -196,7 +201,7 @@ func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []Comple
 func TestRunner_BatchedCompletions(t *testing.T) {
 	const n = 200
 	gate := make(chan struct{})
-	exec := execFunc(func(context.Context, Run) (string, error) { <-gate; return "ok", nil })
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) { <-gate; return "ok", nil })
 	var table []Spec
 	for i := range n {
 		table = append(table, spec(t, fmt.Sprintf("job%03d", i), exec, nil))
@@ -219,7 +224,7 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "all recorded", func() bool {
 		done := 0
 		for i := range n {
-			done += count(led.snapshot(fmt.Sprintf("job%03d", i)), StatusSucceeded)
+			done += count(led.snapshot(fmt.Sprintf("job%03d", i)), scheduler.StatusSucceeded)
 		}
 		return done == n
 	})
@@ -251,7 +256,7 @@ func TestClaimQueue_Plan(t *testing.T) {
 			q := newClaimQueue()
 			q.rate = tc.rate
 			for i := range min(tc.n, 10) {
-				q.push(&fireEntry{at: herd, slot: SlotKey{Job: fmt.Sprint(i), At: herd}, js: &jobState{ord: i}})
+				q.push(&fireEntry{at: herd, slot: scheduler.SlotKey{Job: fmt.Sprint(i), At: herd}, js: &jobState{ord: i}})
 			}
 			q.count[herd.Unix()] = tc.n
 			if _, wake := q.plan(herd.Add(-time.Hour), time.Second); !wake.Equal(tc.wantWake) {
@@ -295,31 +300,30 @@ func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	}()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(200 * time.Millisecond)
-	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
+	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
 	if rows[0].Completion.Reason != reasonPaused || exec.n.Load() != 0 {
 		t.Fatalf("rows=%+v runs=%d, want the slot claimed ahead by the old leader closed skipped (paused)", rows, exec.n.Load())
 	}
 }
 
 // ReclaimMany on the batch fake: the runs of slots left running under older tokens.
-func (l *batchLedger) ReclaimMany(_ context.Context, token int64, _ string, slots []SlotKey) ([]LedgerRun, []bool, error) {
+func (l *batchLedger) ReclaimMany(_ context.Context, token int64, _ string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	l.reclaims.Add(1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range slots {
 		if err := l.check(s.Job, token); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	runs := make([]LedgerRun, len(slots))
-	taken := make([]bool, len(slots))
+	res := make([]scheduler.Result, len(slots))
 	for i, s := range slots {
-		if r, ok := l.runs[idOf(s)]; ok && r.Status == StatusRunning && r.Token < token {
+		if r, ok := l.runs[idOf(s)]; ok && r.Status == scheduler.StatusRunning && r.Token < token {
 			r.Token, r.Attempt = token, r.Attempt+1
-			runs[i], taken[i] = *r, true
+			res[i] = scheduler.Result{Run: *r, Written: true}
 		}
 	}
-	return runs, taken, nil
+	return res, nil
 }
 
 func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
@@ -331,7 +335,7 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 	led := &batchLedger{fakeLedger: newFakeLedger()}
 	for i := range n {
 		// The old leader (token 5) was cut off in the middle of the 12:00 herd.
-		led.put(LedgerRun{Slot: SlotKey{Job: fmt.Sprintf("job%02d", i), At: t0}, Status: StatusRunning, Token: 5, Attempt: 1})
+		led.put(scheduler.Run{Job: fmt.Sprintf("job%02d", i), ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	}
 	clock := newFakeClock(t0.Add(30 * time.Second))
 	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t)})
@@ -345,7 +349,7 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		done := 0
 		for i := range n {
 			for _, row := range led.snapshot(fmt.Sprintf("job%02d", i)) {
-				if row.Status == StatusSucceeded && row.Token == token && row.Attempt == 2 {
+				if row.Status == scheduler.StatusSucceeded && row.Token == token && row.Attempt == 2 {
 					done++
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // ErrNotLeading is returned by Trigger when this replica does not lead.
@@ -17,18 +19,20 @@ var ErrNotLeading = errors.New("jobs: not the leader")
 // runner's goroutines and must not block.
 type Hooks struct {
 	Fired      func(job string, delay time.Duration) // a run started, delay after its slot
-	Finished   func(job string, status Status, took time.Duration)
-	Recorded   func(job string, status Status) // a slot recorded without running (skipped, missed)
-	CatchupRun func(job string)                // a run started by catch-up after a takeover
-	Fenced     func(job string)                // the store refused this term's token
+	Finished   func(job string, status scheduler.Status, took time.Duration)
+	Recorded   func(job string, status scheduler.Status) // a slot recorded without running (skipped, missed)
+	CatchupRun func(job string)                          // a run started by catch-up after a takeover
+	Fenced     func(job string)                          // the store refused this term's token
 	// Blocked reports a job blocked (true) or no longer blocked (false); see Block.
 	Blocked func(job string, blocked bool)
 }
 
 // Options configure a Runner.
 type Options struct {
-	Node   string // written into the ledger with every claim
-	Ledger Ledger
+	Node string // written into the ledger with every claim
+	// Ledger is the store: the runner's claims and outcomes go to it, and each attempt's fenced
+	// writes (Attempt.Fencer) are bound to it. Required.
+	Ledger scheduler.Ledger
 	Clock  Clock // nil: RealClock
 	// Logger receives the runner's lines, which carry the job, slot, run id, attempt and token;
 	// the node is the process logger's to add, once for every line it writes.
@@ -64,9 +68,8 @@ type Options struct {
 // ClaimMany with the other slots due by then, and moves to the fire heap; when it fires the loop
 // only decides pause and overlap again and starts a goroutine (preclaim.go, fire.go). So a fire
 // makes no round trip to the store and costs O(log n) in the table size n. Runs that end
-// together have their outcomes written together, in CompleteMany batches, when the Ledger is a
-// BatchCompleter (completer.go). A new term first raises every fence and catches up on missed
-// slots (takeover.go, catchup.go).
+// together have their outcomes written together, in CompleteMany batches (completer.go). A new
+// term first raises every fence and catches up on missed slots (takeover.go, catchup.go).
 type Runner struct {
 	opts  Options
 	lg    *zap.Logger
@@ -78,7 +81,7 @@ type Runner struct {
 	blocked map[string]Block
 	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
 	// ended before the outcome was written (outcome.go).
-	unwritten map[int64]Completion
+	unwritten map[int64]scheduler.Completion
 }
 
 // New returns a Runner for table.

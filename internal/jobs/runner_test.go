@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
+	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
 )
 
@@ -31,9 +33,9 @@ type harness struct {
 	result chan error
 }
 
-func mustSchedule(tb testing.TB, spec string) *Schedule {
+func mustSchedule(tb testing.TB, spec string) *schedule.Schedule {
 	tb.Helper()
-	s, err := ParseSchedule(spec, time.UTC)
+	s, err := schedule.Parse(spec, time.UTC)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func mustSchedule(tb testing.TB, spec string) *Schedule {
 }
 
 // spec returns a job that runs every minute with exec, overridden by mod.
-func spec(tb testing.TB, name string, exec Executor, mod func(*Spec)) Spec {
+func spec(tb testing.TB, name string, exec scheduler.Executor, mod func(*Spec)) Spec {
 	s := Spec{Name: name, Schedule: mustSchedule(tb, "@every 1m"), Executor: exec, Timeout: time.Hour,
 		RetryBackoff: 10 * time.Second, Overlap: OverlapSkip, Misfire: MisfireOnce, Catchup: time.Hour, Enabled: true}
 	if mod != nil {
@@ -103,7 +105,7 @@ func (h *harness) waitRows(job string, what string, cond func([]ledgerRow) bool)
 	return rows
 }
 
-func count(rows []ledgerRow, st Status) int {
+func count(rows []ledgerRow, st scheduler.Status) int {
 	n := 0
 	for _, r := range rows {
 		if r.Status == st {
@@ -113,12 +115,12 @@ func count(rows []ledgerRow, st Status) int {
 	return n
 }
 
-func succeed(context.Context, Run) (string, error) { return "ok", nil }
+func succeed(context.Context, scheduler.Attempt) (string, error) { return "ok", nil }
 
 func TestRunner_FiresEachSlotOnce(t *testing.T) {
 	var mu sync.Mutex
-	var got []Run
-	exec := execFunc(func(_ context.Context, r Run) (string, error) {
+	var got []scheduler.Attempt
+	exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, r)
@@ -129,7 +131,7 @@ func TestRunner_FiresEachSlotOnce(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		h.advance(time.Minute, 1)
 		want := i + 1
-		h.waitRows("beat", "run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == want })
+		h.waitRows("beat", "run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == want })
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -163,25 +165,25 @@ func TestRunner_Catchup(t *testing.T) {
 		t.Run(string(tc.misfire)+"/"+tc.catchup.String(), func(t *testing.T) {
 			var mu sync.Mutex
 			var order []time.Time
-			exec := execFunc(func(_ context.Context, r Run) (string, error) {
+			exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				order = append(order, r.Slot)
 				return "", nil
 			})
 			h := newHarness(t, now, spec(t, "job", exec, func(s *Spec) { s.Misfire, s.Catchup = tc.misfire, tc.catchup }))
-			h.ledger.put(LedgerRun{Slot: SlotKey{Job: "job", At: slot(0)}, Status: StatusSucceeded, Token: 3, Attempt: 1})
+			h.ledger.put(scheduler.Run{Job: "job", ScheduledAt: slot(0), Status: scheduler.StatusSucceeded, Token: 3, Attempt: 1})
 			h.lead(token)
 			rows := h.waitRows("job", "catch-up", func(r []ledgerRow) bool {
-				return count(r, StatusSucceeded) == len(tc.ran)+1 && count(r, StatusMissed) == len(tc.missed)
+				return count(r, scheduler.StatusSucceeded) == len(tc.ran)+1 && count(r, scheduler.StatusMissed) == len(tc.missed)
 			})
 			var ran, missed []int
 			for _, r := range rows[1:] {
-				m := int(r.Slot.At.Sub(t0) / time.Minute)
+				m := int(r.ScheduledAt.Sub(t0) / time.Minute)
 				switch r.Status {
-				case StatusSucceeded:
+				case scheduler.StatusSucceeded:
 					ran = append(ran, m)
-				case StatusMissed:
+				case scheduler.StatusMissed:
 					missed = append(missed, m)
 				}
 			}
@@ -213,33 +215,33 @@ func equalInts(a, b []int) bool {
 
 func TestRunner_TakesOverOrphanedRun(t *testing.T) {
 	var seen atomic.Value
-	exec := execFunc(func(_ context.Context, r Run) (string, error) { seen.Store(r); return "", nil })
+	exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) { seen.Store(r); return "", nil })
 	now := t0.Add(30 * time.Second)
 	h := newHarness(t, now, spec(t, "invoices", exec, nil))
 	// The old leader (token 5) claimed 12:00 and froze mid-run.
-	h.ledger.put(LedgerRun{Slot: SlotKey{Job: "invoices", At: t0}, Status: StatusRunning, Token: 5, Attempt: 1})
+	h.ledger.put(scheduler.Run{Job: "invoices", ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	h.lead(token)
-	rows := h.waitRows("invoices", "takeover", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	rows := h.waitRows("invoices", "takeover", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	if len(rows) != 1 || rows[0].Token != token || rows[0].Attempt != 2 {
 		t.Fatalf("rows=%+v, want the 12:00 run finished once under token %d, attempt 2", rows, token)
 	}
-	if r := seen.Load().(Run); !r.Slot.Equal(t0) || r.Token != token || r.Attempt != 2 {
+	if r := seen.Load().(scheduler.Attempt); !r.Slot.Equal(t0) || r.Token != token || r.Attempt != 2 {
 		t.Fatalf("job saw %+v", r)
 	}
 }
 
 // blocker is an executor whose runs wait until released or cancelled.
 type blocker struct {
-	started chan Run
+	started chan scheduler.Attempt
 	release chan struct{}
 	ended   chan error
 }
 
 func newBlocker() *blocker {
-	return &blocker{started: make(chan Run, 16), release: make(chan struct{}), ended: make(chan error, 16)}
+	return &blocker{started: make(chan scheduler.Attempt, 16), release: make(chan struct{}), ended: make(chan error, 16)}
 }
 
-func (b *blocker) Execute(ctx context.Context, r Run) (string, error) {
+func (b *blocker) Execute(ctx context.Context, r scheduler.Attempt) (string, error) {
 	b.started <- r
 	select {
 	case <-b.release:
@@ -262,8 +264,8 @@ func TestRunner_Overlap(t *testing.T) {
 			h.advance(time.Minute, 2) // 12:02 fires while 12:01 runs (the loop's timer and the attempt's)
 			switch policy {
 			case OverlapSkip:
-				rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, StatusSkipped) == 1 })
-				if !rows[1].Slot.At.Equal(t0.Add(2*time.Minute)) || !strings.Contains(rows[1].Completion.Reason, "overlap") {
+				rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
+				if !rows[1].ScheduledAt.Equal(t0.Add(2*time.Minute)) || !strings.Contains(rows[1].Completion.Reason, "overlap") {
 					t.Fatalf("rows=%+v", rows)
 				}
 				close(b.release)
@@ -273,21 +275,23 @@ func TestRunner_Overlap(t *testing.T) {
 				if !second.Slot.After(first.Slot) {
 					t.Fatalf("queued run %v did not follow %v", second.Slot, first.Slot)
 				}
-				h.waitRows("job", "both", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+				h.waitRows("job", "both", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 			case OverlapReplace:
 				second := <-b.started
 				if err := <-b.ended; !errors.Is(err, context.Canceled) {
 					t.Fatalf("first run ended with %v, want cancelled", err)
 				}
 				close(b.release)
-				rows := h.waitRows("job", "replace", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 && count(r, StatusFailed) == 1 })
-				if rows[0].Status != StatusFailed || !second.Slot.Equal(rows[1].Slot.At) {
+				rows := h.waitRows("job", "replace", func(r []ledgerRow) bool {
+					return count(r, scheduler.StatusSucceeded) == 1 && count(r, scheduler.StatusFailed) == 1
+				})
+				if rows[0].Status != scheduler.StatusFailed || !second.Slot.Equal(rows[1].ScheduledAt) {
 					t.Fatalf("rows=%+v", rows)
 				}
 			case OverlapAllow:
 				<-b.started // both run at once
 				close(b.release)
-				h.waitRows("job", "both", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+				h.waitRows("job", "both", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 			}
 		})
 	}
@@ -295,9 +299,9 @@ func TestRunner_Overlap(t *testing.T) {
 
 func TestRunner_Retries(t *testing.T) {
 	var calls atomic.Int32
-	exec := execFunc(func(_ context.Context, r Run) (string, error) {
+	exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
 		if n := calls.Add(1); int(n) != r.Attempt {
-			return "", Permanent(errors.New("attempt number out of step"))
+			return "", scheduler.Permanent(errors.New("attempt number out of step"))
 		}
 		if r.Attempt < 3 {
 			return "", errors.New("flaky")
@@ -317,18 +321,21 @@ func TestRunner_Retries(t *testing.T) {
 		t.Fatal("third attempt before its backoff")
 	}
 	h.advance(time.Second, 2)
-	rows := h.waitRows("job", "success", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	rows := h.waitRows("job", "success", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	if rows[0].Attempt != 3 {
 		t.Fatalf("attempt=%d, want 3", rows[0].Attempt)
 	}
 
 	t.Run("PermanentErrorIsNotRetried", func(t *testing.T) {
 		var n atomic.Int32
-		exec := execFunc(func(context.Context, Run) (string, error) { n.Add(1); return "", Permanent(errors.New("no such file")) })
+		exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
+			n.Add(1)
+			return "", scheduler.Permanent(errors.New("no such file"))
+		})
 		h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, func(s *Spec) { s.Retries = 5 }))
 		h.lead(token)
 		h.advance(time.Minute, 1)
-		rows := h.waitRows("job", "failure", func(r []ledgerRow) bool { return count(r, StatusFailed) == 1 })
+		rows := h.waitRows("job", "failure", func(r []ledgerRow) bool { return count(r, scheduler.StatusFailed) == 1 })
 		if n.Load() != 1 || !strings.Contains(rows[0].Completion.Error, "no such file") {
 			t.Fatalf("calls=%d rows=%+v", n.Load(), rows)
 		}
@@ -342,7 +349,7 @@ func TestRunner_Timeout(t *testing.T) {
 	h.advance(time.Minute, 1)
 	<-b.started
 	h.advance(5*time.Minute, 2) // the attempt's timeout (12:06) comes before... the loop's timer fired at 12:02 too
-	rows := h.waitRows("job", "timeout", func(r []ledgerRow) bool { return count(r, StatusFailed) >= 1 })
+	rows := h.waitRows("job", "timeout", func(r []ledgerRow) bool { return count(r, scheduler.StatusFailed) >= 1 })
 	if !strings.Contains(rows[0].Completion.Error, "timed out after 5m0s") {
 		t.Fatalf("error=%q", rows[0].Completion.Error)
 	}
@@ -351,12 +358,12 @@ func TestRunner_Timeout(t *testing.T) {
 func TestRunner_Jitter(t *testing.T) {
 	const window = 30 * time.Second
 	slot := t0.Add(time.Minute)
-	delay := Jitter("job", slot, window)
+	delay := schedule.Jitter("job", slot, window)
 	if delay <= 0 || delay >= window {
 		t.Fatalf("jitter %s outside (0, %s): pick another job name for this test", delay, window)
 	}
 	var started atomic.Value
-	exec := execFunc(func(context.Context, Run) (string, error) { return "", nil })
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) { return "", nil })
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, func(s *Spec) { s.Jitter = window }))
 	h.runner.opts.Hooks.Fired = func(job string, d time.Duration) { started.Store(d) }
 	h.lead(token)
@@ -385,7 +392,7 @@ func TestRunner_LeadershipLossCancelsRuns(t *testing.T) {
 		t.Fatalf("run ended with %v, want cancelled", err)
 	}
 	// The run stays running: the next leader takes it over.
-	if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != StatusRunning {
+	if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
 		t.Fatalf("rows=%+v, want the run left running", rows)
 	}
 }
@@ -394,13 +401,13 @@ func TestRunner_StepsDownWhenFenced(t *testing.T) {
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", execFunc(succeed), nil))
 	h.lead(token)
 	h.advance(time.Minute, 1)
-	h.waitRows("job", "first run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	h.waitRows("job", "first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	h.ledger.raise("job", token+1) // a newer leader
 	h.advance(time.Minute, 1)
 	select {
 	case err := <-h.result:
 		h.cancel = nil
-		if !errors.Is(err, ErrFenced) {
+		if !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("Lead=%v, want ErrFenced", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -432,7 +439,7 @@ func TestRunner_Drain(t *testing.T) {
 	}
 	// No new slot fires after the drain, and the interrupted run is left for the next leader.
 	h.clock.Advance(10 * time.Minute)
-	if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != StatusRunning {
+	if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
 		t.Fatalf("rows=%+v", rows)
 	}
 }
@@ -443,7 +450,7 @@ func TestRunner_PausedSlotsAreSkipped(t *testing.T) {
 	h.lead(token)
 	h.advance(time.Minute, 1)
 	rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return len(r) == 1 })
-	if rows[0].Status != StatusSkipped || rows[0].Completion.Reason != "paused" {
+	if rows[0].Status != scheduler.StatusSkipped || rows[0].Completion.Reason != "paused" {
 		t.Fatalf("rows=%+v", rows)
 	}
 }
@@ -460,8 +467,8 @@ func TestRunner_Trigger(t *testing.T) {
 	if err := h.runner.Trigger(ctx, "yearly", t0); err != nil {
 		t.Fatal(err)
 	}
-	rows := h.waitRows("yearly", "manual run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
-	if !rows[0].Slot.Manual || rows[0].Token != token || !rows[0].Slot.At.Equal(t0) {
+	rows := h.waitRows("yearly", "manual run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+	if !rows[0].Manual || rows[0].Token != token || !rows[0].ScheduledAt.Equal(t0) {
 		t.Fatalf("rows=%+v", rows)
 	}
 	// The same request again (a re-delivered trigger) finds its slot in the ledger.
@@ -486,9 +493,9 @@ func TestRunner_SetTable(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reload", func() bool { h.ledger.mu.Lock(); defer h.ledger.mu.Unlock(); return h.ledger.fences["b"] == token })
 	h.advance(30*time.Second, 1)
-	h.waitRows("b", "new job runs", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	h.waitRows("b", "new job runs", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	h.advance(30*time.Second, 1)
-	h.waitRows("b", "new job runs again", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 2 })
+	h.waitRows("b", "new job runs again", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 2 })
 	if rows := h.rows("a"); len(rows) != 0 {
 		t.Fatalf("removed job a ran: %+v", rows)
 	}
@@ -506,7 +513,7 @@ func TestRunner_ReloadWhileRunStarts(t *testing.T) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock)
-	block := execFunc(func(ctx context.Context, _ Run) (string, error) {
+	block := execFunc(func(ctx context.Context, _ scheduler.Attempt) (string, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -534,5 +541,5 @@ func TestRunner_ReloadWhileRunStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	unblock()
-	h.waitRows("job", "the manual run", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	h.waitRows("job", "the manual run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 }

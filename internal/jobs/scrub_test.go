@@ -11,13 +11,14 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
 func TestRunner_ScrubsOutcome(t *testing.T) {
 	const secret = "hunter2"
-	exec := execFunc(func(context.Context, Run) (string, error) {
-		return "DSN=postgres://u:" + secret + "@db/app", Permanent(errors.New("exit: saw " + secret))
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
+		return "DSN=postgres://u:" + secret + "@db/app", scheduler.Permanent(errors.New("exit: saw " + secret))
 	})
 	h := &harness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: newFakeLedger()}
 	r, err := New([]Spec{spec(t, "leaky", exec, nil)}, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock,
@@ -28,7 +29,7 @@ func TestRunner_ScrubsOutcome(t *testing.T) {
 	h.runner = r
 	h.lead(token)
 	h.advance(time.Minute, 1)
-	rows := h.waitRows("leaky", "failed run", func(r []ledgerRow) bool { return count(r, StatusFailed) == 1 })
+	rows := h.waitRows("leaky", "failed run", func(r []ledgerRow) bool { return count(r, scheduler.StatusFailed) == 1 })
 	c := rows[len(rows)-1].Completion
 	if strings.Contains(c.Output+c.Error, secret) {
 		t.Fatalf("output=%q error=%q, want the secret scrubbed", c.Output, c.Error)
@@ -40,7 +41,7 @@ func TestRunner_ScrubsOutcome(t *testing.T) {
 
 func TestRunner_ScrubsRetryLog(t *testing.T) {
 	const secret = "hunter2"
-	exec := execFunc(func(context.Context, Run) (string, error) {
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
 		return "", errors.New("connect with " + secret + ": refused")
 	})
 	core, logs := observer.New(zap.InfoLevel)

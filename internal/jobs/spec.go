@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scheduler"
+
+	"scheduler/internal/schedule"
 )
 
 // Overlap says what happens when a job's slot is due while an earlier run of it still runs.
@@ -31,8 +35,8 @@ const (
 // Spec is one job of the cron table, as the runner runs it.
 type Spec struct {
 	Name         string
-	Schedule     *Schedule
-	Executor     Executor
+	Schedule     *schedule.Schedule
+	Executor     scheduler.Executor
 	Timeout      time.Duration // per attempt; > 0
 	Retries      int           // retries after a failed attempt
 	RetryBackoff time.Duration // wait before the first retry; doubles per retry up to MaxBackoff
@@ -45,7 +49,7 @@ type Spec struct {
 
 // fireAt is when slot fires: the slot plus its deterministic jitter.
 func (s *Spec) fireAt(slot time.Time) time.Time {
-	return slot.Add(Jitter(s.Name, slot, s.Jitter))
+	return slot.Add(schedule.Jitter(s.Name, slot, s.Jitter))
 }
 
 // onSchedule reports whether at is one of the job's slots.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler"
 )
 
 // TestRunner_StartedRunClaimedAheadIsAttemptTwoWhenTakenOver: a run claimed ahead that started
@@ -36,7 +38,7 @@ func TestRunner_StartedRunClaimedAheadIsAttemptTwoWhenTakenOver(t *testing.T) {
 			t.Errorf("Lead=%v", err)
 		}
 	}()
-	rows := h.waitRows("job", "takeover", func(r []ledgerRow) bool { return count(r, StatusSucceeded) == 1 })
+	rows := h.waitRows("job", "takeover", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	if rows[0].Attempt != 2 || rows[0].Token != token+1 {
 		t.Fatalf("rows=%+v, want the run taken over as attempt 2", rows)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+
+	"scheduler"
 )
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
@@ -45,10 +47,10 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 func (t *term) raiseUnblocked(ctx context.Context, names []string) error {
 	for {
 		err := t.raiseAll(ctx, names)
-		if errors.Is(err, ErrFenceHeld) {
+		if errors.Is(err, scheduler.ErrFenceHeld) {
 			return t.raiseAround(ctx, names, err)
 		}
-		if !errors.Is(err, ErrFenced) {
+		if !errors.Is(err, scheduler.ErrFenced) {
 			return err
 		}
 		if rerr := t.refused(ctx, "", err); rerr != nil {
@@ -94,11 +96,11 @@ func (t *term) raiseAround(ctx context.Context, names []string, err error) error
 	for i, part := range parts {
 		switch {
 		case errs[i] == nil:
-		case errors.Is(errs[i], ErrFenceHeld):
+		case errors.Is(errs[i], scheduler.ErrFenceHeld):
 			if err := t.raiseAround(ctx, part, errs[i]); err != nil {
 				return err
 			}
-		case errors.Is(errs[i], ErrFenced):
+		case errors.Is(errs[i], scheduler.ErrFenced):
 			if err := t.raiseUnblocked(ctx, part); err != nil {
 				return err
 			}
@@ -140,8 +142,8 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 	ledger := t.r.opts.Ledger
 	// The three reads are independent: they go in parallel.
 	var (
-		window, orphans []LedgerRun
-		last            map[string]LedgerRun
+		window, orphans []scheduler.Run
+		last            map[string]scheduler.Run
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -151,13 +153,13 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		return nil
 	})
 	g.Go(func() (err error) {
-		if last, err = ledger.Last(gctx, names); err != nil {
+		if last, err = ledger.Last(gctx, names...); err != nil {
 			return t.takeoverErr("read the last runs", err)
 		}
 		return nil
 	})
 	g.Go(func() (err error) {
-		if orphans, err = ledger.Orphans(gctx, names); err != nil {
+		if orphans, err = ledger.Orphans(gctx, names...); err != nil {
 			return t.takeoverErr("read orphaned runs", err)
 		}
 		return nil
@@ -167,28 +169,28 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 	}
 	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
 	// again: their saved outcomes must stay saved, not be written against a refusing fence.
-	orphans = slices.DeleteFunc(orphans, func(o LedgerRun) bool { return t.isBlocked(o.Slot.Job) })
+	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) })
 	// Runs of an earlier term of this process whose executors returned are finished with their
 	// outcomes, never run again.
 	orphans, closes := t.takeUnwritten(orphans)
-	windowOf := map[string][]LedgerRun{}
+	windowOf := map[string][]scheduler.Run{}
 	for _, r := range window {
-		windowOf[r.Slot.Job] = append(windowOf[r.Slot.Job], r)
+		windowOf[r.Job] = append(windowOf[r.Job], r)
 	}
-	orphansOf := map[string][]LedgerRun{}
+	orphansOf := map[string][]scheduler.Run{}
 	for _, r := range orphans {
-		orphansOf[r.Slot.Job] = append(orphansOf[r.Slot.Job], r)
+		orphansOf[r.Job] = append(orphansOf[r.Job], r)
 	}
 
 	var (
-		missed []Outcome
+		missed []scheduler.Outcome
 		first  []pending
 	)
 	for _, s := range specs {
 		if t.isBlocked(s.Name) {
 			continue
 		}
-		var lastRun *LedgerRun
+		var lastRun *scheduler.Run
 		if r, ok := last[s.Name]; ok {
 			lastRun = &r
 		}
@@ -208,9 +210,9 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
 			for _, p := range plan.run {
 				if p.orphan != nil {
-					closes = append(closes, orphanNotRun(*p.orphan, StatusSkipped, reasonPaused))
+					closes = append(closes, orphanNotRun(*p.orphan, scheduler.StatusSkipped, reasonPaused))
 				} else {
-					missed = append(missed, Outcome{Slot: p.slot, Status: StatusSkipped, Reason: "paused"})
+					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: "paused"})
 				}
 			}
 			continue
@@ -250,7 +252,7 @@ func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error 
 }
 
 func (t *term) takeoverErr(what string, err error) error {
-	if errors.Is(err, ErrFenced) {
+	if errors.Is(err, scheduler.ErrFenced) {
 		return t.fenced("", err)
 	}
 	return fmt.Errorf("catch-up: %s: %w", what, err)

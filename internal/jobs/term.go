@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Causes of a run's cancellation, told apart when the run ends.
@@ -39,11 +41,11 @@ type term struct {
 	heap     fireHeap // slots to fire, by fire time
 	cmds     chan func()
 	done     chan runDone
-	doneMany chan []runDone // from the completer
-	runs     int            // runs started and not yet reported done
-	ended    bool           // the term is over: no run may start
-	launched int            // runs started in the term
-	started  []LedgerRun    // runs launched in this step, whose start lines logStarted writes
+	doneMany chan []runDone  // from the completer
+	runs     int             // runs started and not yet reported done
+	ended    bool            // the term is over: no run may start
+	launched int             // runs started in the term
+	started  []scheduler.Run // runs launched in this step, whose start lines logStarted writes
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	fence     chan error
@@ -97,14 +99,14 @@ type jobState struct {
 
 	// Runs an older leader claimed ahead for slots still to come, by slot (Unix µs): when such
 	// a slot fires without a claim of this term, it is taken over, or closed if it must not run.
-	ahead map[int64]LedgerRun
+	ahead map[int64]scheduler.Run
 }
 
-func (js *jobState) orphanAhead(r LedgerRun) {
+func (js *jobState) orphanAhead(r scheduler.Run) {
 	if js.ahead == nil {
-		js.ahead = map[int64]LedgerRun{}
+		js.ahead = map[int64]scheduler.Run{}
 	}
-	js.ahead[r.Slot.At.UnixMicro()] = r
+	js.ahead[r.ScheduledAt.UnixMicro()] = r
 }
 
 type activeRun struct {
@@ -137,9 +139,7 @@ func newTerm(r *Runner, token int64) *term {
 		queue:    newClaimQueue(),
 		claims:   make(chan *claimBatch, maxClaimsInFlight),
 	}
-	if _, ok := r.opts.Ledger.(BatchCompleter); ok {
-		t.completer = newCompleter(t)
-	}
+	t.completer = newCompleter(t)
 	return t
 }
 
@@ -163,9 +163,7 @@ func (t *term) run(ctx context.Context, specs []*Spec) (err error) {
 	t.runsCtx = context.WithoutCancel(ctx)
 	stopCompleter := make(chan struct{})
 	var completerDone sync.WaitGroup
-	if t.completer != nil {
-		completerDone.Go(func() { t.completer.run(stopCompleter) })
-	}
+	completerDone.Go(func() { t.completer.run(stopCompleter) })
 	defer func() {
 		// Leadership is over (or in doubt): stop every run at once and wait for them, and for
 		// the claims in flight. The ledger rows of runs cut off, and of slots claimed ahead,
@@ -272,7 +270,7 @@ func (t *term) schedule(js *jobState, now time.Time) {
 			return
 		}
 		if at := js.spec.fireAt(sl.At); at.After(now) {
-			t.enqueue(js, &fireEntry{at: at, slot: SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
+			t.enqueue(js, &fireEntry{at: at, slot: scheduler.SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
 			return
 		}
 		after = sl.At
@@ -285,7 +283,7 @@ func (t *term) scheduleAfter(js *jobState, slot time.Time) {
 		return
 	}
 	if sl := js.spec.Schedule.Next(slot); !sl.At.IsZero() {
-		t.enqueue(js, &fireEntry{at: js.spec.fireAt(sl.At), slot: SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
+		t.enqueue(js, &fireEntry{at: js.spec.fireAt(sl.At), slot: scheduler.SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
 	}
 }
 
@@ -314,12 +312,12 @@ func (t *term) fenced(job string, err error) error {
 const launchYield = 64
 
 // launch starts the run's goroutine.
-func (t *term) launch(js *jobState, run LedgerRun) {
+func (t *term) launch(js *jobState, run scheduler.Run) {
 	if t.launched++; t.launched%launchYield == 0 {
 		runtime.Gosched()
 	}
 	if js == nil {
-		js = t.jobs[run.Slot.Job]
+		js = t.jobs[run.Job]
 	}
 	rc := &runCancel{}
 	if t.ended {
@@ -337,16 +335,11 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 		if f != nil {
 			f.done.js = js
 		}
-		switch {
-		case f == nil:
+		if f == nil {
 			t.done <- d
-		case t.completer != nil:
-			t.completer.add(f)
-		default:
-			t.complete(t.runsCtx, f)
-			f.done.out = f
-			t.done <- f.done
+			return
 		}
+		t.completer.add(f)
 	}()
 }
 
@@ -354,9 +347,7 @@ func (t *term) launch(js *jobState, run LedgerRun) {
 // being retried.
 func (t *term) cancelRuns(cause error) {
 	t.outcomes.stop()
-	if t.completer != nil {
-		t.completer.poke()
-	}
+	t.completer.poke()
 	for _, js := range t.jobs {
 		for _, a := range js.active {
 			a.cancel.do(cause)
@@ -465,9 +456,9 @@ func (t *term) logStarted() {
 	t.yieldToStarts()
 	t.markStarted(t.started)
 	for i, run := range t.started {
-		t.lg.Info("run started", zap.String("job", run.Slot.Job), zap.Time("slot", run.Slot.At), zap.Int64("run_id", run.RunID),
+		t.lg.Info("run started", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
 			zap.Int("attempt", max(run.Attempt, 1)))
-		t.started[i] = LedgerRun{}
+		t.started[i] = scheduler.Run{}
 	}
 	t.started = t.started[:0]
 	if cap(t.started) > maxKeptStarted {

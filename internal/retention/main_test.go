@@ -3,7 +3,7 @@ package retention
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"scheduler/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.Main(m) }

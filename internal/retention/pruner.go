@@ -3,7 +3,7 @@
 // pause between them, on a goroutine of its own: the firing path never waits for it, and a
 // batch holds the job's fence and the table's locks only briefly.
 //
-// What a Pruner never deletes is decided by the store (see Batch): running runs, runs whose
+// What a Pruner never deletes is decided by the store (see scheduler.Retention): running runs, runs whose
 // slot lies inside the job's catch-up window, which a new leader compares with the slots it
 // computes, and the job's last run. It writes with the term's token, so a deposed leader
 // prunes nothing once a newer one has raised the job's fence.
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // Policy is one job's retention.
@@ -30,25 +32,11 @@ type Policy struct {
 	Catchup time.Duration
 }
 
-// Batch is one delete the ledger is asked for: at most Limit finished runs of Job, oldest first,
-// whose slot is before Before or that are older than the newest Keep finished runs, and whose
-// slot is before Protect; never a running run, never the job's last run.
-type Batch struct {
-	Job     string
-	Before  time.Time // zero: no age limit
-	Keep    int       // zero: no count limit
-	Protect time.Time
-	Limit   int
-}
-
-// Ledger deletes runs. Prune returns how many it deleted, and an error wrapping ErrFenced when
-// the job's fence is above token.
+// Ledger deletes runs. Prune deletes one batch of the runs r lets go and returns how many it
+// deleted, and an error wrapping scheduler.ErrFenced when the job's fence is above token.
 type Ledger interface {
-	Prune(ctx context.Context, token int64, b Batch) (int, error)
+	Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
 }
-
-// ErrFenced reports that a newer leader holds a job's fence: the term is over for pruning.
-var ErrFenced = errors.New("retention: fenced out by a newer leader")
 
 // Defaults of Config.
 const (
@@ -116,7 +104,7 @@ func New(cfg Config) (*Pruner, error) {
 }
 
 // Run prunes every job once per Interval with token until ctx ends, and returns nil then. It
-// returns an error wrapping ErrFenced as soon as a delete is fenced out: the term has ended.
+// returns an error wrapping scheduler.ErrFenced as soon as a delete is fenced out: the term has ended.
 // Other errors of a delete are logged and the pass goes on with the next job.
 func (p *Pruner) Run(ctx context.Context, token int64) error {
 	for p.wait(ctx, p.cfg.Interval) {
@@ -155,7 +143,7 @@ func (p *Pruner) Pass(ctx context.Context, token int64) (int, error) {
 // prune deletes pol.Job's runs batch by batch until a batch comes back short.
 func (p *Pruner) prune(ctx context.Context, token int64, pol Policy) (int, error) {
 	now := p.cfg.Now()
-	b := Batch{Job: pol.Job, Keep: pol.MaxRuns, Protect: now.Add(-pol.Catchup), Limit: p.cfg.Batch}
+	b := scheduler.Retention{Job: pol.Job, Keep: pol.MaxRuns, Protect: now.Add(-pol.Catchup), Limit: p.cfg.Batch}
 	if pol.MaxAge > 0 {
 		b.Before = now.Add(-pol.MaxAge)
 	}
@@ -163,7 +151,7 @@ func (p *Pruner) prune(ctx context.Context, token int64, pol Policy) (int, error
 	for {
 		n, err := p.cfg.Ledger.Prune(ctx, token, b)
 		switch {
-		case errors.Is(err, ErrFenced):
+		case errors.Is(err, scheduler.ErrFenced):
 			return total, fmt.Errorf("prune runs of job %q: %w", pol.Job, err)
 		case err != nil:
 			if ctx.Err() == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"scheduler"
 )
 
 // fakeLedger answers each delete of a job from a queue of counts (then 0), and records the
@@ -17,10 +19,10 @@ type fakeLedger struct {
 	mu      sync.Mutex
 	counts  map[string][]int
 	errs    map[string]error
-	batches []Batch
+	batches []scheduler.Retention
 }
 
-func (f *fakeLedger) Prune(_ context.Context, _ int64, b Batch) (int, error) {
+func (f *fakeLedger) Prune(_ context.Context, _ int64, b scheduler.Retention) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.batches = append(f.batches, b)
@@ -85,17 +87,17 @@ func TestPruner_Pass(t *testing.T) {
 			t.Fatalf("pruned %v, want a:7 b:2", pruned)
 		}
 		a, b := led.batches[0], led.batches[3]
-		if want := (Batch{Job: "a", Before: now.Add(-48 * time.Hour), Keep: 100, Protect: now.Add(-time.Hour), Limit: 3}); a != want {
+		if want := (scheduler.Retention{Job: "a", Before: now.Add(-48 * time.Hour), Keep: 100, Protect: now.Add(-time.Hour), Limit: 3}); a != want {
 			t.Fatalf("batch of a = %+v, want %+v", a, want)
 		}
-		if want := (Batch{Job: "b", Keep: 10, Protect: now.Add(-6 * time.Hour), Limit: 3}); b != want {
+		if want := (scheduler.Retention{Job: "b", Keep: 10, Protect: now.Add(-6 * time.Hour), Limit: 3}); b != want {
 			t.Fatalf("batch of b = %+v, want %+v (no age limit)", b, want)
 		}
 	})
 	t.Run("FencedEndsThePass", func(t *testing.T) {
-		led := &fakeLedger{errs: map[string]error{"a": ErrFenced}}
+		led := &fakeLedger{errs: map[string]error{"a": scheduler.ErrFenced}}
 		p := mustPruner(t, Config{Ledger: led, Policies: func() []Policy { return policies }, Now: clock})
-		if _, err := p.Pass(ctx, 7); !errors.Is(err, ErrFenced) {
+		if _, err := p.Pass(ctx, 7); !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("pass: err %v, want ErrFenced", err)
 		}
 		if got := led.jobs(); !slices.Equal(got, []string{"a"}) {
@@ -134,12 +136,12 @@ func TestPruner_Run(t *testing.T) {
 		}
 	})
 	t.Run("ReturnsWhenFenced", func(t *testing.T) {
-		led := &fakeLedger{errs: map[string]error{"a": ErrFenced}}
+		led := &fakeLedger{errs: map[string]error{"a": scheduler.ErrFenced}}
 		p := mustPruner(t, Config{Ledger: led, Policies: func() []Policy { return []Policy{{Job: "a", MaxRuns: 1}} },
 			Interval: time.Millisecond})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := p.Run(ctx, 3); !errors.Is(err, ErrFenced) {
+		if err := p.Run(ctx, 3); !errors.Is(err, scheduler.ErrFenced) {
 			t.Fatalf("run = %v, want ErrFenced", err)
 		}
 	})

@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Attempt is one attempt of a job at a slot, as its kind's Executor receives it, with the fenced
+// transaction of the store bound to the attempt's job and token.
+type Attempt struct {
+	Job     string    // job name
+	Slot    time.Time // the scheduled slot (for a manual trigger: the trigger time)
+	Token   int64     // fencing token of the leadership term that runs it
+	Attempt int       // 1 for the first attempt, 2 for the first retry...
+	RunID   string    // stable across the retries of one slot: use it as an idempotency key
+	Manual  bool      // started by `scheduler trigger`, not by the schedule
+	// Fencer is the store the attempt's fenced writes go through; the runner sets it from its
+	// ledger. Kinds write through Fenced and FencedStatements rather than through it, so that a
+	// write cannot carry another job's name or another term's token.
+	Fencer Fencer
+}
+
+// ErrNoFencer reports a fenced write of an Attempt that has no Fencer: nothing was written.
+var ErrNoFencer = errors.New("scheduler: the attempt has no store to write through")
+
+// Fenced runs fn in one transaction of the store fenced with the attempt's token for its job;
+// see Fencer.Fenced.
+func (a Attempt) Fenced(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	if a.Fencer == nil {
+		return fmt.Errorf("fenced write of job %q with token %d: %w", a.Job, a.Token, ErrNoFencer)
+	}
+	return a.Fencer.Fenced(ctx, a.Job, a.Token, fn)
+}
+
+// FencedStatements runs text as a whole in one transaction of the store fenced with the
+// attempt's token for its job, under role when it is set; see Fencer.FencedStatements.
+func (a Attempt) FencedStatements(ctx context.Context, role, text string) (int64, error) {
+	if a.Fencer == nil {
+		return 0, fmt.Errorf("fenced statements of job %q with token %d: %w", a.Job, a.Token, ErrNoFencer)
+	}
+	return a.Fencer.FencedStatements(ctx, a.Job, a.Token, role, text)
+}
+
+// Executor runs one attempt. output is a bounded excerpt of what the job printed or returned,
+// stored in the run ledger. A nil error means success.
+//
+// Execute returns once everything the attempt started has ended. When ctx is done it stops the
+// attempt and returns an error wrapping ctx.Err(). An error wrapping ErrFenced or ErrRefused
+// must not be retried; an error marked Permanent need not be.
+type Executor interface {
+	Execute(ctx context.Context, a Attempt) (output string, err error)
+}
+
+// Fencer runs a job's writes in transactions of the store fenced with a term's token. The store
+// implements it.
+//
+// Each transaction's first statement is the fence check for (job, token); a stale token fails
+// with an error wrapping ErrFenced and nothing commits. The check also raises a lower fence to
+// token, so the first fenced write of a term shuts out every older term.
+type Fencer interface {
+	// Fenced runs fn in one fenced transaction. fn's error rolls the transaction back and is
+	// returned (wrapped or not); a nil error commits. fn may be called again, in a new
+	// transaction, when the store retries a serialization failure, so it must set rather than
+	// accumulate what it reports, and must not keep tx.
+	Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx Tx) error) error
+	// FencedStatements runs text (one or more statements separated by semicolons) as a whole
+	// in one fenced transaction, under the database role role when it is set, and returns the
+	// number of rows the statements inserted, updated or deleted.
+	FencedStatements(ctx context.Context, job string, token int64, role, text string) (int64, error)
+}
+
+// Dialect names the SQL dialect of a store, for writes whose statements differ between
+// Postgres and SQLite.
+type Dialect string
+
+// The dialects of the two stores.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// Tx is the transaction a fenced function writes through, the same on both stores.
+// Placeholders are $1..$n on both (SQLite binds $N to the N-th argument). A missing row is
+// reported as sql.ErrNoRows on both. The Tx is valid only until the function returns.
+type Tx interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+	// Query runs a statement that returns rows; the caller closes them.
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+	// QueryRow runs a statement expected to return at most one row.
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+	// Dialect reports which SQL the statements must be written in.
+	Dialect() Dialect
+}
+
+// Rows is the result of Tx.Query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Row is the result of Tx.QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}

@@ -1,0 +1,34 @@
+package kinds
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"scheduler"
+)
+
+func TestExecJob_Credential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("running a job as another user needs root; this test runs as uid %d", os.Geteuid())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+	defer cancel()
+	j, err := NewExec(ExecConfig{
+		Command:    []string{"sh", "-c", "id -u; id -g; id -G"},
+		Environ:    []string{"PATH=/usr/bin:/bin"},
+		Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := j.Execute(ctx, scheduler.Attempt{Job: "as-nobody", Slot: t0, Token: 1, Attempt: 1, RunID: "r"})
+	if err != nil {
+		t.Fatalf("Execute: %v\n%s", err, out)
+	}
+	if got := strings.Fields(out); strings.Join(got, " ") != "65534 65534 65534" {
+		t.Fatalf("uid, gid, groups = %q, want 65534 65534 65534 (the daemon's groups dropped)", out)
+	}
+}

@@ -1,0 +1,201 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"scheduler"
+)
+
+// The headers every http job's request carries.
+const (
+	HeaderFencingToken   = "Fencing-Token"            // Run.Token, decimal
+	HeaderIdempotencyKey = "Idempotency-Key"          // Run.RunID, stable across the retries of a slot
+	HeaderJob            = "X-Scheduler-Job"          // Run.Job
+	HeaderScheduledAt    = "X-Scheduler-Scheduled-At" // Run.Slot, RFC 3339 in the slot's own time zone
+)
+
+// maxResponseRead is how much of a response body is read, for its excerpt and so that the
+// connection can be reused; the rest is not read.
+const maxResponseRead = 1 << 20
+
+// HTTPConfig configures an http job.
+type HTTPConfig struct {
+	// URL is the http or https address called. Required.
+	URL string
+	// Method is the request method. Default POST.
+	Method string
+	// Headers are sent with every request. They cannot replace the run headers
+	// (HeaderFencingToken and the rest), which are set last.
+	Headers map[string]string
+	// OutputLimit is how many bytes of the response body are kept. Default DefaultOutputLimit.
+	OutputLimit int
+	// FollowRedirects lets the job follow a redirect to the same origin (scheme, host and port)
+	// that keeps the method: 307 and 308. Default false: a redirect is a Permanent failure.
+	FollowRedirects bool
+}
+
+// HTTPJob calls a URL, the http job type. The request has no body; it carries the run in its
+// headers (HeaderFencingToken, HeaderIdempotencyKey, HeaderJob, HeaderScheduledAt) after the
+// configured ones.
+//
+// The answer decides the result: 2xx is success; 409 Conflict means the service saw a newer token
+// and is an error wrapping scheduler.ErrRefused (the run ends; the term does not); 5xx, 408, 429, a
+// transport error or a timeout may pass on a retry; any other status (another 4xx, an unfollowed
+// 3xx) is Permanent. The output is the status
+// line and an excerpt of the response body.
+//
+// A redirect is not followed unless FollowRedirects is set, and then only within the origin of
+// URL and keeping the method; any other redirect is a Permanent failure naming its target. The
+// job's headers thus never reach a host other than the configured one.
+type HTTPJob struct {
+	client  *http.Client
+	url     *url.URL
+	method  string
+	headers http.Header
+	limit   int
+	follow  bool
+}
+
+// NewHTTP checks cfg and returns the job, which sends its requests with client (its timeout and
+// transport apply; the redirect policy is the job's own). Every problem is reported, joined.
+func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
+	var errs []error
+	if client == nil {
+		errs = append(errs, errors.New("http client: required"))
+	}
+	u, err := url.Parse(cfg.URL)
+	switch {
+	case cfg.URL == "":
+		errs = append(errs, errors.New("url: required"))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("url: %w", err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("url: scheme must be http or https, got %q", u.Scheme))
+	case u.Host == "":
+		errs = append(errs, fmt.Errorf("url: no host in %q", u.Redacted()))
+	}
+	method := strings.ToUpper(cfg.Method)
+	if method == "" {
+		method = http.MethodPost
+	}
+	if !isToken(method) {
+		errs = append(errs, fmt.Errorf("method: %q is not a method name", cfg.Method))
+	}
+	headers := http.Header{}
+	for _, k := range sortedNames(cfg.Headers) {
+		v := cfg.Headers[k]
+		switch {
+		case !isToken(k):
+			errs = append(errs, fmt.Errorf("headers: invalid header name %q", k))
+		case isRunHeader(k):
+			errs = append(errs, fmt.Errorf("headers.%s: set by the scheduler for each run", k))
+		case strings.ContainsAny(v, "\r\n\x00"):
+			errs = append(errs, fmt.Errorf("headers.%s: value contains a line break or NUL", k))
+		default:
+			headers.Set(k, v)
+		}
+	}
+	if cfg.OutputLimit < 0 {
+		errs = append(errs, fmt.Errorf("output limit: must not be negative, got %d", cfg.OutputLimit))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	j := &HTTPJob{url: u, method: method, headers: headers, limit: cfg.OutputLimit, follow: cfg.FollowRedirects}
+	c := *client
+	c.CheckRedirect = j.checkRedirect
+	j.client = &c
+	return j, nil
+}
+
+// Execute sends the request once for run; see HTTPJob.
+func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, j.method, j.url.String(), http.NoBody)
+	if err != nil {
+		return "", scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err))
+	}
+	req.Header = j.headers.Clone()
+	if host := req.Header.Get("Host"); host != "" {
+		req.Host = host // net/http sends req.Host, not a Host header
+		req.Header.Del("Host")
+	}
+	req.Header.Set(HeaderFencingToken, strconv.FormatInt(run.Token, 10))
+	req.Header.Set(HeaderIdempotencyKey, run.RunID)
+	req.Header.Set(HeaderJob, run.Job)
+	req.Header.Set(HeaderScheduledAt, run.Slot.Format(time.RFC3339))
+
+	resp, err := j.client.Do(req)
+	if re := (*redirectError)(nil); errors.As(err, &re) {
+		output := ""
+		if resp != nil {
+			output = resp.Status
+		}
+		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err) // *url.Error: no password
+	}
+	body := NewCapture(j.limit)
+	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
+	_ = resp.Body.Close()
+	output := resp.Status
+	if n > 0 {
+		output += "\n" + body.String()
+	}
+	if n == maxResponseRead {
+		output += fmt.Sprintf("\n[body longer than %d bytes: the rest was not read]", maxResponseRead)
+	}
+
+	code := resp.StatusCode
+	what := fmt.Sprintf("%s %s: %s", j.method, j.url.Redacted(), resp.Status)
+	failure := errors.New(what)
+	switch {
+	case code >= 200 && code < 300:
+		if readErr != nil {
+			// The service answered success; a body cut short changes only the excerpt.
+			output += fmt.Sprintf("\n[body read failed: %v]", readErr)
+		}
+		return output, nil
+	case code == http.StatusConflict:
+		return output, fmt.Errorf("%s: %w", what, scheduler.ErrRefused)
+	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
+		return output, failure
+	case code >= 300 && code < 400:
+		return output, scheduler.Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
+	}
+	return output, scheduler.Permanent(failure)
+}
+
+// isRunHeader reports whether the header name k is one of those set for each run.
+func isRunHeader(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case HeaderFencingToken, HeaderIdempotencyKey, HeaderJob, HeaderScheduledAt:
+		return true
+	}
+	return false
+}
+
+// isToken reports whether s is an RFC 9110 token, the syntax of method and header names.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,107 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"scheduler"
+)
+
+// insertInvoice bills one client for one period. Portable: it runs as it is on Postgres and on
+// SQLite. The table is named without a schema: public on Postgres (the default search_path).
+const insertInvoice = `INSERT INTO invoices (client_id, month, amount, token) VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING`
+
+// InvoicesJob is the invoices builtin: it bills clients 1..Clients for the period of the slot, one
+// fenced transaction per client, in order, Delay apart.
+//
+// The period is the slot's month, YYYY-MM in the slot's own time zone (the runner gives slots in
+// the job's zone, so a 00:30 Europe/Berlin run on the 1st bills the new month), or with Period
+// "slot" the slot's time, RFC 3339 in UTC. Each client's amount is 100.00 + its id.
+//
+// A redo of a slot is harmless: an invoice that exists is left alone (ON CONFLICT DO NOTHING) and
+// counted as already billed. The first fenced transaction raises the job's fence to the run's
+// token before its write (the runner has already raised every job's fence when its term began),
+// so once a newer leader has written, the older one's next transaction is rejected: the run stops
+// at the first rejected client with an error wrapping scheduler.ErrFenced.
+//
+// The output is "billed N of M clients (K already billed)", N counting the clients whose
+// transaction committed, those already billed included.
+type InvoicesJob struct {
+	p InvoicesParams
+}
+
+// NewInvoices returns the job billing with parameters p (see ParseInvoicesParams). Its writes go
+// through each attempt's fenced transaction.
+func NewInvoices(p InvoicesParams) (*InvoicesJob, error) {
+	var errs []error
+	if p.Clients < 1 {
+		errs = append(errs, fmt.Errorf("clients: must be at least 1, got %d", p.Clients))
+	}
+	if p.Delay < 0 {
+		errs = append(errs, fmt.Errorf("delay: must not be negative, got %s", p.Delay))
+	}
+	if p.Period != "month" && p.Period != "slot" {
+		errs = append(errs, fmt.Errorf("period: must be month or slot, got %q", p.Period))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &InvoicesJob{p: p}, nil
+}
+
+// Period returns the value written to invoices.month for a slot.
+func (j *InvoicesJob) Period(slot time.Time) string {
+	if j.p.Period == "slot" {
+		return slot.UTC().Format(time.RFC3339)
+	}
+	return slot.Format("2006-01")
+}
+
+// Execute bills the clients once for run; see InvoicesJob.
+func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
+	period := j.Period(run.Slot)
+	billed, already := 0, 0
+	summary := func() string {
+		return fmt.Sprintf("billed %d of %d clients (%d already billed)", billed, j.p.Clients, already)
+	}
+	for id := 1; id <= j.p.Clients; id++ {
+		if id > 1 && j.p.Delay > 0 {
+			if err := pause(ctx, j.p.Delay); err != nil {
+				return summary(), fmt.Errorf("invoices for %s: stopped before client %d: %w", period, id, err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return summary(), fmt.Errorf("invoices for %s: stopped before client %d: %w", period, id, err)
+		}
+		amount := fmt.Sprintf("%d.00", 100+id)
+		var n int64
+		err := run.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
+			var err error
+			n, err = tx.Exec(ctx, insertInvoice, id, period, amount, run.Token)
+			return err
+		})
+		if err != nil {
+			return summary(), fmt.Errorf("bill client %d for %s with token %d: %w", id, period, run.Token, err)
+		}
+		billed++
+		if n == 0 {
+			already++
+		}
+	}
+	return summary(), nil
+}
+
+// pause waits d or until ctx is done, whichever comes first, and returns ctx's error then.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,139 @@
+package kinds
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ParamError is one problem with a builtin job's parameter.
+type ParamError struct {
+	Param string // empty when the problem is the builtin name itself
+	Msg   string
+}
+
+func (e ParamError) Error() string {
+	if e.Param == "" {
+		return e.Msg
+	}
+	return e.Param + ": " + e.Msg
+}
+
+// InvoicesParams are the parameters of the invoices builtin.
+type InvoicesParams struct {
+	// Clients is how many clients are billed, ids 1..Clients. Default 600.
+	Clients int
+	// Delay is the pause between two clients. Default 0.
+	Delay time.Duration
+	// Period is "month" (one invoice per client per month of the slot, YYYY-MM) or "slot" (one
+	// per client per slot, its RFC3339 time). Default month.
+	Period string
+}
+
+// StockParams are the parameters of the stock builtin; it has none today.
+type StockParams struct{}
+
+// BuiltinNames lists the builtin jobs, sorted.
+func BuiltinNames() []string { return []string{"invoices", "stock"} }
+
+// CheckBuiltin reports every problem with a builtin name and its parameters.
+func CheckBuiltin(name string, params map[string]any) []ParamError {
+	var errs []ParamError
+	switch name {
+	case "invoices":
+		_, errs = ParseInvoicesParams(params)
+	case "stock":
+		_, errs = ParseStockParams(params)
+	default:
+		errs = []ParamError{{Msg: fmt.Sprintf("unknown builtin %q (known: %s)", name, strings.Join(BuiltinNames(), ", "))}}
+	}
+	return errs
+}
+
+// ParseInvoicesParams reads the invoices builtin's parameters, applying defaults.
+func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
+	p := InvoicesParams{Clients: 600, Period: "month"}
+	var errs []ParamError
+	for k, v := range m {
+		switch k {
+		case "clients":
+			n, ok := asInt(v)
+			if !ok || n < 1 || n > 10_000_000 {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be a whole number from 1 to 10000000, got %v", v)})
+				continue
+			}
+			p.Clients = n
+		case "delay":
+			d, err := asDuration(v)
+			if err != nil {
+				errs = append(errs, ParamError{k, err.Error()})
+				continue
+			}
+			p.Delay = d
+		case "period":
+			s, _ := v.(string)
+			if s != "month" && s != "slot" {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be month or slot, got %v", v)})
+				continue
+			}
+			p.Period = s
+		default:
+			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, period)"})
+		}
+	}
+	sortParamErrors(errs)
+	return p, errs
+}
+
+// ParseStockParams reads the stock builtin's parameters.
+func ParseStockParams(m map[string]any) (StockParams, []ParamError) {
+	var errs []ParamError
+	for k := range m {
+		errs = append(errs, ParamError{k, "unknown parameter of builtin stock (it takes none)"})
+	}
+	sortParamErrors(errs)
+	return StockParams{}, errs
+}
+
+func sortParamErrors(errs []ParamError) {
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Param < errs[j].Param })
+}
+
+func asInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case uint64:
+		return int(n), n <= 1<<53
+	case float64:
+		return int(n), n == float64(int(n))
+	}
+	return 0, false
+}
+
+func asDuration(v any) (time.Duration, error) {
+	switch d := v.(type) {
+	case string:
+		parsed, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (use a unit, such as 500ms or 2s)", d)
+		}
+		if parsed < 0 {
+			return 0, fmt.Errorf("must not be negative, got %s", parsed)
+		}
+		return parsed, nil
+	case time.Duration:
+		if d < 0 {
+			return 0, fmt.Errorf("must not be negative, got %s", d)
+		}
+		return d, nil
+	case int:
+		if d == 0 {
+			return 0, nil
+		}
+	}
+	return 0, fmt.Errorf("must be a duration with a unit, such as 500ms, got %v", v)
+}

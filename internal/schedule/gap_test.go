@@ -1,0 +1,43 @@
+package schedule
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSchedule_ShortestGap(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		spec string
+		loc  *time.Location
+		want time.Duration
+		ok   bool
+	}{
+		{"@every 90s", time.UTC, 90 * time.Second, true},
+		{"@every 1000000h", time.UTC, 1000000 * time.Hour, true},
+		{"* * * * * *", time.UTC, time.Second, true},
+		{"*/5 * * * *", time.UTC, 5 * time.Minute, true},
+		{"0 0,1 * * *", time.UTC, time.Hour, true},
+		{"0 9 * * 1-5", time.UTC, 24 * time.Hour, true},
+		{"0 0 1 * *", time.UTC, 28 * 24 * time.Hour, true},
+		// 02:00 is skipped on 29 March 2026 and fires at 03:00 CEST, 23h before the next 02:00.
+		{"0 2 * * *", berlin, 23 * time.Hour, true},
+		// 00:30 each day: the spring-forward day is 23h long, so is that gap.
+		{"30 0 * * *", berlin, 23 * time.Hour, true},
+		{"0 0 29 2 *", time.UTC, 0, false}, // one slot (2028) at most in a year
+	}
+	for _, tc := range cases {
+		s, err := Parse(tc.spec, tc.loc)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.spec, err)
+		}
+		got, ok := s.ShortestGap(from)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%q in %s: ShortestGap = %s, %v; want %s, %v", tc.spec, tc.loc, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,23 @@
+package scheduler
+
+import "time"
+
+// Retention says which finished runs of one job a prune of the ledger may delete. A run is
+// deleted when it is older than Before or beyond the newest Keep finished runs, and only if it
+// is finished, its slot is before Protect and it is not the job's last run (the newest by slot).
+type Retention struct {
+	// Job is the job whose runs are pruned.
+	Job string
+	// Before deletes finished runs whose slot is earlier. Zero: no age limit.
+	Before time.Time
+	// Keep keeps the newest Keep finished runs and deletes older ones. Zero:
+	// no count limit.
+	Keep int
+	// Protect keeps every run whose slot is at or after it: a new leader
+	// compares the slots of its catch-up window with the ledger, and a
+	// slot whose row was pruned would be run again.
+	Protect time.Time
+	// Limit bounds the rows one call deletes, so that one call holds the
+	// job's fence and the table's locks briefly. It must be positive.
+	Limit int
+}
