@@ -43,6 +43,13 @@ type daemon struct {
 	listener net.Listener
 	started  time.Time
 
+	// st is the store the table's jobs write through, set once the store is open; specs is
+	// the runner's table at start, built from cfg before anything connected.
+	st    *storeRef
+	specs []jobs.Spec
+
+	// mu guards the table as configured and its hash, which a reload replaces together with
+	// the runner's table, and serialises reloads.
 	mu        sync.Mutex
 	jobs      []Job  // the table as configured, replaced by a reload
 	hash      string // its tableHash
@@ -71,10 +78,14 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
 	dumpErr := makeNonDumpable()
-	cfg, err := c.loadConfig()
+	// The whole table is built before anything connects, as `validate` builds it, so that a
+	// configuration validate refuses is refused here before anything starts.
+	st := &storeRef{}
+	l, err := loadTable(c.configPath, c.environ, st)
 	if err != nil {
 		return err
 	}
+	cfg := l.cfg
 	if node != "" {
 		cfg.Node = node
 	}
@@ -89,8 +100,11 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
+	if err := checkUserSwitch(cfg, currentUserSwitch()); err != nil {
+		return err
+	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
-		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
+		st: st, specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
@@ -118,11 +132,12 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	defer d.store.Close()
+	st.store = d.store
 	if err := d.store.CheckSchema(ctx); err != nil {
 		return fmt.Errorf("%s: %w", storeName(cfg), err)
 	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
-		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
+		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if cfg.Store.JobDSN != "" {
 		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
 	} else if j := roleWithoutJobDSN(cfg); j != "" {
@@ -156,11 +171,7 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, adapt.Fencer{Store: d.store}, adapt.Statements{Store: d.store}, &http.Client{}, d.environ)
-	if err != nil {
-		return err
-	}
-	d.runner, err = jobs.New(table, jobs.Options{
+	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: adapt.Ledger{Store: d.store}, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.

@@ -22,12 +22,14 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := LoadConfig(c.path, nil)
+	st := &storeRef{}
+	l, err := loadTable(c.path, nil, st)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := l.cfg
 	lg := zaptest.NewLogger(t)
-	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), jobs: cfg.Jobs, hash: tableHash(cfg),
+	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), st: st, specs: l.table, jobs: cfg.Jobs, hash: l.hash,
 		started: time.Now(), republish: make(chan struct{}, 1)}
 	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
 		t.Fatal(err)
@@ -37,6 +39,7 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.store.Close() })
+	st.store = d.store
 	if err := d.build(); err != nil {
 		t.Fatal(err)
 	}

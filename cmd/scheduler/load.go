@@ -23,36 +23,41 @@ import (
 const envPrefix = "SCHEDULER"
 
 // LoadConfig reads the YAML file at path, applies SCHEDULER_* environment overrides from
-// environ and the defaults, and validates the result. Any problem comes back as *ConfigError
-// listing every problem found, each naming its key path.
+// environ and the defaults, validates the result and builds every job as `run` does, connecting
+// nowhere (see loadTable). Any problem comes back as *ConfigError listing every problem found,
+// each naming its key path.
 func LoadConfig(path string, environ []string) (*Config, error) {
+	l, err := loadTable(path, environ, &storeRef{})
+	if err != nil {
+		return nil, err
+	}
+	return l.cfg, nil
+}
+
+// checkConfig reads, decodes and validates the file at path: the config (nil when the file
+// could not be read or is no mapping) and every problem found in it.
+func checkConfig(path string, environ []string) (*Config, []Problem) {
 	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Problems: []Problem{{Msg: readErrorMessage(err)}}}
+		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
 	cfg, problems := decodeConfig(data, environ)
-	if cfg != nil {
-		resolvePaths(cfg, filepath.Dir(path))
-		// Validate even a partly decoded config, so one run reports every problem; a key that
-		// could not be decoded is reported once, by the decoder.
-		undecodable := map[string]bool{}
-		for _, p := range problems {
-			undecodable[p.Key] = true
-		}
-		for _, p := range cfg.Validate() {
-			if !undecodable[p.Key] {
-				problems = append(problems, p)
-			}
+	if cfg == nil {
+		return nil, problems
+	}
+	resolvePaths(cfg, filepath.Dir(path))
+	// Validate even a partly decoded config, so one run reports every problem; a key that could
+	// not be decoded is reported once, by the decoder.
+	undecodable := map[string]bool{}
+	for _, p := range problems {
+		undecodable[p.Key] = true
+	}
+	for _, p := range cfg.Validate() {
+		if !undecodable[p.Key] {
+			problems = append(problems, p)
 		}
 	}
-	if len(problems) > 0 {
-		env := false
-		if cfg != nil {
-			problems, env = blameVariables(problems, cfg.fromEnv)
-		}
-		return nil, &ConfigError{File: path, Problems: problems, Env: env}
-	}
-	return cfg, nil
+	return cfg, problems
 }
 
 func readErrorMessage(err error) string {

@@ -143,12 +143,10 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 			js.Blocked = &blockedDoc{Fence: f, Token: doc.Leader.Token, Held: true, Reason: jobs.HeldReason(j.Name, doc.Leader.Token)}
 			warn("%s", js.Blocked.Reason)
 		}
-		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
-			if s, err := jobs.ParseSchedule(j.Schedule, loc); err == nil {
-				if sl := s.Next(now); !sl.At.IsZero() {
-					at := sl.At.UTC()
-					js.Next = &at
-				}
+		if j.schedule != nil && j.Enabled {
+			if sl := j.schedule.Next(now); !sl.At.IsZero() {
+				at := sl.At.UTC()
+				js.Next = &at
 			}
 		}
 		doc.Jobs = append(doc.Jobs, js)

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"scheduler/cmd/scheduler/adapt"
+	"scheduler/internal/fence"
+	"scheduler/internal/jobs"
+)
+
+// loaded is the configuration read once and the runner's table built from it: what `validate`
+// checks is what `run` starts with and what a reload swaps in.
+type loaded struct {
+	cfg   *Config
+	table []jobs.Spec
+	hash  string // tableHash of cfg
+}
+
+// loadTable reads the file at path once, with the SCHEDULER_* variables of environ, validates
+// it and builds every job of its table, connecting nowhere. The jobs write through st, which
+// the daemon points at its store once it is open. Every problem, of the file or of a job's
+// build, comes back in one *ConfigError, each naming its key path.
+func loadTable(path string, environ []string, st *storeRef) (*loaded, error) {
+	cfg, problems := checkConfig(path, environ)
+	var table []jobs.Spec
+	if cfg != nil {
+		var built []Problem
+		table, built = buildTable(cfg, st, st, &http.Client{}, environ)
+		problems = append(problems, uncovered(problems, built)...)
+	}
+	if len(problems) > 0 {
+		env := false
+		if cfg != nil {
+			problems, env = blameVariables(problems, cfg.fromEnv)
+		}
+		return nil, &ConfigError{File: path, Problems: problems, Env: env}
+	}
+	return &loaded{cfg: cfg, table: table, hash: tableHash(cfg)}, nil
+}
+
+// uncovered returns the problems of add whose key neither has a problem in have nor lies under
+// or over one: a job's constructor that meets a value Validate already refused says so again
+// in its own words, and once is enough. Repeats within add (a default every job inherits) are
+// dropped too.
+func uncovered(have, add []Problem) []Problem {
+	var out []Problem
+	for _, a := range add {
+		if !slices.ContainsFunc(have, func(h Problem) bool { return relatedKeys(h.Key, a.Key) }) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// relatedKeys reports whether key paths a and b are the same or one lies under the other
+// (jobs[0].env and jobs[0].env.HOME; jobs[0].command and jobs[0].command[0]).
+func relatedKeys(a, b string) bool {
+	under := func(k, parent string) bool {
+		return strings.HasPrefix(k, parent) && (len(k) == len(parent) || k[len(parent)] == '.' || k[len(parent)] == '[')
+	}
+	return under(a, b) || under(b, a)
+}
+
+// storeRef is the store the table's jobs write through. The table is built before the daemon
+// connects anywhere, so that `run` refuses what `validate` refuses before starting anything;
+// the daemon sets store once it is open, before any job can run. validate's stays empty: its
+// jobs never run.
+type storeRef struct{ store *fence.Store }
+
+var (
+	_ jobs.Fencer          = (*storeRef)(nil)
+	_ jobs.StatementRunner = (*storeRef)(nil)
+)
+
+// Fenced runs fn in one transaction of the store fenced with token for job.
+func (r *storeRef) Fenced(ctx context.Context, job string, token int64, fn func(ctx context.Context, tx jobs.Tx) error) error {
+	return adapt.Fencer{Store: r.store}.Fenced(ctx, job, token, fn)
+}
+
+// FencedStatements runs a sql job's statements in one transaction of the store fenced with
+// token for job, under role when it is set.
+func (r *storeRef) FencedStatements(ctx context.Context, job string, token int64, role, statements string) (int64, error) {
+	return adapt.Statements{Store: r.store}.FencedStatements(ctx, job, token, role, statements)
+}
