@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -167,12 +166,13 @@ func fileKind(m os.FileMode) string {
 // problems met on the way. The Config is nil when the document is not YAML or not a mapping, and
 // partly decoded when some values could not be.
 func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
-	// yaml.v3 first: it names the line of a syntax error and rejects duplicate keys, which
-	// viper would otherwise let the last one win.
+	// The one parse of the file, by yaml.v3: it names the line of a syntax error and rejects
+	// duplicate keys, which viper would let the last one win. Viper gets the parsed document.
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, []Problem{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
+	file := map[string]any{}
 	if doc != nil {
 		m, ok := doc.(map[string]any)
 		if !ok {
@@ -181,6 +181,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
 			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
 		}
+		file = m
 	}
 
 	v := viper.New()
@@ -189,7 +190,9 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		v.SetDefault(k, val)
 	}
 	setSecretFileDefaults(v.SetDefault)
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	// Viper lower-cases the keys of what it is given in place; restoreEnvCase needs doc as
+	// spelled, so viper gets a copy.
+	if err := v.MergeConfigMap(copyTree(file).(map[string]any)); err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
 	// Environment overrides: viper's AutomaticEnv reads the process environment; reading a
@@ -249,6 +252,31 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		cfg.Node = host
 	}
 	return &cfg, problems
+}
+
+// copyTree copies the mappings and lists of a parsed YAML document, sharing only its scalars.
+func copyTree(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = copyTree(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[any]any, len(t))
+		for k, e := range t {
+			m[k] = copyTree(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = copyTree(e)
+		}
+		return l
+	}
+	return v
 }
 
 func envMap(environ []string) map[string]string {
