@@ -81,7 +81,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
 	st := &storeRef{}
-	l, err := loadTable(c.configPath, c.environ, st)
+	l, err := loadForRun(c.configPath, c.environ, st, currentUserSwitch())
 	if err != nil {
 		return err
 	}
@@ -99,9 +99,6 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if dumpErr != nil {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
-	}
-	if err := checkUserSwitch(cfg, currentUserSwitch()); err != nil {
-		return err
 	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
 		st: st, specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}

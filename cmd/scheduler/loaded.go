@@ -41,6 +41,20 @@ func loadTable(path string, environ []string, st *storeRef) (*loaded, error) {
 	return &loaded{cfg: cfg, table: table, hash: tableHash(cfg)}, nil
 }
 
+// loadForRun is the daemon's read of the configuration, at start and on a reload: the table
+// loadTable builds for `validate` too, then the one check of the process itself, whether it may
+// run the table's exec jobs as the users they name (switcher).
+func loadForRun(path string, environ []string, st *storeRef, switcher userSwitch) (*loaded, error) {
+	l, err := loadTable(path, environ, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUserSwitch(l.cfg, switcher); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // uncovered returns the problems of add whose key neither has a problem in have nor lies under
 // or over one: a job's constructor that meets a value Validate already refused says so again
 // in its own words, and once is enough. Repeats within add (a default every job inherits) are
