@@ -36,7 +36,7 @@ func LoadConfig(path string, environ []string) (*Config, error) {
 // checkConfig reads, decodes and validates the file at path: the config (nil when the file
 // could not be read or is no mapping) and every problem found in it.
 func checkConfig(path string, environ []string) (*Config, []Problem) {
-	data, err := readConfigFile(path)
+	data, err := readBoundedFile(path, configLimit)
 	if err != nil {
 		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
@@ -75,15 +75,27 @@ const MaxConfigBytes = 16 << 20
 // so the bound keeps `validate` and a reload quick.
 const MaxJobs = 100_000
 
-// readConfigFile reads a regular file of at most MaxConfigBytes, reading no more than one byte
-// past the limit.
-func readConfigFile(path string) ([]byte, error) {
+// fileLimit is the largest file of one kind that is read, and the kind, for the refusal.
+type fileLimit struct {
+	bytes int64
+	kind  string
+}
+
+var (
+	configLimit = fileLimit{MaxConfigBytes, "configuration"}
+	secretLimit = fileLimit{MaxSecretBytes, "secret"}
+)
+
+// readBoundedFile reads a regular file of at most l.bytes, reading no more than one byte past
+// the limit and waiting no longer than fileStall for data. Its errors name the path and never
+// quote the content, which may be a secret.
+func readBoundedFile(path string, l fileLimit) ([]byte, error) {
 	f, err := openRegularFile(path, fileStall)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readLimited(f, path, MaxConfigBytes)
+	data, err := readLimited(f, path, l)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, stalledError(path, fileStall)
 	}
@@ -136,14 +148,21 @@ func stalledError(path string, stall time.Duration) error {
 	return fmt.Errorf("%s gave no data for %s: it is not a file on disk", path, stall)
 }
 
-// readLimited reads r to its end, at most limit+1 bytes of it, and refuses more than limit.
-func readLimited(r io.Reader, name string, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readLimited reads r to its end, at most l.bytes+1 bytes of it, and refuses more than l.bytes.
+func readLimited(r io.Reader, name string, l fileLimit) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, l.bytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes (%d MiB) for a configuration file", name, limit, limit>>20)
+	if int64(len(data)) > l.bytes {
+		unit := ""
+		switch {
+		case l.bytes%(1<<20) == 0:
+			unit = fmt.Sprintf(" (%d MiB)", l.bytes>>20)
+		case l.bytes%(1<<10) == 0:
+			unit = fmt.Sprintf(" (%d KiB)", l.bytes>>10)
+		}
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes%s for a %s file", name, l.bytes, unit, l.kind)
 	}
 	return data, nil
 }

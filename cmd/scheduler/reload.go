@@ -6,7 +6,6 @@ import (
 	"os/signal"
 	"reflect"
 	"slices"
-	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -81,34 +80,17 @@ var reloadable = map[string]bool{
 // restartKeys returns the key paths, sorted, of the settings that differ between old and new
 // and that a reload does not apply.
 func restartKeys(old, new *Config) []string {
+	a, b := reflect.ValueOf(*old), reflect.ValueOf(*new)
 	var keys []string
-	diffKeys(reflect.ValueOf(*old), reflect.ValueOf(*new), "", &keys)
-	slices.Sort(keys)
-	return keys
-}
-
-// diffKeys appends to keys the paths under prefix whose values differ between the structs a
-// and b, named by their mapstructure tags; a squashed struct adds no name of its own.
-func diffKeys(a, b reflect.Value, prefix string, keys *[]string) {
-	for i := 0; i < a.NumField(); i++ {
-		f := a.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
-		key := prefix
-		if opts != "squash" {
-			if key != "" {
-				key += "."
-			}
-			key += name
-		}
+	walkKeys(a.Type(), "", nil, func(key string, index []int, leaf bool) bool {
 		switch {
 		case reloadable[key]:
-		case f.Type.Kind() == reflect.Struct:
-			diffKeys(a.Field(i), b.Field(i), key, keys)
-		case !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()):
-			*keys = append(*keys, key)
+			return false
+		case leaf && !reflect.DeepEqual(a.FieldByIndex(index).Interface(), b.FieldByIndex(index).Interface()):
+			keys = append(keys, key)
 		}
-	}
+		return true
+	})
+	slices.Sort(keys)
+	return keys
 }
