@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"scheduler/internal/schedule"
+
+	"github.com/spf13/cobra"
 )
 
 func newNextCmd(c *cli) *cobra.Command {
@@ -38,14 +38,9 @@ func newNextCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			loc, err := time.LoadLocation(job.Timezone)
-			if err != nil {
-				return fmt.Errorf("job %q: timezone: %w", job.Name, err)
-			}
-			sched, err := schedule.Parse(job.Schedule, loc)
-			if err != nil {
-				return fmt.Errorf("job %q: schedule: %w", job.Name, err)
-			}
+			// The schedule as the load parsed it in its zone: the one the daemon fires.
+			sched := job.schedule
+			loc := sched.Location()
 			follows := "real time"
 			if sched.WallClock() {
 				follows = "wall clock"

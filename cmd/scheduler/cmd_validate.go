@@ -12,11 +12,12 @@ func newValidateCmd(c *cli) *cobra.Command {
 		Short: "Check the configuration and every job's schedule, zone, type and parameters, connecting nowhere",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := c.loadConfig()
+			// The table `run` starts with, built the same way: validate refuses what run would.
+			l, err := loadTable(c.configPath, c.environ)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "%s: valid, %d job(s)\n", c.configPath, len(cfg.Jobs))
+			fmt.Fprintf(c.stdout, "%s: valid, %d job(s)\n", c.configPath, len(l.table))
 			return nil
 		},
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "time"
+import (
+	"time"
+
+	"scheduler/internal/schedule"
+)
 
 // Config is the whole configuration of a replica, as read from the YAML file and the SCHEDULER_*
 // environment. Load fills it and applies defaults; Validate reports every problem in it.
@@ -115,6 +119,9 @@ type Job struct {
 	// inherited names the keys this job took from `defaults`, so that a bad default is
 	// reported once under defaults.KEY rather than once per job.
 	inherited map[string]bool
+	// schedule is Schedule parsed in Timezone by Validate, which the table and status use
+	// rather than parse it again; nil before Validate, or when either was refused.
+	schedule *schedule.Schedule
 }
 
 // JobSpec holds every job key but the name; `defaults` uses it to set keys for all jobs.

@@ -257,7 +257,7 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 	})
 	t.Run("ReadsAtMostOneBytePastTheLimit", func(t *testing.T) {
 		r := &countingReader{r: zeroReader{}}
-		if _, err := readLimited(r, "stream", 1000); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
+		if _, err := readLimited(r, "stream", fileLimit{1000, "configuration"}); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
 			t.Fatalf("err=%v", err)
 		}
 		if r.n > 1001 {

@@ -58,15 +58,48 @@ func parseID(s string) (uint32, error) {
 // the job sets neither. switcher says whether this process may change users; the error names
 // the key at fault.
 func resolveIdentity(j Job, switcher userSwitch) (*jobIdentity, error) {
+	if err := checkSwitch(j, switcher); err != nil {
+		return nil, err
+	}
+	return lookupIdentity(j)
+}
+
+// checkSwitch says, naming the key, why this process cannot run job j as the user or group it
+// sets; nil when it can, or when j sets neither.
+func checkSwitch(j Job, switcher userSwitch) error {
 	if j.User == "" && j.Group == "" {
-		return nil, nil
+		return nil
 	}
 	key := "user"
 	if j.User == "" {
 		key = "group"
 	}
 	if err := switcher.check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+// checkUserSwitch refuses a table with an exec job that this process could not run as the user
+// or group the job sets, naming the first such job. It is the daemon's check, at start and on a
+// reload: `validate` may well run as another user than the daemon.
+func checkUserSwitch(cfg *Config, switcher userSwitch) error {
+	for _, j := range cfg.Jobs {
+		if j.Type != "exec" {
+			continue
+		}
+		if err := checkSwitch(j, switcher); err != nil {
+			return fmt.Errorf("job %q: %w", j.Name, err)
+		}
+	}
+	return nil
+}
+
+// lookupIdentity resolves a job's user and group, by name or id, into the credential its
+// process gets; nil when the job sets neither. The error names the key at fault.
+func lookupIdentity(j Job) (*jobIdentity, error) {
+	if j.User == "" && j.Group == "" {
+		return nil, nil
 	}
 	id := &jobIdentity{cred: &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Groups: []uint32{}}}
 	if j.User != "" {

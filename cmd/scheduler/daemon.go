@@ -9,11 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"scheduler"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -43,6 +44,11 @@ type daemon struct {
 	listener net.Listener
 	started  time.Time
 
+	// specs is the runner's table at start, built from cfg before anything connected.
+	specs []jobs.Spec
+
+	// mu guards the table as configured and its hash, which a reload replaces together with
+	// the runner's table, and serialises reloads.
 	mu        sync.Mutex
 	jobs      []Job  // the table as configured, replaced by a reload
 	hash      string // its tableHash
@@ -71,10 +77,13 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
 	dumpErr := makeNonDumpable()
-	cfg, err := c.loadConfig()
+	// The whole table is built before anything connects, as `validate` builds it, so that a
+	// configuration validate refuses is refused here before anything starts.
+	l, err := loadForRun(c.configPath, c.environ, currentUserSwitch())
 	if err != nil {
 		return err
 	}
+	cfg := l.cfg
 	if node != "" {
 		cfg.Node = node
 	}
@@ -90,7 +99,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
-		jobs: cfg.Jobs, hash: tableHash(cfg), started: time.Now(), republish: make(chan struct{}, 1)}
+		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
@@ -122,7 +131,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return fmt.Errorf("%s: %w", storeName(cfg), err)
 	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
-		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", tableHash(cfg)))
+		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if cfg.Store.JobDSN != "" {
 		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
 	} else if j := roleWithoutJobDSN(cfg); j != "" {
@@ -156,11 +165,7 @@ func (d *daemon) build() error {
 			d.m.leaderChanges.Inc()
 		}
 	})
-	table, err := buildTable(d.cfg, &http.Client{}, d.environ)
-	if err != nil {
-		return err
-	}
-	d.runner, err = jobs.New(table, jobs.Options{
+	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.

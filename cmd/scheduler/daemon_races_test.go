@@ -22,12 +22,13 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg, err := LoadConfig(c.path, nil)
+	l, err := loadTable(c.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := l.cfg
 	lg := zaptest.NewLogger(t)
-	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), jobs: cfg.Jobs, hash: tableHash(cfg),
+	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), specs: l.table, jobs: cfg.Jobs, hash: l.hash,
 		started: time.Now(), republish: make(chan struct{}, 1)}
 	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,21 @@ func envKeys(settings []string) []string {
 // configLeaves lists the key paths of the settable leaves of struct type t.
 func configLeaves(t reflect.Type, prefix string) []string {
 	var keys []string
+	walkKeys(t, prefix, nil, func(key string, _ []int, leaf bool) bool {
+		if leaf {
+			keys = append(keys, key)
+		}
+		return true
+	})
+	return keys
+}
+
+// walkKeys is the one walk of the configuration's key paths: it calls visit for every exported
+// field of struct type t that a mapstructure tag names, with its key path under prefix (a
+// squashed struct adds no name of its own) and its index for reflect.Value.FieldByIndex. A
+// struct field (a time.Time aside) is walked into when visit returns true; every other field is
+// a leaf.
+func walkKeys(t reflect.Type, prefix string, index []int, visit func(key string, index []int, leaf bool) bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("mapstructure")
@@ -53,18 +69,19 @@ func configLeaves(t reflect.Type, prefix string) []string {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Time]() {
-			sub := joinKey(prefix, name)
-			if strings.Contains(opts, "squash") {
-				sub = prefix
-			}
-			keys = append(keys, configLeaves(ft, sub)...)
+		at := append(slices.Clip(index), i)
+		key := joinKey(prefix, name)
+		if strings.Contains(opts, "squash") {
+			key = prefix
+		}
+		if f.Type.Kind() != reflect.Struct || f.Type == reflect.TypeFor[time.Time]() {
+			visit(key, at, true)
 			continue
 		}
-		keys = append(keys, joinKey(prefix, name))
+		if visit(key, at, false) {
+			walkKeys(f.Type, key, at, visit)
+		}
 	}
-	return keys
 }
 
 // unknownVariables reports every SCHEDULER_* variable of env that sets no key, with the

@@ -106,9 +106,9 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	table, err := buildTable(cfg, &http.Client{}, os.Environ())
-	if err != nil {
-		t.Fatalf("build table: %v", err)
+	table, problems := buildTable(cfg, &http.Client{}, os.Environ())
+	if problems != nil {
+		t.Fatalf("build table: %v", problems)
 	}
 	l := &leader{t: t, cfg: cfg, store: s, table: map[string]scheduler.Executor{}, token: token}
 	for _, sp := range table {

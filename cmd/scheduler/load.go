@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,36 +22,41 @@ import (
 const envPrefix = "SCHEDULER"
 
 // LoadConfig reads the YAML file at path, applies SCHEDULER_* environment overrides from
-// environ and the defaults, and validates the result. Any problem comes back as *ConfigError
-// listing every problem found, each naming its key path.
+// environ and the defaults, validates the result and builds every job as `run` does, connecting
+// nowhere (see loadTable). Any problem comes back as *ConfigError listing every problem found,
+// each naming its key path.
 func LoadConfig(path string, environ []string) (*Config, error) {
-	data, err := readConfigFile(path)
+	l, err := loadTable(path, environ)
 	if err != nil {
-		return nil, &ConfigError{File: path, Problems: []Problem{{Msg: readErrorMessage(err)}}}
+		return nil, err
+	}
+	return l.cfg, nil
+}
+
+// checkConfig reads, decodes and validates the file at path: the config (nil when the file
+// could not be read or is no mapping) and every problem found in it.
+func checkConfig(path string, environ []string) (*Config, []Problem) {
+	data, err := readBoundedFile(path, configLimit)
+	if err != nil {
+		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
 	cfg, problems := decodeConfig(data, environ)
-	if cfg != nil {
-		resolvePaths(cfg, filepath.Dir(path))
-		// Validate even a partly decoded config, so one run reports every problem; a key that
-		// could not be decoded is reported once, by the decoder.
-		undecodable := map[string]bool{}
-		for _, p := range problems {
-			undecodable[p.Key] = true
-		}
-		for _, p := range cfg.Validate() {
-			if !undecodable[p.Key] {
-				problems = append(problems, p)
-			}
+	if cfg == nil {
+		return nil, problems
+	}
+	resolvePaths(cfg, filepath.Dir(path))
+	// Validate even a partly decoded config, so one run reports every problem; a key that could
+	// not be decoded is reported once, by the decoder.
+	undecodable := map[string]bool{}
+	for _, p := range problems {
+		undecodable[p.Key] = true
+	}
+	for _, p := range cfg.Validate() {
+		if !undecodable[p.Key] {
+			problems = append(problems, p)
 		}
 	}
-	if len(problems) > 0 {
-		env := false
-		if cfg != nil {
-			problems, env = blameVariables(problems, cfg.fromEnv)
-		}
-		return nil, &ConfigError{File: path, Problems: problems, Env: env}
-	}
-	return cfg, nil
+	return cfg, problems
 }
 
 func readErrorMessage(err error) string {
@@ -71,15 +75,27 @@ const MaxConfigBytes = 16 << 20
 // so the bound keeps `validate` and a reload quick.
 const MaxJobs = 100_000
 
-// readConfigFile reads a regular file of at most MaxConfigBytes, reading no more than one byte
-// past the limit.
-func readConfigFile(path string) ([]byte, error) {
+// fileLimit is the largest file of one kind that is read, and the kind, for the refusal.
+type fileLimit struct {
+	bytes int64
+	kind  string
+}
+
+var (
+	configLimit = fileLimit{MaxConfigBytes, "configuration"}
+	secretLimit = fileLimit{MaxSecretBytes, "secret"}
+)
+
+// readBoundedFile reads a regular file of at most l.bytes, reading no more than one byte past
+// the limit and waiting no longer than fileStall for data. Its errors name the path and never
+// quote the content, which may be a secret.
+func readBoundedFile(path string, l fileLimit) ([]byte, error) {
 	f, err := openRegularFile(path, fileStall)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readLimited(f, path, MaxConfigBytes)
+	data, err := readLimited(f, path, l)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, stalledError(path, fileStall)
 	}
@@ -132,14 +148,21 @@ func stalledError(path string, stall time.Duration) error {
 	return fmt.Errorf("%s gave no data for %s: it is not a file on disk", path, stall)
 }
 
-// readLimited reads r to its end, at most limit+1 bytes of it, and refuses more than limit.
-func readLimited(r io.Reader, name string, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readLimited reads r to its end, at most l.bytes+1 bytes of it, and refuses more than l.bytes.
+func readLimited(r io.Reader, name string, l fileLimit) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, l.bytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes (%d MiB) for a configuration file", name, limit, limit>>20)
+	if int64(len(data)) > l.bytes {
+		unit := ""
+		switch {
+		case l.bytes%(1<<20) == 0:
+			unit = fmt.Sprintf(" (%d MiB)", l.bytes>>20)
+		case l.bytes%(1<<10) == 0:
+			unit = fmt.Sprintf(" (%d KiB)", l.bytes>>10)
+		}
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes%s for a %s file", name, l.bytes, unit, l.kind)
 	}
 	return data, nil
 }
@@ -162,12 +185,13 @@ func fileKind(m os.FileMode) string {
 // problems met on the way. The Config is nil when the document is not YAML or not a mapping, and
 // partly decoded when some values could not be.
 func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
-	// yaml.v3 first: it names the line of a syntax error and rejects duplicate keys, which
-	// viper would otherwise let the last one win.
+	// The one parse of the file, by yaml.v3: it names the line of a syntax error and rejects
+	// duplicate keys, which viper would let the last one win. Viper gets the parsed document.
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, []Problem{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
+	file := map[string]any{}
 	if doc != nil {
 		m, ok := doc.(map[string]any)
 		if !ok {
@@ -176,6 +200,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
 			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
 		}
+		file = m
 	}
 
 	v := viper.New()
@@ -184,7 +209,9 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		v.SetDefault(k, val)
 	}
 	setSecretFileDefaults(v.SetDefault)
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	// Viper lower-cases the keys of what it is given in place; restoreEnvCase needs doc as
+	// spelled, so viper gets a copy.
+	if err := v.MergeConfigMap(copyTree(file).(map[string]any)); err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
 	// Environment overrides: viper's AutomaticEnv reads the process environment; reading a
@@ -244,6 +271,31 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		cfg.Node = host
 	}
 	return &cfg, problems
+}
+
+// copyTree copies the mappings and lists of a parsed YAML document, sharing only its scalars.
+func copyTree(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = copyTree(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[any]any, len(t))
+		for k, e := range t {
+			m[k] = copyTree(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = copyTree(e)
+		}
+		return l
+	}
+	return v
 }
 
 func envMap(environ []string) map[string]string {

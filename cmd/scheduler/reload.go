@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"os/signal"
 	"reflect"
 	"slices"
-	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
-
-	"scheduler/internal/jobs"
 )
 
 // reloadOnHUP re-reads the configuration on SIGHUP: a valid one replaces the cron table, an
@@ -31,39 +27,48 @@ func (d *daemon) reloadOnHUP(ctx context.Context) error {
 	}
 }
 
-// reload replaces the table with the configuration's: the runner's, then the one /status
-// shows and its hash, together, then the replica's entry in etcd. The other settings were read
-// at start and keep their values; those that changed are named, for a restart to apply them.
-func (d *daemon) reload(ctx context.Context) {
-	cfg, err := LoadConfig(d.path, d.environ)
+// reload replaces the table with the configuration's, read and built by loadForRun as at the
+// start: the runner's table, the one /status shows, its hash and the job labels
+// of the metrics, together under d.mu; then the replica's entry in etcd is republished. The other
+// settings were read at start and keep their values; those that changed are named, for a restart
+// to apply them.
+func (d *daemon) reload(context.Context) {
+	l, err := loadForRun(d.path, d.environ, currentUserSwitch())
 	if err == nil {
-		var table []jobs.Spec
-		if table, err = buildTable(cfg, &http.Client{}, d.environ); err == nil {
-			err = d.runner.SetTable(table)
-		}
+		err = d.swapTable(l)
 	}
 	if err != nil {
 		d.m.reloads.WithLabelValues("failure").Inc()
 		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
 		return
 	}
+	cfg := l.cfg
 	if d.node != "" {
 		cfg.Node = d.node
 	}
-	hash := tableHash(cfg)
 	d.m.reloads.WithLabelValues("success").Inc()
-	d.m.setJobs(cfg.Metrics, jobNames(cfg.Jobs))
-	d.mu.Lock()
-	d.jobs, d.hash = cfg.Jobs, hash
-	d.mu.Unlock()
 	select {
 	case d.republish <- struct{}{}:
 	default: // one is pending, and it publishes the latest hash
 	}
-	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", hash))
+	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if keys := restartKeys(d.cfg, cfg); len(keys) > 0 {
 		d.lg.Warn("changed settings apply only after a restart", zap.Strings("keys", keys))
 	}
+}
+
+// swapTable gives the runner l's table and makes it the one the daemon shows, under d.mu: a
+// reader of d.table never sees the runner on one table and /status or the replica's hash on
+// another. It changes nothing when the runner refuses the table.
+func (d *daemon) swapTable(l *loaded) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.runner.SetTable(l.table); err != nil {
+		return err
+	}
+	d.jobs, d.hash = l.cfg.Jobs, l.hash
+	d.m.setJobs(l.cfg.Metrics, jobNames(l.cfg.Jobs))
+	return nil
 }
 
 // reloadable are the keys a reload applies: the table (with what its jobs inherit) and the
@@ -75,34 +80,17 @@ var reloadable = map[string]bool{
 // restartKeys returns the key paths, sorted, of the settings that differ between old and new
 // and that a reload does not apply.
 func restartKeys(old, new *Config) []string {
+	a, b := reflect.ValueOf(*old), reflect.ValueOf(*new)
 	var keys []string
-	diffKeys(reflect.ValueOf(*old), reflect.ValueOf(*new), "", &keys)
-	slices.Sort(keys)
-	return keys
-}
-
-// diffKeys appends to keys the paths under prefix whose values differ between the structs a
-// and b, named by their mapstructure tags; a squashed struct adds no name of its own.
-func diffKeys(a, b reflect.Value, prefix string, keys *[]string) {
-	for i := 0; i < a.NumField(); i++ {
-		f := a.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
-		key := prefix
-		if opts != "squash" {
-			if key != "" {
-				key += "."
-			}
-			key += name
-		}
+	walkKeys(a.Type(), "", nil, func(key string, index []int, leaf bool) bool {
 		switch {
 		case reloadable[key]:
-		case f.Type.Kind() == reflect.Struct:
-			diffKeys(a.Field(i), b.Field(i), key, keys)
-		case !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()):
-			*keys = append(*keys, key)
+			return false
+		case leaf && !reflect.DeepEqual(a.FieldByIndex(index).Interface(), b.FieldByIndex(index).Interface()):
+			keys = append(keys, key)
 		}
-	}
+		return true
+	})
+	slices.Sort(keys)
+	return keys
 }

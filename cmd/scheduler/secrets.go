@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -64,7 +61,7 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
 			continue
 		}
-		data, err := readSecretFile(path)
+		data, err := readBoundedFile(path, secretLimit)
 		if err != nil {
 			// The *PathError names the path; the content, a secret, is never quoted.
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("cannot read the secret: %v", err)})
@@ -81,28 +78,8 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 }
 
 // MaxSecretBytes is the largest secret file accepted (a password, a DSN): the same checks as the
-// configuration file, with a bound fit for a secret.
+// configuration file (readBoundedFile), with a bound fit for a secret.
 const MaxSecretBytes = 64 << 10
-
-// readSecretFile reads a regular file of at most MaxSecretBytes. Its errors name the path, and
-// never quote the content.
-func readSecretFile(path string) ([]byte, error) {
-	f, err := openRegularFile(path, fileStall)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSecretBytes+1))
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, stalledError(path, fileStall)
-	case err != nil:
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	case len(data) > MaxSecretBytes:
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes (%d KiB) for a secret file", path, MaxSecretBytes, MaxSecretBytes>>10)
-	}
-	return data, nil
-}
 
 // settingParent returns the mapping of raw that holds the dotted key path, and the last element
 // of the path; nil when a section on the way is missing or not a mapping.
@@ -176,31 +153,13 @@ func newScrubber(secrets []string) func(string) string {
 // a URL, decoded too; nil when it has none.
 func dsnSecrets(dsn string) []string {
 	var out []string
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.Host != "" {
-		if p, ok := u.User.Password(); ok && p != "" {
-			out = append(out, p)
-			// As written in the DSN, percent-encoded.
-			if _, enc, ok := strings.Cut(u.User.String(), ":"); ok && enc != p {
-				out = append(out, enc)
+	dsnPasswords(dsn, func(forms ...string) string {
+		for _, f := range forms {
+			if f != "" && !slices.Contains(out, f) {
+				out = append(out, f)
 			}
 		}
-		if p := u.Query().Get("password"); p != "" {
-			out = append(out, p)
-			if enc := url.QueryEscape(p); enc != p {
-				out = append(out, enc)
-			}
-		}
-		return out
-	}
-	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
-		v := m[2]
-		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
-			out = append(out, v)
-			v = strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(v[1 : len(v)-1])
-		}
-		if v != "" {
-			out = append(out, v)
-		}
-	}
+		return forms[0]
+	})
 	return out
 }

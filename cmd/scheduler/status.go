@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"scheduler"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
-	"scheduler/internal/schedule"
 )
 
 // statusDoc is the `status --json` document, also served on /status.
@@ -145,12 +145,10 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 			js.Blocked = &blockedDoc{Fence: f, Token: doc.Leader.Token, Held: true, Reason: jobs.HeldReason(j.Name, doc.Leader.Token)}
 			warn("%s", js.Blocked.Reason)
 		}
-		if loc, err := time.LoadLocation(j.Timezone); err == nil && j.Enabled {
-			if s, err := schedule.Parse(j.Schedule, loc); err == nil {
-				if sl := s.Next(now); !sl.At.IsZero() {
-					at := sl.At.UTC()
-					js.Next = &at
-				}
+		if j.schedule != nil && j.Enabled {
+			if sl := j.schedule.Next(now); !sl.At.IsZero() {
+				at := sl.At.UTC()
+				js.Next = &at
 			}
 		}
 		doc.Jobs = append(doc.Jobs, js)

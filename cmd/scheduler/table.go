@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,39 +12,65 @@ import (
 	"time"
 
 	"scheduler"
+
 	"scheduler/internal/jobs"
 	"scheduler/internal/kinds"
-	"scheduler/internal/schedule"
 )
 
-// buildTable turns the configured jobs into the runner's table: schedules parsed in their
-// zones and an executor per job type. Builtin and sql jobs write through the fenced transaction
-// of each attempt, which the runner binds to the store, so building the table needs no store.
-func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec, error) {
+// buildTable turns the configured jobs into the runner's table: each job's schedule, as
+// Validate parsed it in its zone, and an executor per job type. Builtin and sql jobs write
+// through the fenced transaction the runner binds to each attempt, so building needs no store. A job's constructor refusing a value comes back as a problem naming the
+// job's key (or the defaults key it inherited), and the job is left out. A job whose schedule
+// or zone Validate refused has no schedule and is left out too: Validate reported it.
+func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec, []Problem) {
+	var p problems
 	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
-	for _, j := range cfg.Jobs {
-		loc, err := time.LoadLocation(j.Timezone)
-		if err != nil {
-			return nil, fmt.Errorf("job %q: timezone: %w", j.Name, err)
-		}
-		sched, err := schedule.Parse(j.Schedule, loc)
-		if err != nil {
-			return nil, fmt.Errorf("job %q: schedule: %w", j.Name, err)
+	for i, j := range cfg.Jobs {
+		if _, known := typeKeys[j.Type]; !known {
+			continue // Validate reported the type
 		}
 		exec, err := newExecutor(j, client, environ)
 		if err != nil {
-			return nil, fmt.Errorf("job %q: %w", j.Name, err)
+			jobProblems(&p, fmt.Sprintf("jobs[%d]", i), j, err)
+			continue
+		}
+		if j.schedule == nil {
+			continue
 		}
 		specs = append(specs, jobs.Spec{
-			Name: j.Name, Schedule: sched, Executor: exec,
+			Name: j.Name, Schedule: j.schedule, Executor: exec,
 			Timeout: j.Timeout, Retries: j.Retries, RetryBackoff: j.RetryBackoff,
 			Overlap: jobs.Overlap(j.Overlap), Misfire: jobs.Misfire(j.Misfire),
 			Catchup: j.Catchup, Jitter: j.Jitter, Enabled: j.Enabled,
 		})
 	}
-	return specs, nil
+	return specs, p.list
 }
 
+// jobProblems adds the problems of a job's constructor error, joined ones each on its own, at
+// key paths under key: a constructor names the key it refuses ("env.SCHEDULER_JOB: ..."). A key
+// the job inherited is reported under defaults instead.
+func jobProblems(p *problems, key string, j Job, err error) {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			jobProblems(p, key, j, e)
+		}
+		return
+	}
+	msg := err.Error()
+	sub, rest, ok := strings.Cut(msg, ": ")
+	if !ok || strings.ContainsAny(sub, " \t") {
+		p.add(key, "%s", msg)
+		return
+	}
+	if top, _, _ := strings.Cut(strings.SplitN(sub, "[", 2)[0], "."); j.inherited[top] {
+		key = "defaults"
+	}
+	p.add(key+"."+sub, "%s", rest)
+}
+
+// newExecutor builds the executor of job j. Its error names the keys at fault, each as
+// "KEY: message", joined.
 func newExecutor(j Job, client *http.Client, environ []string) (scheduler.Executor, error) {
 	switch j.Type {
 	case "builtin":
@@ -51,15 +78,20 @@ func newExecutor(j Job, client *http.Client, environ []string) (scheduler.Execut
 		case "invoices":
 			p, errs := kinds.ParseInvoicesParams(j.Params)
 			if len(errs) > 0 {
-				return nil, fmt.Errorf("params: %v", errs)
+				return nil, paramErrors(errs)
 			}
 			return kinds.NewInvoices(p)
 		case "stock":
+			if _, errs := kinds.ParseStockParams(j.Params); len(errs) > 0 {
+				return nil, paramErrors(errs)
+			}
 			return kinds.NewStock(time.Now), nil
 		}
-		return nil, fmt.Errorf("unknown builtin %q", j.Builtin)
+		return nil, fmt.Errorf("builtin: unknown builtin %q (known: %s)", j.Builtin, strings.Join(kinds.BuiltinNames(), ", "))
 	case "exec":
-		id, err := resolveIdentity(j, currentUserSwitch())
+		// Whether the daemon may switch users is checked by `run` (checkUserSwitch), not here:
+		// it is a property of the process, and `validate` may well run as another user.
+		id, err := lookupIdentity(j)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +108,21 @@ func newExecutor(j Job, client *http.Client, environ []string) (scheduler.Execut
 	case "http":
 		return kinds.NewHTTP(client, kinds.HTTPConfig{URL: j.URL, Method: j.Method, Headers: j.Headers, FollowRedirects: j.FollowRedirects})
 	}
-	return nil, fmt.Errorf("unknown type %q", j.Type)
+	return nil, fmt.Errorf("type: unknown type %q", j.Type)
+}
+
+// paramErrors joins a builtin's parameter problems as "params.NAME: message" errors, or
+// "builtin: message" for one about the builtin itself.
+func paramErrors(errs []kinds.ParamError) error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		if e.Param == "" {
+			out[i] = fmt.Errorf("builtin: %s", e.Msg)
+		} else {
+			out[i] = fmt.Errorf("params.%s: %s", e.Param, e.Msg)
+		}
+	}
+	return errors.Join(out...)
 }
 
 // roleWithoutJobDSN names a sql job that has a role while sql jobs run on the scheduler's own

@@ -19,8 +19,9 @@ var (
 	identifierRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
 
-// Validate reports every problem in the configuration, each with its key path. It connects
-// nowhere and reads only the TLS files it names.
+// Validate reports every problem in the configuration, each with its key path, and keeps each
+// job's schedule as it parsed it, for the table. It connects nowhere and reads only the TLS
+// files it names. The checks of a job's kind are its constructor's: see buildTable.
 func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
 
 // validateAt is Validate with the instant from which schedules are looked at.
@@ -80,7 +81,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		} else {
 			seen[job.Name] = i
 		}
-		validateJob(&p, key, job, gaps)
+		c.Jobs[i].schedule = validateJob(&p, key, job, gaps)
 	}
 	return p.list
 }

@@ -18,9 +18,10 @@ var typeKeys = map[string][]string{
 	"http":    {"url", "method", "headers", "follow_redirects"},
 }
 
-// validateJob checks one job. A problem with a value the job inherited from `defaults` is
-// reported once, under defaults.KEY, by validateDefaults instead.
-func validateJob(p *problems, key string, job Job, gaps *gapCache) {
+// validateJob checks one job and returns its schedule, parsed in its zone; nil when either is
+// refused. A problem with a value the job inherited from `defaults` is reported once, under
+// defaults.KEY, by validateDefaults instead.
+func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Schedule {
 	inherited := func(k string) bool { return job.inherited[k] }
 	at := func(k string) string { return key + "." + k }
 
@@ -32,7 +33,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 	}
 
 	// A schedule is parsed in UTC when the zone is bad, so its own problems still show.
-	loc := time.UTC
+	loc, zoneOK := time.UTC, false
 	switch job.Timezone {
 	case "":
 		p.add(at("timezone"), "is required (an IANA zone such as Europe/Berlin)")
@@ -42,17 +43,24 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 		l, err := time.LoadLocation(job.Timezone)
 		switch {
 		case err == nil:
-			loc = l
+			loc, zoneOK = l, true
 		case !inherited("timezone"):
 			p.add(at("timezone"), "unknown IANA time zone %q", job.Timezone)
 		}
 	}
+	var sched *schedule.Schedule
 	if job.Schedule == "" {
 		p.add(at("schedule"), "is required")
-	} else if sched, err := schedule.Parse(job.Schedule, loc); err != nil {
+	} else if s, err := schedule.Parse(job.Schedule, loc); err != nil {
 		p.add(at("schedule"), "%v", err)
-	} else if job.Jitter > 0 {
-		validateJitter(p, at("jitter"), job, sched, gaps)
+	} else {
+		sched = s
+		if job.Jitter > 0 {
+			validateJitter(p, at("jitter"), job, sched, gaps)
+		}
+	}
+	if !zoneOK {
+		sched = nil
 	}
 
 	if _, known := typeKeys[job.Type]; !known {
@@ -88,6 +96,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) {
 		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
 	}
 	checkJobHistory(p, at("history"), job.History, jobInheritedHistory(job))
+	return sched
 }
 
 // validateJitter checks that the jitter window is shorter than the shortest gap between two
@@ -156,15 +165,8 @@ func validateJobType(p *problems, key string, job Job) {
 	case "builtin":
 		if job.Builtin == "" {
 			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(kinds.BuiltinNames(), ", "))
-			return
 		}
-		for _, e := range kinds.CheckBuiltin(job.Builtin, job.Params) {
-			if e.Param == "" {
-				p.add(at("builtin"), "%s", e.Msg)
-			} else {
-				p.add(at("params."+e.Param), "%s", e.Msg)
-			}
-		}
+		// The builtin's name and parameters are checked by building it (newExecutor).
 	case "exec":
 		if len(job.Command) == 0 {
 			p.add(at("command"), "is required for an exec job: the argv list, e.g. [/usr/bin/backup, --full]")
