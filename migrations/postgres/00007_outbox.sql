@@ -7,10 +7,11 @@
 -- Job roles do not write the table: they call outbox_enqueue after their
 -- fence check, which checks the fence again itself, and so cannot queue a
 -- message for a token that is not the job's fence, nor change a message
--- once it is queued.
+-- once it is queued. Every statement may run again on a schema that has
+-- them (IF NOT EXISTS, OR REPLACE), as a migration recorded as missing does.
 
 -- +goose Up
-CREATE TABLE {{.Schema}}.outbox (
+CREATE TABLE IF NOT EXISTS {{.Schema}}.outbox (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     key             text NOT NULL CHECK (key ~ '^[A-Za-z0-9._~:/+=-]{1,200}$'),
     job             text NOT NULL CHECK (length(job) BETWEEN 1 AND 200),
@@ -35,10 +36,10 @@ CREATE TABLE {{.Schema}}.outbox (
 
 -- The dispatcher takes due pending messages oldest first, and finds the
 -- in-flight messages of earlier terms; both sets are small.
-CREATE INDEX outbox_due_idx ON {{.Schema}}.outbox (next_attempt_at, id) WHERE status = 'pending';
-CREATE INDEX outbox_sending_idx ON {{.Schema}}.outbox (claim_token) WHERE status = 'sending';
+CREATE INDEX IF NOT EXISTS outbox_due_idx ON {{.Schema}}.outbox (next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS outbox_sending_idx ON {{.Schema}}.outbox (claim_token) WHERE status = 'sending';
 -- Pruning follows the runs of a job: the messages of a slot go with its run.
-CREATE INDEX outbox_slot_idx ON {{.Schema}}.outbox (job, scheduled_at, manual);
+CREATE INDEX IF NOT EXISTS outbox_slot_idx ON {{.Schema}}.outbox (job, scheduled_at, manual);
 
 REVOKE ALL ON {{.Schema}}.outbox FROM PUBLIC;
 
@@ -51,7 +52,7 @@ REVOKE ALL ON {{.Schema}}.outbox FROM PUBLIC;
 -- server's. It runs as its owner, so a caller needs EXECUTE on it and nothing
 -- on the table.
 -- +goose StatementBegin
-CREATE FUNCTION {{.Schema}}.outbox_enqueue(job text, token bigint, key text, kind text,
+CREATE OR REPLACE FUNCTION {{.Schema}}.outbox_enqueue(job text, token bigint, key text, kind text,
     destination text, subject text, body text, scheduled_at timestamptz, manual boolean DEFAULT false)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT SECURITY DEFINER
