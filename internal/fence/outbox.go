@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // The outbox holds the e-mails and webhooks of the jobs' runs. A message is
@@ -33,92 +35,6 @@ import (
 // name, so it cannot collide with a job's fence.
 const OutboxFence = "@outbox"
 
-// MessageKind is how a message is delivered.
-type MessageKind string
-
-// The kinds of message.
-const (
-	// Email is an e-mail: Destination is the recipient's address, Subject
-	// and Body the plain-text message.
-	Email MessageKind = "email"
-	// Webhook is an HTTP POST: Destination is the URL, Body the JSON body.
-	Webhook MessageKind = "webhook"
-)
-
-// MessageStatus is where a message is in its delivery.
-type MessageStatus string
-
-// The statuses of a message.
-const (
-	// MessagePending waits for its next attempt.
-	MessagePending MessageStatus = "pending"
-	// MessageSending is claimed by a dispatcher, which is delivering it.
-	MessageSending MessageStatus = "sending"
-	// MessageDelivered was accepted by its receiver.
-	MessageDelivered MessageStatus = "delivered"
-	// MessageDead failed for good; RetryOutbox queues it again.
-	MessageDead MessageStatus = "dead"
-)
-
-// Message is one row of the outbox.
-type Message struct {
-	// Key identifies the message for ever: it is unique in the outbox and
-	// the receiver's deduplication key (Message-ID, Idempotency-Key). Up to
-	// 200 characters of A-Z a-z 0-9 . _ ~ : / + = -.
-	Key string
-	// Job, ScheduledAt and Manual are the slot whose run queued it.
-	Job         string
-	ScheduledAt time.Time
-	Manual      bool
-	// Token is the fencing token of the transaction that queued it.
-	Token int64
-	// Kind, Destination, Subject and Body are what to deliver, and where.
-	Kind        MessageKind
-	Destination string
-	Subject     string
-	Body        string
-
-	// The delivery state, set by the store.
-	Status MessageStatus
-	// Attempts counts the claims of the message: each is a delivery started.
-	Attempts int
-	// NextAttempt is when a pending message is due.
-	NextAttempt time.Time
-	// ClaimToken is the token of the dispatcher that claimed it last; zero
-	// before its first claim.
-	ClaimToken int64
-	// LastError is the error of the last failed attempt.
-	LastError string
-	// Created, Updated and Delivered (zero until delivered) are store times.
-	Created, Updated, Delivered time.Time
-}
-
-// DeliveryOutcome is the result of one delivery attempt.
-type DeliveryOutcome string
-
-// The outcomes RecordDelivery records.
-const (
-	// DeliveryOK: the receiver accepted the message.
-	DeliveryOK DeliveryOutcome = "delivered"
-	// DeliveryRetry: the attempt failed; the message is due again at Delivery.Next.
-	DeliveryRetry DeliveryOutcome = "retry"
-	// DeliveryDead: the message failed for good.
-	DeliveryDead DeliveryOutcome = "dead"
-)
-
-// Delivery is what RecordDelivery records about one attempt. The
-// dispatcher decides the outcome and the next attempt (its retry policy);
-// the store records them.
-type Delivery struct {
-	Outcome DeliveryOutcome
-	// Error is the attempt's error, for Retry and Dead.
-	Error string
-	// At is when the attempt ended.
-	At time.Time
-	// Next is when a retried message is due again.
-	Next time.Time
-}
-
 // Errors of the outbox.
 var (
 	// ErrNotClaimed reports a delivery recorded for a message that is not
@@ -128,15 +44,15 @@ var (
 	ErrNotDead = errors.New("fence: message is not dead")
 )
 
-// keyPattern is the form of Message.Key; the schema checks it as well.
+// keyPattern is the form of a message key; the schema checks it as well.
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._~:/+=-]{1,200}$`)
 
 // outboxBackend is the outbox's part of a backend.
 type outboxBackend interface {
-	enqueue(ctx context.Context, tx Tx, m Message, now time.Time) (bool, error)
-	claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]Message, error)
-	recordDelivery(ctx context.Context, token int64, key string, d Delivery) (bool, error)
-	outbox(ctx context.Context, status MessageStatus, limit int) ([]Message, error)
+	enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error)
+	claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
+	recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
+	outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
 	retryOutbox(ctx context.Context, key string, now time.Time) (bool, error)
 }
 
@@ -156,7 +72,7 @@ func (s *Store) ob() outboxBackend { return s.b.(outboxBackend) }
 // IMMEDIATE transaction), and the caller's transaction must not commit.
 // Status and the delivery fields of m are ignored: a new message is
 // pending and due at once.
-func (s *Store) Enqueue(ctx context.Context, tx Tx, m Message) (bool, error) {
+func (s *Store) Enqueue(ctx context.Context, tx Tx, m scheduler.Message) (bool, error) {
 	if err := checkMessage(m); err != nil {
 		return false, fmt.Errorf("enqueue: %w", err)
 	}
@@ -171,15 +87,15 @@ func (s *Store) Enqueue(ctx context.Context, tx Tx, m Message) (bool, error) {
 	return ok, nil
 }
 
-func checkMessage(m Message) error {
+func checkMessage(m scheduler.Message) error {
 	if err := checkJobToken(m.Job, m.Token); err != nil {
 		return err
 	}
 	switch {
 	case !keyPattern.MatchString(m.Key):
 		return fmt.Errorf("message key %q: want %s", m.Key, keyPattern)
-	case m.Kind != Email && m.Kind != Webhook:
-		return fmt.Errorf("message %q: kind %q: want %q or %q", m.Key, m.Kind, Email, Webhook)
+	case m.Kind != scheduler.MessageEmail && m.Kind != scheduler.MessageWebhook:
+		return fmt.Errorf("message %q: kind %q: want %q or %q", m.Key, m.Kind, scheduler.MessageEmail, scheduler.MessageWebhook)
 	case m.Destination == "" || len(m.Destination) > 2048:
 		return fmt.Errorf("message %q: destination: want 1 to 2048 bytes", m.Key)
 	case m.ScheduledAt.IsZero():
@@ -195,14 +111,14 @@ func checkMessage(m Message) error {
 // hands the messages that older terms left sending back to pending, due at
 // once (a leadership change passes in-flight messages on). A token older
 // than the fence claims nothing and fails with a *StaleError.
-func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]Message, error) {
+func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
 	}
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim outbox: limit %d: want > 0", limit)
 	}
-	var msgs []Message
+	var msgs []scheduler.Message
 	err := s.retry(ctx, OutboxFence, token, func() (err error) {
 		msgs, err = s.ob().claimOutbox(ctx, token, limit, normTime(now))
 		return err
@@ -214,19 +130,19 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 }
 
 // RecordDelivery records the outcome of an attempt of the message key,
-// claimed with token, in a write fenced with token on OutboxFence: DeliveryOK
-// marks it delivered, DeliveryRetry pending again and due at d.Next,
-// DeliveryDead dead, the
+// claimed with token, in a write fenced with token on OutboxFence:
+// DeliveryOK marks it delivered, DeliveryRetry pending again and due at
+// d.Next, DeliveryDead dead, the
 // last two with d.Error. A token older than the fence records nothing
 // (*StaleError); a message not sending under token fails with ErrNotClaimed.
-func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d Delivery) error {
+func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return fmt.Errorf("record delivery of message %q: %w", key, err)
 	}
 	switch {
-	case d.Outcome != DeliveryOK && d.Outcome != DeliveryRetry && d.Outcome != DeliveryDead:
+	case d.Outcome != scheduler.DeliveryOK && d.Outcome != scheduler.DeliveryRetry && d.Outcome != scheduler.DeliveryDead:
 		return fmt.Errorf("record delivery of message %q: outcome %q", key, d.Outcome)
-	case d.At.IsZero() || (d.Outcome == DeliveryRetry && d.Next.IsZero()):
+	case d.At.IsZero() || (d.Outcome == scheduler.DeliveryRetry && d.Next.IsZero()):
 		return fmt.Errorf("record delivery of message %q: %s without its times", key, d.Outcome)
 	}
 	d.At, d.Next = normTime(d.At), normTime(d.Next)
@@ -247,9 +163,9 @@ func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d D
 
 // Outbox lists up to limit messages with status (every status when empty),
 // oldest first.
-func (s *Store) Outbox(ctx context.Context, status MessageStatus, limit int) ([]Message, error) {
+func (s *Store) Outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error) {
 	switch status {
-	case "", MessagePending, MessageSending, MessageDelivered, MessageDead:
+	case "", scheduler.MessagePending, scheduler.MessageSending, scheduler.MessageDelivered, scheduler.MessageDead:
 	default:
 		return nil, fmt.Errorf("list outbox: status %q", status)
 	}
@@ -314,17 +230,17 @@ const (
 
 // sortMessages orders claimed messages as they were due: the order of an
 // UPDATE's RETURNING rows is not defined.
-func sortMessages(msgs []Message) {
-	slices.SortStableFunc(msgs, func(a, b Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
+func sortMessages(msgs []scheduler.Message) {
+	slices.SortStableFunc(msgs, func(a, b scheduler.Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
 }
 
 // recordStatus is the status an outcome leaves a message in.
-func recordStatus(o DeliveryOutcome) MessageStatus {
+func recordStatus(o scheduler.DeliveryOutcome) scheduler.MessageStatus {
 	switch o {
-	case DeliveryOK:
-		return MessageDelivered
-	case DeliveryRetry:
-		return MessagePending
+	case scheduler.DeliveryOK:
+		return scheduler.MessageDelivered
+	case scheduler.DeliveryRetry:
+		return scheduler.MessagePending
 	}
-	return MessageDead
+	return scheduler.MessageDead
 }

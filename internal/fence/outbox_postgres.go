@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"scheduler"
 )
 
 // outboxSQL fills in the schema prefix of an outbox statement.
@@ -17,7 +19,7 @@ func (p *pgBackend) outboxSQL(q string) string {
 // enqueue inserts m behind a fence_verify of its job and token, in the same
 // statement: the scheduler's own transaction has entered the fence already,
 // and the check makes sure it is m's job's and token's.
-func (p *pgBackend) enqueue(ctx context.Context, tx Tx, m Message, now time.Time) (bool, error) {
+func (p *pgBackend) enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error) {
 	n, err := tx.Exec(ctx, p.outboxSQL(`INSERT INTO {s}outbox (key, job, scheduled_at, manual, token, kind,
 			destination, subject, body, next_attempt_at, created_at, updated_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10
@@ -27,8 +29,8 @@ func (p *pgBackend) enqueue(ctx context.Context, tx Tx, m Message, now time.Time
 	return n == 1, err
 }
 
-func (p *pgBackend) claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]Message, error) {
-	var msgs []Message
+func (p *pgBackend) claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
+	var msgs []scheduler.Message
 	err := p.fencedBatch(ctx, []string{OutboxFence}, token, func(b *pgx.Batch) {
 		b.Queue(p.outboxSQL(outboxReleaseSQL), token, now)
 		b.Queue(p.outboxSQL(`UPDATE {s}outbox AS o
@@ -49,7 +51,7 @@ func (p *pgBackend) claimOutbox(ctx context.Context, token int64, limit int, now
 	return msgs, nil
 }
 
-func (p *pgBackend) recordDelivery(ctx context.Context, token int64, key string, d Delivery) (bool, error) {
+func (p *pgBackend) recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error) {
 	var n int64
 	err := p.fencedBatch(ctx, []string{OutboxFence}, token, func(b *pgx.Batch) {
 		b.Queue(p.outboxSQL(outboxRecordSQL), key, token, string(recordStatus(d.Outcome)), d.At, d.Next, d.Error).
@@ -61,7 +63,7 @@ func (p *pgBackend) recordDelivery(ctx context.Context, token int64, key string,
 	return n == 1, err
 }
 
-func (p *pgBackend) outbox(ctx context.Context, status MessageStatus, limit int) ([]Message, error) {
+func (p *pgBackend) outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error) {
 	rows, err := p.pool.Query(ctx, p.outboxSQL(outboxListSQL), string(status), limit)
 	if err != nil {
 		return nil, err
@@ -74,16 +76,16 @@ func (p *pgBackend) retryOutbox(ctx context.Context, key string, now time.Time) 
 	return ct.RowsAffected() == 1, err
 }
 
-func scanPgMessage(row pgx.CollectableRow) (Message, error) {
+func scanPgMessage(row pgx.CollectableRow) (scheduler.Message, error) {
 	var (
-		m            Message
+		m            scheduler.Message
 		kind, status string
 		delivered    *time.Time
 		attempts     int32
 	)
 	err := row.Scan(&m.Key, &m.Job, &m.ScheduledAt, &m.Manual, &m.Token, &kind, &m.Destination, &m.Subject, &m.Body,
 		&status, &attempts, &m.NextAttempt, &m.ClaimToken, &m.LastError, &m.Created, &m.Updated, &delivered)
-	m.Kind, m.Status, m.Attempts = MessageKind(kind), MessageStatus(status), int(attempts)
+	m.Kind, m.Status, m.Attempts = scheduler.MessageKind(kind), scheduler.MessageStatus(status), int(attempts)
 	m.ScheduledAt, m.NextAttempt, m.Created, m.Updated = m.ScheduledAt.UTC(), m.NextAttempt.UTC(), m.Created.UTC(), m.Updated.UTC()
 	if delivered != nil {
 		m.Delivered = delivered.UTC()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"scheduler"
 )
 
 // liteOutboxSQL fills in the (empty) schema prefix of an outbox statement.
@@ -16,7 +18,7 @@ func liteOutboxSQL(q string) string {
 
 // enqueue checks m's fence inside tx, the caller's IMMEDIATE transaction,
 // and inserts m: nothing can write between the check and the commit.
-func (l *liteBackend) enqueue(ctx context.Context, tx Tx, m Message, now time.Time) (bool, error) {
+func (l *liteBackend) enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error) {
 	var fence int64
 	switch err := tx.QueryRow(ctx, `SELECT token FROM job_fence WHERE job = $1`, m.Job).Scan(&fence); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -35,8 +37,8 @@ func (l *liteBackend) enqueue(ctx context.Context, tx Tx, m Message, now time.Ti
 	return n == 1, err
 }
 
-func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]Message, error) {
-	var msgs []Message
+func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
+	var msgs []scheduler.Message
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		if err := l.enter(ctx, tx, []string{OutboxFence}, token); err != nil {
 			return err
@@ -62,7 +64,7 @@ func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, n
 	return msgs, nil
 }
 
-func (l *liteBackend) recordDelivery(ctx context.Context, token int64, key string, d Delivery) (bool, error) {
+func (l *liteBackend) recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error) {
 	var n int64
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		if err := l.enter(ctx, tx, []string{OutboxFence}, token); err != nil {
@@ -79,7 +81,7 @@ func (l *liteBackend) recordDelivery(ctx context.Context, token int64, key strin
 	return n == 1, err
 }
 
-func (l *liteBackend) outbox(ctx context.Context, status MessageStatus, limit int) ([]Message, error) {
+func (l *liteBackend) outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error) {
 	rows, err := l.r.QueryContext(ctx, liteOutboxSQL(outboxListSQL), string(status), limit)
 	if err != nil {
 		return nil, err
@@ -101,12 +103,12 @@ func (l *liteBackend) retryOutbox(ctx context.Context, key string, now time.Time
 }
 
 // scanLiteMessages reads and closes rows of outboxCols.
-func scanLiteMessages(rows *sql.Rows) ([]Message, error) {
+func scanLiteMessages(rows *sql.Rows) ([]scheduler.Message, error) {
 	defer func() { _ = rows.Close() }()
-	var msgs []Message
+	var msgs []scheduler.Message
 	for rows.Next() {
 		var (
-			m                           Message
+			m                           scheduler.Message
 			kind, status                string
 			slot, next, created, update int64
 			delivered                   sql.NullInt64
@@ -115,7 +117,7 @@ func scanLiteMessages(rows *sql.Rows) ([]Message, error) {
 			&status, &m.Attempts, &next, &m.ClaimToken, &m.LastError, &created, &update, &delivered); err != nil {
 			return nil, err
 		}
-		m.Kind, m.Status = MessageKind(kind), MessageStatus(status)
+		m.Kind, m.Status = scheduler.MessageKind(kind), scheduler.MessageStatus(status)
 		m.ScheduledAt, m.NextAttempt = time.UnixMicro(slot).UTC(), time.UnixMicro(next).UTC()
 		m.Created, m.Updated = time.UnixMicro(created).UTC(), time.UnixMicro(update).UTC()
 		if delivered.Valid {

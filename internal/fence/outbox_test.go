@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"scheduler"
 )
 
 // outboxNow is the store's clock in the outbox tests.
 var outboxNow = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 
 // mail returns an e-mail message of the invoices job's 2 a.m. slot.
-func mail(key string, token int64) Message {
-	return Message{Key: key, Job: "invoices", ScheduledAt: outboxNow, Token: token, Kind: Email,
+func mail(key string, token int64) scheduler.Message {
+	return scheduler.Message{Key: key, Job: "invoices", ScheduledAt: outboxNow, Token: token, Kind: scheduler.MessageEmail,
 		Destination: "client-1@example.test", Subject: "Invoice", Body: "Amount due: 10"}
 }
 
 // enqueueAll queues msgs in one transaction fenced with token on the invoices job.
-func enqueueAll(ctx context.Context, s *Store, token int64, msgs ...Message) (queued int, err error) {
+func enqueueAll(ctx context.Context, s *Store, token int64, msgs ...scheduler.Message) (queued int, err error) {
 	err = s.Fenced(ctx, "invoices", token, func(tx Tx) error {
 		queued = 0
 		for _, m := range msgs {
@@ -36,7 +38,7 @@ func enqueueAll(ctx context.Context, s *Store, token int64, msgs ...Message) (qu
 }
 
 // mustOutbox lists every message with status.
-func mustOutbox(t *testing.T, ctx context.Context, s *Store, status MessageStatus) []Message {
+func mustOutbox(t *testing.T, ctx context.Context, s *Store, status scheduler.MessageStatus) []scheduler.Message {
 	t.Helper()
 	msgs, err := s.Outbox(ctx, status, 1000)
 	if err != nil {
@@ -69,13 +71,13 @@ func TestStore_Enqueue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := mustOutbox(t, ctx, s, MessagePending)
+				got := mustOutbox(t, ctx, s, scheduler.MessagePending)
 				if len(got) != 1 {
 					t.Fatalf("after the commit: %d pending messages, want 1", len(got))
 				}
 				m := got[0]
 				if m.Key != "inv/1" || m.Token != 10 || m.Attempts != 0 || !m.NextAttempt.Equal(outboxNow) ||
-					!m.ScheduledAt.Equal(outboxNow) || m.Subject != "Invoice" || m.Kind != Email {
+					!m.ScheduledAt.Equal(outboxNow) || m.Subject != "Invoice" || m.Kind != scheduler.MessageEmail {
 					t.Fatalf("queued message = %+v", m)
 				}
 			})
@@ -125,11 +127,11 @@ func TestStore_Enqueue(t *testing.T) {
 				}
 			})
 			t.Run("InvalidRefused", func(t *testing.T) {
-				bad := []Message{
-					{Key: "has space", Job: "invoices", Token: 20, Kind: Email, Destination: "a@b", ScheduledAt: outboxNow},
+				bad := []scheduler.Message{
+					{Key: "has space", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
 					{Key: "k", Job: "invoices", Token: 20, Kind: "sms", Destination: "a@b", ScheduledAt: outboxNow},
-					{Key: "k", Job: "invoices", Token: 20, Kind: Email, ScheduledAt: outboxNow},
-					{Key: "k", Job: "invoices", Token: 20, Kind: Email, Destination: "a@b"},
+					{Key: "k", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, ScheduledAt: outboxNow},
+					{Key: "k", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b"},
 				}
 				for _, m := range bad {
 					if _, err := enqueueAll(ctx, s, 20, m); err == nil {
@@ -152,7 +154,7 @@ func TestStore_ClaimOutbox(t *testing.T) {
 			if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
 				t.Fatal(err)
 			}
-			var msgs []Message
+			var msgs []scheduler.Message
 			for i := range 3 {
 				msgs = append(msgs, mail(fmt.Sprintf("inv/%d", i), 10))
 			}
@@ -168,14 +170,14 @@ func TestStore_ClaimOutbox(t *testing.T) {
 				t.Fatalf("claim of 2: %d claimed (err %v)", len(got), err)
 			}
 			for _, m := range got {
-				if m.Status != MessageSending || m.Attempts != 1 || m.ClaimToken != 10 {
+				if m.Status != scheduler.MessageSending || m.Attempts != 1 || m.ClaimToken != 10 {
 					t.Fatalf("claimed message = %+v, want sending, attempt 1, claim token 10", m)
 				}
 			}
-			if n := len(mustOutbox(t, ctx, s, MessageSending)); n != 2 {
+			if n := len(mustOutbox(t, ctx, s, scheduler.MessageSending)); n != 2 {
 				t.Fatalf("%d messages sending, want 2", n)
 			}
-			if err := s.RecordDelivery(ctx, 10, got[0].Key, Delivery{Outcome: DeliveryOK, At: outboxNow}); err != nil {
+			if err := s.RecordDelivery(ctx, 10, got[0].Key, scheduler.Delivery{Outcome: scheduler.DeliveryOK, At: outboxNow}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -203,7 +205,7 @@ func TestStore_ClaimOutbox(t *testing.T) {
 				if _, err := s.ClaimOutbox(ctx, 10, 10, outboxNow.Add(time.Hour)); !errors.Is(err, ErrStale) {
 					t.Fatalf("claim with token 10 after term 11 claimed: err %v, want ErrStale", err)
 				}
-				err := s.RecordDelivery(ctx, 10, got[1].Key, Delivery{Outcome: DeliveryOK, At: outboxNow})
+				err := s.RecordDelivery(ctx, 10, got[1].Key, scheduler.Delivery{Outcome: scheduler.DeliveryOK, At: outboxNow})
 				if !errors.Is(err, ErrStale) {
 					t.Fatalf("record with token 10 after term 11 claimed: err %v, want ErrStale", err)
 				}
@@ -216,27 +218,27 @@ func TestStore_ClaimOutbox(t *testing.T) {
 			})
 			t.Run("Outcomes", func(t *testing.T) {
 				next := outboxNow.Add(time.Minute)
-				if err := s.RecordDelivery(ctx, 11, "inv/1", Delivery{Outcome: DeliveryRetry, Error: "503", At: outboxNow, Next: next}); err != nil {
+				if err := s.RecordDelivery(ctx, 11, "inv/1", scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: "503", At: outboxNow, Next: next}); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.RecordDelivery(ctx, 11, "inv/2", Delivery{Outcome: DeliveryDead, Error: "550 no such user", At: outboxNow}); err != nil {
+				if err := s.RecordDelivery(ctx, 11, "inv/2", scheduler.Delivery{Outcome: scheduler.DeliveryDead, Error: "550 no such user", At: outboxNow}); err != nil {
 					t.Fatal(err)
 				}
-				err := s.RecordDelivery(ctx, 11, "inv/2", Delivery{Outcome: DeliveryOK, At: outboxNow})
+				err := s.RecordDelivery(ctx, 11, "inv/2", scheduler.Delivery{Outcome: scheduler.DeliveryOK, At: outboxNow})
 				if !errors.Is(err, ErrNotClaimed) {
 					t.Fatalf("record of a dead message: err %v, want ErrNotClaimed", err)
 				}
-				byKey := map[string]Message{}
+				byKey := map[string]scheduler.Message{}
 				for _, m := range mustOutbox(t, ctx, s, "") {
 					byKey[m.Key] = m
 				}
-				if m := byKey["inv/0"]; m.Status != MessageDelivered || !m.Delivered.Equal(outboxNow) {
+				if m := byKey["inv/0"]; m.Status != scheduler.MessageDelivered || !m.Delivered.Equal(outboxNow) {
 					t.Errorf("delivered message = %+v", m)
 				}
-				if m := byKey["inv/1"]; m.Status != MessagePending || !m.NextAttempt.Equal(next) || m.LastError != "503" {
+				if m := byKey["inv/1"]; m.Status != scheduler.MessagePending || !m.NextAttempt.Equal(next) || m.LastError != "503" {
 					t.Errorf("retried message = %+v", m)
 				}
-				if m := byKey["inv/2"]; m.Status != MessageDead || m.LastError != "550 no such user" {
+				if m := byKey["inv/2"]; m.Status != scheduler.MessageDead || m.LastError != "550 no such user" {
 					t.Errorf("dead message = %+v", m)
 				}
 				if claimed, err := s.ClaimOutbox(ctx, 11, 10, outboxNow); err != nil || len(claimed) != 0 {
@@ -285,7 +287,7 @@ func TestStore_PruneOutbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Two messages per slot; the first of each is delivered.
-			var msgs []Message
+			var msgs []scheduler.Message
 			for h := 1; h <= 3; h++ {
 				for i := range 2 {
 					m := mail(fmt.Sprintf("inv/%d/%d", h, i), 5)
@@ -302,7 +304,7 @@ func TestStore_PruneOutbox(t *testing.T) {
 			}
 			for _, m := range claimed {
 				if m.Key[len(m.Key)-1] == '0' {
-					if err := s.RecordDelivery(ctx, 5, m.Key, Delivery{Outcome: DeliveryOK, At: outboxNow}); err != nil {
+					if err := s.RecordDelivery(ctx, 5, m.Key, scheduler.Delivery{Outcome: scheduler.DeliveryOK, At: outboxNow}); err != nil {
 						t.Fatal(err)
 					}
 				}
