@@ -245,9 +245,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 			res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: err.Error(), At: res.At, Next: res.At}
 		}
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.RecordTimeout)
-	defer cancel()
-	if err := d.cfg.Store.RecordDelivery(rctx, token, m.Key, res); err != nil {
+	if err := d.record(ctx, token, m.Key, res); err != nil {
 		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))
 		return
 	}
@@ -261,6 +259,27 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 	}
 	if d.cfg.Observe != nil {
 		d.cfg.Observe(m, res)
+	}
+}
+
+// record records res for key, retrying within RecordTimeout, even after
+// the term's ctx ended: a message left sending waits for the next term, and
+// one delivered but not recorded is sent again.
+func (d *Dispatcher) record(ctx context.Context, token int64, key string, res scheduler.Delivery) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.RecordTimeout)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		err := d.cfg.Store.RecordDelivery(rctx, token, key, res)
+		if err == nil || d.cfg.Fenced(err) {
+			return err
+		}
+		select {
+		case <-rctx.Done():
+			return err
+		case <-d.cfg.After(wait):
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

@@ -20,6 +20,7 @@ type fakeStore struct {
 	claimed int
 	records map[string]scheduler.Delivery
 	claimFn func() error // if set, its error fails claims
+	failing int          // the first failing records fail
 }
 
 func (f *fakeStore) ClaimOutbox(_ context.Context, _ int64, limit int, _ time.Time) ([]scheduler.Message, error) {
@@ -43,6 +44,10 @@ func (f *fakeStore) RecordDelivery(ctx context.Context, _ int64, key string, d s
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failing > 0 {
+		f.failing--
+		return errors.New("connection reset")
+	}
 	if f.records == nil {
 		f.records = map[string]scheduler.Delivery{}
 	}
@@ -197,5 +202,28 @@ func TestNew_Config(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}
+	}
+}
+
+// TestDispatcher_RecordRetried: a record that fails is retried, so that a delivered message
+// is not left sending for the next term to send again.
+func TestDispatcher_RecordRetried(t *testing.T) {
+	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	st := &fakeStore{queue: queued(1, now), failing: 3}
+	d, err := New(Config{Store: st, Now: func() time.Time { return now },
+		Deliverers: map[scheduler.MessageKind]Deliverer{scheduler.MessageEmail: NewLog(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, 7) }()
+	testenv.Eventually(t, 30*time.Second, time.Millisecond, "the delivery recorded", func() bool {
+		r, ok := st.record("k0")
+		return ok && r.Outcome == scheduler.DeliveryOK
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
