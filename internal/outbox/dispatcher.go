@@ -182,8 +182,12 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	sem := make(chan struct{}, d.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	left := &unrecorded{res: map[string]scheduler.Delivery{}}
 	failures := 0
 	for {
+		if err := d.recordLeft(ctx, lg, token, left); err != nil {
+			return err
+		}
 		msgs, err := d.cfg.Store.ClaimOutbox(ctx, token, d.cfg.Batch, d.cfg.Now())
 		switch {
 		case ctx.Err() != nil:
@@ -211,7 +215,7 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				d.deliver(ctx, lg, token, m)
+				d.deliver(ctx, lg, token, m, left)
 			}()
 		}
 		if err == nil && len(msgs) == d.cfg.Batch {
@@ -225,8 +229,36 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	}
 }
 
-// deliver sends m, claimed under token, and records the outcome.
-func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m scheduler.Message) {
+// unrecorded holds the outcomes whose record failed, by key, for Run to
+// record later in the term: the message is not sent again meanwhile.
+type unrecorded struct {
+	mu  sync.Mutex
+	res map[string]scheduler.Delivery
+}
+
+// recordLeft records the outcomes left, once each, and returns an error
+// wrapping ErrFenced if the store refused token.
+func (d *Dispatcher) recordLeft(ctx context.Context, lg *zap.Logger, token int64, left *unrecorded) error {
+	left.mu.Lock()
+	defer left.mu.Unlock()
+	for key, res := range left.res {
+		err := d.cfg.Store.RecordDelivery(ctx, token, key, res)
+		switch {
+		case err == nil:
+			delete(left.res, key)
+			lg.Info("outbox record made late", zap.String("key", key), zap.String("outcome", string(res.Outcome)))
+		case d.cfg.Fenced(err):
+			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
+		default:
+			return nil // the store is still away: try again at the next round
+		}
+	}
+	return nil
+}
+
+// deliver sends m, claimed under token, and records the outcome; an
+// outcome it could not record is left in left.
+func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m scheduler.Message, left *unrecorded) {
 	lg = lg.With(zap.String("key", m.Key), zap.String("job", m.Job), zap.Time("slot", m.ScheduledAt),
 		zap.String("kind", string(m.Kind)), zap.Int("attempt", m.Attempts))
 	if ctx.Err() != nil {
@@ -247,6 +279,11 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 	}
 	if err := d.record(ctx, token, m.Key, res); err != nil {
 		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))
+		if !d.cfg.Fenced(err) {
+			left.mu.Lock()
+			left.res[m.Key] = res
+			left.mu.Unlock()
+		}
 		return
 	}
 	switch res.Outcome {

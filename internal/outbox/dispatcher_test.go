@@ -205,12 +205,13 @@ func TestNew_Config(t *testing.T) {
 	}
 }
 
-// TestDispatcher_RecordRetried: a record that fails is retried, so that a delivered message
-// is not left sending for the next term to send again.
+// TestDispatcher_RecordRetried: a record that fails is retried, at once and then, past the
+// record timeout, in the later rounds of the term, so that a delivered message is not left
+// sending for the next term to send again.
 func TestDispatcher_RecordRetried(t *testing.T) {
 	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
-	st := &fakeStore{queue: queued(1, now), failing: 3}
-	d, err := New(Config{Store: st, Now: func() time.Time { return now },
+	st := &fakeStore{queue: queued(1, now), failing: 30}
+	d, err := New(Config{Store: st, Now: func() time.Time { return now }, RecordTimeout: time.Millisecond, Poll: time.Millisecond,
 		Deliverers: map[scheduler.MessageKind]Deliverer{scheduler.MessageEmail: NewLog(nil)}})
 	if err != nil {
 		t.Fatal(err)
