@@ -65,7 +65,9 @@ func (f *fakeStore) record(key string) (scheduler.Delivery, bool) {
 // deliverFunc is a Deliverer of a function.
 type deliverFunc func(ctx context.Context, m scheduler.Message) error
 
-func (f deliverFunc) Deliver(ctx context.Context, m scheduler.Message, _ int64) error { return f(ctx, m) }
+func (f deliverFunc) Deliver(ctx context.Context, m scheduler.Message, _ int64) error {
+	return f(ctx, m)
+}
 
 // queued returns n e-mail messages claimed at now.
 func queued(n int, now time.Time) []scheduler.Message {
