@@ -64,7 +64,8 @@ type Message struct {
 	ClaimToken int64
 	// LastError is the error of the last failed attempt.
 	LastError string
-	// Created, Updated and Delivered (zero until delivered) are store times.
+	// Created, Updated and Delivered (zero until delivered) are store
+	// times; Updated of a sending message is the time of its claim.
 	Created, Updated, Delivered time.Time
 }
 

@@ -13,23 +13,9 @@ import (
 	"scheduler"
 )
 
-// The outbox holds the e-mails and webhooks of the jobs' runs. A message is
-// written only inside a fenced transaction of its job (Enqueue, or the SQL
-// function outbox_enqueue for job roles), so it commits with the run's
-// results or not at all: a message of a transaction that was fenced out
-// never exists. Its key is unique, so a redo of the slot queues nothing
-// twice.
-//
-// One dispatcher, the leader's, delivers the messages. Its writes (Claim-
-// Outbox, RecordDelivery) are fenced by the dispatcher's own fence,
-// OutboxFence, with the term's token, rather than by the fence of each
-// message's job: the messages of a job that has left the configuration
-// still have to be delivered, and its fence is no longer raised by a new
-// leader. The first claim of a new term raises OutboxFence, which waits for
-// the claims and records of older terms in flight; after it, a stale
-// dispatcher claims nothing and records nothing, so it cannot start a
-// delivery, and the new term takes over the older terms' in-flight
-// messages.
+// The outbox's design is in the package documentation (# The outbox): why
+// its messages are written by fenced transactions only, and why the
+// dispatcher's writes are fenced by OutboxFence.
 
 // OutboxFence is the fence of the outbox's dispatcher. It is not a valid job
 // name, so it cannot collide with a job's fence.
