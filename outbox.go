@@ -39,7 +39,8 @@ const (
 type Message struct {
 	// Key identifies the message for ever: it is unique in the outbox and
 	// the receiver's deduplication key (Message-ID, Idempotency-Key). Up to
-	// 200 characters of A-Z a-z 0-9 . _ ~ : / + = -.
+	// 200 characters of A-Z a-z 0-9 _ ~ / + = - and dots between them (the
+	// left side of a Message-ID).
 	Key string
 	// Job, ScheduledAt and Manual are the slot whose run queued it.
 	Job         string

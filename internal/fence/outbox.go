@@ -31,7 +31,7 @@ var (
 )
 
 // keyPattern is the form of a message key; the schema checks it as well.
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._~:/+=-]{1,200}$`)
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_~/+=-]+(\.[A-Za-z0-9_~/+=-]+)*$`)
 
 // outboxBackend is the outbox's part of a backend.
 type outboxBackend interface {
@@ -78,7 +78,7 @@ func checkMessage(m scheduler.Message) error {
 		return err
 	}
 	switch {
-	case !keyPattern.MatchString(m.Key):
+	case len(m.Key) > 200 || !keyPattern.MatchString(m.Key):
 		return fmt.Errorf("message key %q: want %s", m.Key, keyPattern)
 	case m.Kind != scheduler.MessageEmail && m.Kind != scheduler.MessageWebhook:
 		return fmt.Errorf("message %q: kind %q: want %q or %q", m.Key, m.Kind, scheduler.MessageEmail, scheduler.MessageWebhook)

@@ -43,6 +43,12 @@ func TestPostgres_OutboxEnqueue(t *testing.T) {
 	if _, err := conn.Exec(ctx, enqueueSQL, int64(9), "inv/stale"); sqlState(err) != StaleErrorCode {
 		t.Fatalf("enqueue with a stale token: err %v, want SQLSTATE %s", err, StaleErrorCode)
 	}
+	// The schema checks what a job role sends: the key is a Message-ID's left side.
+	for _, key := range []string{"a:b", "a..b", ".a", "a b", "a@b", "<a>"} {
+		if _, err := conn.Exec(ctx, enqueueSQL, int64(10), key); sqlState(err) != "23514" {
+			t.Errorf("enqueue with key %q: err %v, want check_violation (23514)", key, err)
+		}
+	}
 	for _, sql := range []string{
 		`INSERT INTO scheduler.outbox (key, job, scheduled_at, token, kind, destination, next_attempt_at, created_at, updated_at)
 			VALUES ('inv/direct', 'invoices', now(), 10, 'email', 'a@b', now(), now(), now())`,

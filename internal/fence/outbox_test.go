@@ -129,6 +129,10 @@ func TestStore_Enqueue(t *testing.T) {
 			t.Run("InvalidRefused", func(t *testing.T) {
 				bad := []scheduler.Message{
 					{Key: "has space", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
+					{Key: "a:b", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
+					{Key: "a..b", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
+					{Key: ".a", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
+					{Key: "a@b", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b", ScheduledAt: outboxNow},
 					{Key: "k", Job: "invoices", Token: 20, Kind: "sms", Destination: "a@b", ScheduledAt: outboxNow},
 					{Key: "k", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, ScheduledAt: outboxNow},
 					{Key: "k", Job: "invoices", Token: 20, Kind: scheduler.MessageEmail, Destination: "a@b"},
@@ -322,5 +326,25 @@ func TestStore_PruneOutbox(t *testing.T) {
 				t.Fatalf("messages left after pruning: %v, want %v", left, want)
 			}
 		})
+	}
+}
+
+// TestSQLite_OutboxKeyCheck: the SQLite schema refuses the keys that Enqueue refuses, for
+// scripts that write the file themselves.
+func TestSQLite_OutboxKeyCheck(t *testing.T) {
+	s := mustOpen(t, Config{Path: t.TempDir() + "/scheduler.db"})
+	ctx := testCtx(t)
+	insert := func(key string) error {
+		_, err := s.b.(*liteBackend).w.ExecContext(ctx, `INSERT INTO outbox (key, job, scheduled_at, token, kind,
+			destination, next_attempt_at, created_at, updated_at) VALUES ($1, 'invoices', 1, 1, 'email', 'a@b', 1, 1, 1)`, key)
+		return err
+	}
+	for _, key := range []string{"a:b", "a..b", ".a", "a.", "a b", "a@b", ""} {
+		if err := insert(key); err == nil {
+			t.Errorf("insert with key %q: no error", key)
+		}
+	}
+	if err := insert("invoices/2026-03/client-1.v2"); err != nil {
+		t.Fatalf("insert with a valid key: %v", err)
 	}
 }

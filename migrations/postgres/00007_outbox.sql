@@ -13,7 +13,8 @@
 -- +goose Up
 CREATE TABLE IF NOT EXISTS {{.Schema}}.outbox (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    key             text NOT NULL CHECK (key ~ '^[A-Za-z0-9._~:/+=-]{1,200}$'),
+    -- The key is also the left side of an e-mail's Message-ID: a dot-atom.
+    key             text NOT NULL CHECK (length(key) <= 200 AND key ~ '^[A-Za-z0-9_~/+=-]+(\.[A-Za-z0-9_~/+=-]+)*$'),
     job             text NOT NULL CHECK (length(job) BETWEEN 1 AND 200),
     scheduled_at    timestamptz NOT NULL,
     manual          boolean NOT NULL DEFAULT false,

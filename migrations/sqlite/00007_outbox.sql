@@ -8,7 +8,8 @@
 -- +goose Up
 CREATE TABLE IF NOT EXISTS outbox (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    key             TEXT NOT NULL UNIQUE CHECK (length(key) BETWEEN 1 AND 200 AND key NOT GLOB '*[^A-Za-z0-9._~:/+=-]*'),
+    key             TEXT NOT NULL UNIQUE CHECK (length(key) BETWEEN 1 AND 200 AND key NOT GLOB '*[^A-Za-z0-9._~/+=-]*'
+                        AND key NOT GLOB '.*' AND key NOT GLOB '*.' AND key NOT GLOB '*..*'),
     job             TEXT NOT NULL CHECK (length(job) BETWEEN 1 AND 200),
     scheduled_at    INTEGER NOT NULL,
     manual          INTEGER NOT NULL DEFAULT 0 CHECK (manual IN (0, 1)),
