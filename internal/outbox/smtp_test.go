@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"testing"
 	"time"
 
@@ -115,5 +116,37 @@ func TestSMTP_Failures(t *testing.T) {
 		if _, err := NewSMTP(cfg); err == nil {
 			t.Errorf("NewSMTP(%+v): no error", cfg)
 		}
+	}
+}
+
+// TestSMTP_Timeout: a server that accepts the connection and never answers fails the
+// delivery within the timeout, as a retryable error.
+func TestSMTP_Timeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	defer func() {
+		_ = ln.Close()
+		for c := range accepted {
+			_ = c.Close()
+		}
+	}()
+	d, err := NewSMTP(SMTPConfig{Addr: ln.Addr().String(), From: "billing@example.test", TLS: NoTLS, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Deliver(ctx, email("k", "client-1@example.test"), 7); err == nil || IsPermanent(err) {
+		t.Fatalf("deliver to a silent server: err %v, want a retryable error", err)
 	}
 }
