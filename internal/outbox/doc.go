@@ -50,7 +50,7 @@
 // Destinations come from jobs, which are not trusted: an e-mail goes to one
 // address, parsed and without header injection (the key is restricted to a
 // safe alphabet before it becomes a Message-ID); a webhook goes by POST to
-// an http or https URL, to the hosts of Webhook.Hosts when that is set,
+// an http or https URL, to the hosts of WebhookConfig.Hosts when that is set,
 // without following redirects, with a bounded time and a bounded read of
 // the response.
 package outbox
