@@ -68,6 +68,11 @@ func (p *pgBackend) outbox(ctx context.Context, status scheduler.MessageStatus, 
 	if err != nil {
 		return nil, err
 	}
+	return collectPgMessages(rows)
+}
+
+// collectPgMessages reads and closes rows of outboxCols.
+func collectPgMessages(rows pgx.Rows) ([]scheduler.Message, error) {
 	return pgx.CollectRows(rows, scanPgMessage)
 }
 

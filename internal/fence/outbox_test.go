@@ -348,3 +348,45 @@ func TestSQLite_OutboxKeyCheck(t *testing.T) {
 		t.Fatalf("insert with a valid key: %v", err)
 	}
 }
+
+// TestStore_OutboxReads: a slot's messages, for the history of its run, and the outbox's
+// summary, for metrics.
+func TestStore_OutboxReads(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.fresh(t)(Config{Now: func() time.Time { return outboxNow }})
+			ctx := testCtx(t)
+			if st, err := s.OutboxStats(ctx); err != nil || st != (OutboxStats{}) {
+				t.Fatalf("stats of an empty outbox = %+v, %v", st, err)
+			}
+			if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
+				t.Fatal(err)
+			}
+			other := mail("inv/other", 10)
+			other.ScheduledAt = outboxNow.Add(-time.Hour)
+			manual := mail("inv/manual", 10)
+			manual.Manual = true
+			if _, err := enqueueAll(ctx, s, 10, mail("inv/1", 10), mail("inv/2", 10), other, manual); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := s.SlotMessages(ctx, "invoices", outboxNow, false)
+			if err != nil || len(msgs) != 2 || msgs[0].Key != "inv/1" || msgs[1].Key != "inv/2" {
+				t.Fatalf("messages of the slot = %+v (err %v), want inv/1 and inv/2", msgs, err)
+			}
+			if msgs, err := s.SlotMessages(ctx, "invoices", outboxNow, true); err != nil || len(msgs) != 1 || msgs[0].Key != "inv/manual" {
+				t.Fatalf("messages of the manual run = %+v (err %v), want inv/manual", msgs, err)
+			}
+			claimed, err := s.ClaimOutbox(ctx, 10, 1, outboxNow)
+			if err != nil || len(claimed) != 1 {
+				t.Fatal(err)
+			}
+			if err := s.RecordDelivery(ctx, 10, claimed[0].Key, scheduler.Delivery{Outcome: scheduler.DeliveryDead, At: outboxNow}); err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.OutboxStats(ctx)
+			if err != nil || st.Pending != 3 || st.Dead != 1 || !st.OldestPending.Equal(outboxNow) {
+				t.Fatalf("stats = %+v (err %v), want 3 pending since %s and 1 dead", st, err, outboxNow)
+			}
+		})
+	}
+}
