@@ -35,10 +35,13 @@ type outboxRig struct {
 	smtp  *testenv.SMTPServer
 	http  *httptest.Server
 
-	mu    sync.Mutex
-	hooks map[string]int // requests by Idempotency-Key
+	mu     sync.Mutex
+	hooks  map[string]int      // requests by Idempotency-Key
+	tokens map[string][]string // Fencing-Tokens by Idempotency-Key, in order
 	// reply chooses the HTTP status for the n-th request (from 1) of a key.
 	reply func(key string, n int) int
+	// hold, if set, is called before the reply, outside mu: it may block.
+	hold func(key string, n int)
 }
 
 // forEachOutboxStore runs test against a fresh Postgres database and a fresh SQLite store.
@@ -60,7 +63,7 @@ func forEachOutboxStore(t *testing.T, test func(t *testing.T, r *outboxRig)) {
 			if err := s.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			r := &outboxRig{t: t, ctx: ctx, store: s, hooks: map[string]int{},
+			r := &outboxRig{t: t, ctx: ctx, store: s, hooks: map[string]int{}, tokens: map[string][]string{},
 				reply: func(string, int) int { return http.StatusOK }}
 			r.smtp = testenv.MustSMTP(t, testenv.SMTPOptions{Refuse: func(rcpt string) (int, string) {
 				if strings.HasPrefix(rcpt, "gone") {
@@ -73,7 +76,15 @@ func forEachOutboxStore(t *testing.T, test func(t *testing.T, r *outboxRig)) {
 				key := req.Header.Get("Idempotency-Key")
 				r.mu.Lock()
 				r.hooks[key]++
-				code := r.reply(key, r.hooks[key])
+				n := r.hooks[key]
+				r.tokens[key] = append(r.tokens[key], req.Header.Get("Fencing-Token"))
+				hold := r.hold
+				r.mu.Unlock()
+				if hold != nil {
+					hold(key, n)
+				}
+				r.mu.Lock()
+				code := r.reply(key, n)
 				r.mu.Unlock()
 				w.WriteHeader(code)
 			}))
@@ -318,6 +329,58 @@ func TestOutbox_Dispatch(t *testing.T) {
 			}
 			if n := len(r.smtp.Messages()); n != before {
 				t.Fatalf("SMTP server received %d messages after the raise, want 0", n-before)
+			}
+		})
+		t.Run("RepeatOnlyAfterAcceptanceBeforeRecord", func(t *testing.T) {
+			// Term 13 is deposed while the receiver holds its request: the receiver accepts it
+			// after term 14 took over, term 13's record is refused, and term 14 sends the
+			// message again with its own token: the one repeat the guarantee allows, which the
+			// receiver can drop by key.
+			if err := r.store.RaiseAll(r.ctx, []string{"invoices"}, 13); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.enqueue(13, nil, "window/1"); err != nil {
+				t.Fatal(err)
+			}
+			arrived, release := make(chan struct{}), make(chan struct{})
+			r.mu.Lock()
+			r.reply = func(string, int) int { return http.StatusOK }
+			r.hold = func(key string, n int) {
+				if key == "window/1" && n == 1 {
+					close(arrived)
+					<-release
+				}
+			}
+			r.mu.Unlock()
+			stopOld, ended := r.dispatch(13, 5)
+			select {
+			case <-arrived:
+			case <-r.ctx.Done():
+				t.Fatal("term 13 did not send")
+			}
+			stopNew, _ := r.dispatch(14, 5)
+			testenv.Eventually(t, outboxTimeout/2, 5*time.Millisecond, "term 14 claimed the message", func() bool {
+				return r.messages()["window/1"].ClaimToken == 14
+			})
+			close(release)
+			select {
+			case <-ended:
+			case <-r.ctx.Done():
+				t.Fatal("term 13's dispatcher did not stop")
+			}
+			if err := stopOld(); !errors.Is(err, outbox.ErrFenced) {
+				t.Fatalf("term 13's Run = %v, want ErrFenced", err)
+			}
+			got := r.settled()
+			if err := stopNew(); err != nil {
+				t.Fatal(err)
+			}
+			m := got["window/1"]
+			r.mu.Lock()
+			tokens := strings.Join(r.tokens["window/1"], ",")
+			r.mu.Unlock()
+			if m.Status != scheduler.MessageDelivered || m.ClaimToken != 14 || tokens != "13,14" {
+				t.Fatalf("message = %+v, Fencing-Tokens received %s; want delivered by term 14, tokens 13,14", m, tokens)
 			}
 		})
 	})
