@@ -171,6 +171,39 @@
 // slot's unique index; Window (catch-up) reads the runs of many jobs in one
 // query.
 //
+// # The outbox
+//
+// The outbox table (migration 7) holds the e-mails and webhooks of the
+// jobs' runs. A message is written only inside a fenced transaction of its
+// job, with the token of that transaction: Enqueue, with the Tx of a Fenced
+// call (builtins), or, for scripts and job roles,
+//
+//	SELECT scheduler.outbox_enqueue(job, token, key, kind, destination, subject, body, scheduled_at, manual)
+//
+// after their fence_verify. Both check the fence again themselves, so a
+// message of a fenced-out transaction never exists, and insert with ON
+// CONFLICT (key) DO NOTHING, so a redo of the slot queues nothing twice.
+// outbox_enqueue is SECURITY DEFINER with a fixed search_path; migration 7
+// grants EXECUTE on it to every grantee of fence_verify, and a newer job
+// role needs
+//
+//	GRANT EXECUTE ON FUNCTION scheduler.outbox_enqueue(text, bigint, text, text, text, text, text, timestamptz, boolean) TO job_role;
+//
+// and nothing on the table, which job roles cannot read or write. Its
+// times are the server's clock. SQLite has no such function and no roles.
+//
+// The leader's dispatcher delivers the messages (package outbox).
+// ClaimOutbox and RecordDelivery are fenced by OutboxFence, the
+// dispatcher's own fence, rather than by the jobs' fences: a job removed
+// from the table keeps an old fence that no new leader raises, and its
+// messages must still go out. The first claim of a new term raises
+// OutboxFence (waiting for the older term's claims and records in flight)
+// and hands the messages older terms left sending back to pending in the
+// same transaction; afterwards an older token claims and records nothing.
+// Every claim counts an attempt before anything is sent. Prune deletes a
+// job's delivered messages once their run is deleted. RetryOutbox, an
+// operator's tool, revives a dead message.
+//
 // # Migrations
 //
 // Migrate applies the embedded goose migrations (package migrations) into

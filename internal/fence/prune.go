@@ -14,7 +14,9 @@ import (
 
 // Prune deletes at most r.Limit finished runs of r.Job that r lets go,
 // oldest first, in one transaction fenced with token on the job, and
-// returns how many it deleted. Running runs are never deleted. A caller
+// returns how many it deleted. Running runs are never deleted. The same
+// transaction deletes up to r.Limit delivered outbox messages of the job
+// whose runs are gone, so that the messages of a slot go with its run. A caller
 // prunes a job by calling Prune until it returns fewer than r.Limit.
 func (s *Store) Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
 	if err := checkJobToken(r.Job, token); err != nil {
@@ -69,6 +71,7 @@ func (p *pgBackend) prune(ctx context.Context, token int64, r scheduler.Retentio
 			n = ct.RowsAffected()
 			return nil
 		})
+		b.Queue(p.outboxSQL(outboxPruneSQL), r.Job, r.Protect, r.Limit)
 	})
 	return int(n), err
 }
@@ -84,7 +87,10 @@ func (l *liteBackend) prune(ctx context.Context, token int64, r scheduler.Retent
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, liteOutboxSQL(outboxPruneSQL), r.Job, r.Protect.UnixMicro(), r.Limit)
 		return err
 	})
 	return int(n), err

@@ -1,0 +1,90 @@
+package fence
+
+import (
+	"testing"
+
+	"scheduler/internal/testenv"
+)
+
+// outboxRoleRecipe is jobRoleRecipe with the outbox function.
+var outboxRoleRecipe = append(append([]string{}, jobRoleRecipe...),
+	`GRANT EXECUTE ON FUNCTION scheduler.outbox_enqueue(text, bigint, text, text, text, text, text, timestamptz, boolean) TO {role}`)
+
+// enqueueSQL is how a job's script queues a message after its fence check.
+const enqueueSQL = `SELECT scheduler.outbox_enqueue('invoices', $1, $2, 'email', 'client-1@example.test',
+	'Invoice', 'Amount due: 10', '2026-03-01T02:00:00Z', false)`
+
+// TestPostgres_OutboxEnqueue: a job role queues messages with outbox_enqueue after its fence
+// check, once per key, is refused for a token that is not the fence, and cannot write the table.
+func TestPostgres_OutboxEnqueue(t *testing.T) {
+	s, dsn := mustPostgresStore(t, Config{})
+	ctx := testCtx(t)
+	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "invoices_job", outboxRoleRecipe...))
+
+	for i, want := range []bool{true, false} {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT scheduler.fence_verify('invoices', 10)`); err != nil {
+			t.Fatal(err)
+		}
+		var queued bool
+		if err := tx.QueryRow(ctx, enqueueSQL, int64(10), "inv/1").Scan(&queued); err != nil || queued != want {
+			t.Fatalf("enqueue %d: queued %v (err %v), want %v", i+1, queued, err, want)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, enqueueSQL, int64(9), "inv/stale"); sqlState(err) != StaleErrorCode {
+		t.Fatalf("enqueue with a stale token: err %v, want SQLSTATE %s", err, StaleErrorCode)
+	}
+	// The schema checks what a job role sends: the key is a Message-ID's left side.
+	for _, key := range []string{"a:b", "a..b", ".a", "a b", "a@b", "<a>"} {
+		if _, err := conn.Exec(ctx, enqueueSQL, int64(10), key); sqlState(err) != "23514" {
+			t.Errorf("enqueue with key %q: err %v, want check_violation (23514)", key, err)
+		}
+	}
+	for _, sql := range []string{
+		`INSERT INTO scheduler.outbox (key, job, scheduled_at, token, kind, destination, next_attempt_at, created_at, updated_at)
+			VALUES ('inv/direct', 'invoices', now(), 10, 'email', 'a@b', now(), now(), now())`,
+		`UPDATE scheduler.outbox SET destination = 'evil@example.test'`,
+		`SELECT count(*) FROM scheduler.outbox`,
+	} {
+		if _, err := conn.Exec(ctx, sql); sqlState(err) != "42501" {
+			t.Errorf("%s: err %v, want permission denied (42501)", sql, err)
+		}
+	}
+	msgs := mustOutbox(t, ctx, s, "")
+	if len(msgs) != 1 || msgs[0].Key != "inv/1" || msgs[0].Token != 10 || msgs[0].Destination != "client-1@example.test" {
+		t.Fatalf("outbox = %+v, want inv/1 alone", msgs)
+	}
+}
+
+// TestPostgres_MigrateGrantsOutboxEnqueue: a job role set up before the outbox existed, with
+// EXECUTE on fence_verify, may queue messages once the store is migrated; PUBLIC may not.
+func TestPostgres_MigrateGrantsOutboxEnqueue(t *testing.T) {
+	dsn := testenv.MustDatabase(t)
+	s := openRaw(t, Config{DSN: dsn})
+	ctx := testCtx(t)
+	migrateTo(t, s, 6)
+	roleDSN := testenv.MustRole(t, dsn, "old_invoices", jobRoleRecipe...)
+	plainDSN := testenv.MustRole(t, dsn, "plain", `GRANT USAGE ON SCHEMA scheduler TO {role}`)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	var queued bool
+	if err := connectAs(t, ctx, roleDSN).QueryRow(ctx, enqueueSQL, int64(10), "inv/1").Scan(&queued); err != nil || !queued {
+		t.Fatalf("enqueue by the fence_verify grantee: queued %v, err %v", queued, err)
+	}
+	if _, err := connectAs(t, ctx, plainDSN).Exec(ctx, enqueueSQL, int64(10), "inv/2"); sqlState(err) != "42501" {
+		t.Fatalf("enqueue by a role without grants: err %v, want permission denied (42501)", err)
+	}
+}

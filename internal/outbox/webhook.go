@@ -1,0 +1,109 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"scheduler"
+)
+
+// DefaultWebhookTimeout is WebhookConfig.Timeout's default.
+const DefaultWebhookTimeout = 30 * time.Second
+
+// WebhookConfig configures a webhook deliverer.
+type WebhookConfig struct {
+	// Hosts, when set, are the only hosts (as in the URL, without the
+	// port) a webhook may go to: destinations come from jobs, and a job
+	// must not make the leader call what it cannot reach itself.
+	Hosts []string
+	// Timeout bounds one request, response included. Default
+	// DefaultWebhookTimeout.
+	Timeout time.Duration
+	// Transport, optional, is the HTTP transport (a proxy, private CAs).
+	Transport http.RoundTripper
+}
+
+// Webhook delivers webhook messages: a POST of the message's JSON body
+// with the headers Idempotency-Key (the message's key) and Fencing-Token
+// (the term's token). A 2xx reply delivers it; 408, 429 and 5xx replies,
+// timeouts and network errors are retried; any other reply, redirects
+// included (they are not followed), is a permanent failure.
+type Webhook struct {
+	cfg    WebhookConfig
+	client *http.Client
+}
+
+// NewWebhook returns a webhook deliverer.
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultWebhookTimeout
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("webhook timeout %s: want > 0", cfg.Timeout)
+	}
+	for _, h := range cfg.Hosts {
+		if h == "" || strings.ContainsAny(h, ":/") {
+			return nil, fmt.Errorf("webhook host %q: want a host name without port or path", h)
+		}
+	}
+	return &Webhook{cfg: cfg, client: &http.Client{
+		Transport: cfg.Transport,
+		Timeout:   cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}, nil
+}
+
+// maxReplyExcerpt is how much of a refusal's body goes into the error.
+const maxReplyExcerpt = 512
+
+// Deliver posts m.
+func (w *Webhook) Deliver(ctx context.Context, m scheduler.Message, token int64) error {
+	u, err := url.Parse(m.Destination)
+	switch {
+	case err != nil:
+		return Permanent(fmt.Errorf("url: %w", err))
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.User != nil:
+		return Permanent(fmt.Errorf("url %q: want http or https, a host and no user info", u.Redacted()))
+	case len(w.cfg.Hosts) > 0 && !slices.Contains(w.cfg.Hosts, u.Hostname()):
+		return Permanent(fmt.Errorf("host %q is not among the allowed webhook hosts", u.Hostname()))
+	case !json.Valid([]byte(m.Body)):
+		return Permanent(errors.New("body is not valid JSON"))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader([]byte(m.Body)))
+	if err != nil {
+		return Permanent(fmt.Errorf("request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "scheduler-outbox")
+	req.Header.Set("Idempotency-Key", m.Key)
+	req.Header.Set("Fencing-Token", strconv.FormatInt(token, 10))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxReplyExcerpt))
+	// Drained, within limits, so the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	err = fmt.Errorf("reply %s: %s", resp.Status, strings.TrimSpace(strings.ToValidUTF8(string(excerpt), "?")))
+	if code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 {
+		return err
+	}
+	return Permanent(err)
+}
