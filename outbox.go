@@ -1,5 +1,3 @@
-// Package scheduler holds the vocabulary that the scheduler's packages
-// share, so that a concept has one type in one home.
 package scheduler
 
 import "time"

@@ -101,7 +101,7 @@ func forEachOutboxStore(t *testing.T, test func(t *testing.T, r *outboxRig)) {
 // job fenced with token.
 func (r *outboxRig) enqueue(token int64, emails map[string]string, hooks ...string) error {
 	slot := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
-	return r.store.Fenced(r.ctx, "invoices", token, func(tx fence.Tx) error {
+	return r.store.Fenced(r.ctx, "invoices", token, func(ctx context.Context, tx scheduler.Tx) error {
 		var msgs []scheduler.Message
 		for key, rcpt := range emails {
 			msgs = append(msgs, scheduler.Message{Key: key, Kind: scheduler.MessageEmail, Destination: rcpt,

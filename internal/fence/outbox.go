@@ -35,7 +35,7 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_~/+=-]+(\.[A-Za-z0-9_~/+=-]+)*$
 
 // outboxBackend is the outbox's part of a backend.
 type outboxBackend interface {
-	enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error)
+	enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error)
 	claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
 	recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
 	outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
@@ -58,7 +58,7 @@ func (s *Store) ob() outboxBackend { return s.b.(outboxBackend) }
 // IMMEDIATE transaction), and the caller's transaction must not commit.
 // Status and the delivery fields of m are ignored: a new message is
 // pending and due at once.
-func (s *Store) Enqueue(ctx context.Context, tx Tx, m scheduler.Message) (bool, error) {
+func (s *Store) Enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message) (bool, error) {
 	if err := checkMessage(m); err != nil {
 		return false, fmt.Errorf("enqueue: %w", err)
 	}

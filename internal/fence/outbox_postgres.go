@@ -19,7 +19,7 @@ func (p *pgBackend) outboxSQL(q string) string {
 // enqueue inserts m behind a fence_verify of its job and token, in the same
 // statement: the scheduler's own transaction has entered the fence already,
 // and the check makes sure it is m's job's and token's.
-func (p *pgBackend) enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error) {
+func (p *pgBackend) enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error) {
 	n, err := tx.Exec(ctx, p.outboxSQL(`INSERT INTO {s}outbox (key, job, scheduled_at, manual, token, kind,
 			destination, subject, body, next_attempt_at, created_at, updated_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $10

@@ -18,15 +18,15 @@ func liteOutboxSQL(q string) string {
 
 // enqueue checks m's fence inside tx, the caller's IMMEDIATE transaction,
 // and inserts m: nothing can write between the check and the commit.
-func (l *liteBackend) enqueue(ctx context.Context, tx Tx, m scheduler.Message, now time.Time) (bool, error) {
+func (l *liteBackend) enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error) {
 	var fence int64
 	switch err := tx.QueryRow(ctx, `SELECT token FROM job_fence WHERE job = $1`, m.Job).Scan(&fence); {
 	case errors.Is(err, sql.ErrNoRows):
-		return false, &StaleError{Job: m.Job, Token: m.Token}
+		return false, staleError(m.Job, m.Token, 0)
 	case err != nil:
 		return false, fmt.Errorf("read fence: %w", err)
 	case fence != m.Token:
-		return false, &StaleError{Job: m.Job, Token: m.Token, Fence: fence}
+		return false, staleError(m.Job, m.Token, fence)
 	}
 	n, err := tx.Exec(ctx, `INSERT INTO outbox (key, job, scheduled_at, manual, token, kind,
 			destination, subject, body, next_attempt_at, created_at, updated_at)

@@ -21,7 +21,7 @@ func mail(key string, token int64) scheduler.Message {
 
 // enqueueAll queues msgs in one transaction fenced with token on the invoices job.
 func enqueueAll(ctx context.Context, s *Store, token int64, msgs ...scheduler.Message) (queued int, err error) {
-	err = s.Fenced(ctx, "invoices", token, func(tx Tx) error {
+	err = s.Fenced(ctx, "invoices", token, func(ctx context.Context, tx scheduler.Tx) error {
 		queued = 0
 		for _, m := range msgs {
 			ok, err := s.Enqueue(ctx, tx, m)
@@ -59,7 +59,7 @@ func TestStore_Enqueue(t *testing.T) {
 			}
 
 			t.Run("VisibleOnlyAfterCommit", func(t *testing.T) {
-				err := s.Fenced(ctx, "invoices", 10, func(tx Tx) error {
+				err := s.Fenced(ctx, "invoices", 10, func(ctx context.Context, tx scheduler.Tx) error {
 					if _, err := s.Enqueue(ctx, tx, mail("inv/1", 10)); err != nil {
 						return err
 					}
@@ -111,7 +111,7 @@ func TestStore_Enqueue(t *testing.T) {
 			})
 			t.Run("RollbackLeavesNothing", func(t *testing.T) {
 				boom := errors.New("boom")
-				err := s.Fenced(ctx, "invoices", 20, func(tx Tx) error {
+				err := s.Fenced(ctx, "invoices", 20, func(ctx context.Context, tx scheduler.Tx) error {
 					if _, err := s.Enqueue(ctx, tx, mail("inv/rolled", 20)); err != nil {
 						return err
 					}
@@ -275,17 +275,17 @@ func TestStore_PruneOutbox(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			s := b.fresh(t)(Config{Now: func() time.Time { return outboxNow }})
 			ctx := testCtx(t)
-			var slots []Slot
+			var slots []scheduler.SlotKey
 			for h := 1; h <= 3; h++ {
-				slots = append(slots, Slot{Job: "invoices", At: outboxNow.Add(-time.Duration(h) * time.Hour)})
+				slots = append(slots, scheduler.SlotKey{Job: "invoices", At: outboxNow.Add(-time.Duration(h) * time.Hour)})
 			}
 			res, err := s.ClaimMany(ctx, 5, "n1", slots)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cs []Completion
+			var cs []scheduler.Completion
 			for _, r := range res {
-				cs = append(cs, Completion{RunID: r.Run.RunID, Job: "invoices", Status: StatusSucceeded})
+				cs = append(cs, scheduler.Completion{RunID: r.Run.RunID, Job: "invoices", Status: scheduler.StatusSucceeded})
 			}
 			if _, err := s.CompleteMany(ctx, 5, cs); err != nil {
 				t.Fatal(err)
@@ -314,7 +314,7 @@ func TestStore_PruneOutbox(t *testing.T) {
 				}
 			}
 			// Keep the newest run only: the runs of 2 and 3 hours ago go.
-			if _, err := s.Prune(ctx, 5, Retention{Job: "invoices", Keep: 1, Protect: outboxNow, Limit: 100}); err != nil {
+			if _, err := s.Prune(ctx, 5, scheduler.Retention{Job: "invoices", Keep: 1, Protect: outboxNow, Limit: 100}); err != nil {
 				t.Fatal(err)
 			}
 			left := map[string]bool{}
