@@ -25,7 +25,9 @@
 // context does not stop a process: a leader paused by GC or the operating
 // system, or a write already on the network, can still act after its
 // successor has been granted the lease. The fence in the store closes the
-// gap: the successor's token is higher, so the late write is refused.
+// gap: the successor's token is higher, so the late write is refused. A
+// step of the database server's clock shifts every expiry with it, which
+// the fence covers the same way.
 //
 // A session advisory lock alone would be worse: a frozen leader's
 // connection stays open and keeps the lock for as long as the process is

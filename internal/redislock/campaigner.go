@@ -37,7 +37,9 @@ const (
 	errorLogEvery = 30 * time.Second
 )
 
-// New returns a Campaigner for cfg on cli.
+// New returns a Campaigner for cfg on cli. A client with
+// ContextTimeoutEnabled honours the deadlines of takes and releases too;
+// renewals keep their deadline either way.
 func New(cli redis.UniversalClient, cfg Config, lg *zap.Logger) (*Campaigner, error) {
 	if cli == nil {
 		return nil, errors.New("redislock: nil client")

@@ -10,7 +10,9 @@ import (
 // Config configures a Campaigner.
 type Config struct {
 	// Key is the lock's key (redis.key). The token counter lives at
-	// Key + ":token" and changes are published on Key + ":events".
+	// Key + ":token" and changes are published on Key + ":events". On
+	// Redis Cluster the key must carry a hash tag ("{scheduler}:leader") so
+	// that the lock and the counter share a slot, as the scripts need.
 	Key string
 	// Node is the replica name, shown as the leader by observers.
 	Node string

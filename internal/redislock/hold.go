@@ -45,6 +45,8 @@ func (c *Campaigner) renew(ctx context.Context, granted time.Time, renew func(co
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	failures := 0
+	var calls sync.WaitGroup
+	defer calls.Wait()
 	for {
 		now := c.cfg.Now()
 		if !now.Before(deadline) {
@@ -65,7 +67,7 @@ func (c *Campaigner) renew(ctx context.Context, granted time.Time, renew func(co
 		// An attempt may take until the deadline but no longer: past it the
 		// lease is given up whatever the answer.
 		actx, cancel := context.WithTimeout(ctx, deadline.Sub(sent))
-		err := renew(actx)
+		err := within(actx, &calls, renew)
 		cancel()
 		switch {
 		case err == nil:
@@ -106,5 +108,20 @@ func termReason(ctx, term context.Context, leadErr error) Reason {
 		return ReasonLeadFailed
 	default:
 		return ReasonLeadReturned
+	}
+}
+
+// within runs call and returns its error, or ctx's once ctx is done first: a
+// client without ContextTimeoutEnabled waits for its own read timeout
+// instead of ctx's deadline, and the deadline must not wait for it. The
+// call goes on in a goroutine of wg until the client gives up.
+func within(ctx context.Context, wg *sync.WaitGroup, call func(context.Context) error) error {
+	done := make(chan error, 1)
+	wg.Go(func() { done <- call(ctx) })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
