@@ -131,7 +131,13 @@ func TestCampaigner_Run(t *testing.T) {
 	t.Run("LeaseTakenFromUnderEndsTerm", func(t *testing.T) {
 		pool := mustPool(t, mustStore(t))
 		var seq atomic.Int64
-		a := runCampaign(t, newCampaigner(t, pool, "a", 3*time.Second), &seq, true)
+		c := newCampaigner(t, pool, "a", 3*time.Second)
+		elected, ended := make(chan Term, 1), make(chan Reason, 1)
+		c.cfg.Events = Events{
+			OnElected: func(t Term) { elected <- t },
+			OnLost:    func(_ Term, r Reason) { ended <- r },
+		}
+		a := runCampaign(t, c, &seq, true)
 		next(t, a.won, 10*time.Second, "a's term")
 		if _, err := pool.Exec(context.Background(), `UPDATE sched.leader_lease SET holder = 'someone else'`); err != nil {
 			t.Fatal(err)
@@ -140,6 +146,12 @@ func TestCampaigner_Run(t *testing.T) {
 		var le *LostError
 		if !errors.As(lost.cause, &le) || le.Reason != ReasonLeaseGone {
 			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonLeaseGone)
+		}
+		if got := <-elected; got.Token != lost.term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		}
+		if got := <-ended; got != ReasonLeaseGone {
+			t.Fatalf("OnLost reason=%s, want %s", got, ReasonLeaseGone)
 		}
 	})
 

@@ -43,6 +43,9 @@ func (c *Campaigner) renew(ctx context.Context, granted time.Time, renew func(co
 	every := ttl / 3
 	deadline := granted.Add(ttl - margin)
 	next := granted.Add(every)
+	if c.cfg.Events.OnRenewed != nil {
+		c.cfg.Events.OnRenewed(granted, ttl)
+	}
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	failures := 0
@@ -75,6 +78,9 @@ func (c *Campaigner) renew(ctx context.Context, granted time.Time, renew func(co
 			}
 			next = sent.Add(every)
 			failures = 0
+			if c.cfg.Events.OnRenewed != nil {
+				c.cfg.Events.OnRenewed(sent, ttl)
+			}
 		case errors.Is(err, errGone):
 			lg.Warn("lease gone")
 			lose(&LostError{Reason: ReasonLeaseGone, At: c.cfg.Now()})

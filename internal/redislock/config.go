@@ -34,9 +34,25 @@ type Config struct {
 	// means no floor, which is safe (the fence still refuses a low token)
 	// but lets the backend wedge below the fence until the counter climbs.
 	Floor func(ctx context.Context) (int64, error)
+	// Events receives leadership changes and renewals, e.g. for metrics.
+	// Every hook is optional.
+	Events Events
 	// Now reads the clock for renewal deadlines and Term.Since. Nil means
 	// time.Now; a custom clock must keep Go's monotonic reading.
 	Now func() time.Time
+}
+
+// Events are optional hooks, called synchronously from Run's goroutines.
+// They must return quickly and must not call back into the Campaigner. They
+// mean what the etcd backend's hooks of the same names mean.
+type Events struct {
+	// OnElected is called when a term starts, right before lead.
+	OnElected func(Term)
+	// OnLost is called when a term is over: lead has returned.
+	OnLost func(Term, Reason)
+	// OnRenewed is called after every successful take or renewal of the lock of a
+	// term, with the time the request was sent and the TTL it extends by.
+	OnRenewed func(sent time.Time, ttl time.Duration)
 }
 
 // minMargin is the smallest default margin: a timer wake-up and the

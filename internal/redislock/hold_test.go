@@ -75,6 +75,13 @@ func TestCampaigner_renew(t *testing.T) {
 	t.Run("RenewalMovesTheDeadline", func(t *testing.T) {
 		clock := &fakeClock{t: base.Add(time.Second)}
 		c := newRenewing(clock)
+		var renewed []time.Time
+		c.cfg.Events.OnRenewed = func(sent time.Time, ttl time.Duration) {
+			if ttl != 3*time.Second {
+				t.Errorf("OnRenewed ttl=%v, want 3s", ttl)
+			}
+			renewed = append(renewed, sent)
+		}
 		n := 0
 		le := run(t, c, func(context.Context) error {
 			n++
@@ -88,6 +95,10 @@ func TestCampaigner_renew(t *testing.T) {
 		})
 		if le.Reason != ReasonLeaseGone || n != 2 {
 			t.Fatalf("lost %s after %d renewals, want %s after 2", le.Reason, n, ReasonLeaseGone)
+		}
+		// The grant counts as the first renewal; the one refused does not.
+		if len(renewed) != 2 || !renewed[0].Equal(base) || !renewed[1].Equal(base.Add(time.Second)) {
+			t.Fatalf("OnRenewed at %v, want %v and %v", renewed, base, base.Add(time.Second))
 		}
 	})
 }

@@ -153,7 +153,13 @@ func TestCampaigner_Run(t *testing.T) {
 		srv := testenv.MustZooKeeper(t)
 		conn := mustConn(t, srv.Addr())
 		var seq atomic.Int64
-		a := runCampaign(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
+		c := newCampaigner(t, srv.Addr(), "a")
+		elected, ended := make(chan Term, 1), make(chan Reason, 1)
+		c.cfg.Events = Events{
+			OnElected: func(t Term) { elected <- t },
+			OnLost:    func(_ Term, r Reason) { ended <- r },
+		}
+		a := runCampaign(t, c, &seq, true)
 		next(t, a.won, 15*time.Second, "a's term")
 		l, err := ReadLeader(conn, testPath)
 		if err != nil {
@@ -166,6 +172,12 @@ func TestCampaigner_Run(t *testing.T) {
 		var le *LostError
 		if !errors.As(lost.cause, &le) || le.Reason != ReasonKeyDeleted {
 			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonKeyDeleted)
+		}
+		if got := <-elected; got.Token != lost.term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		}
+		if got := <-ended; got != ReasonKeyDeleted {
+			t.Fatalf("OnLost reason=%s, want %s", got, ReasonKeyDeleted)
 		}
 	})
 

@@ -28,9 +28,25 @@ type Config struct {
 	// max(SessionTimeout/5, 500ms). It must be below 2/3 of
 	// SessionTimeout.
 	Margin time.Duration
+	// Events receives leadership changes and renewals, e.g. for metrics.
+	// Every hook is optional.
+	Events Events
 	// Now reads the clock for deadlines and Term.Since. Nil means time.Now;
 	// a custom clock must keep Go's monotonic reading.
 	Now func() time.Time
+}
+
+// Events are optional hooks, called synchronously from Run's goroutines.
+// They must return quickly and must not call back into the Campaigner. They
+// mean what the etcd backend's hooks of the same names mean.
+type Events struct {
+	// OnElected is called when a term starts, right before lead.
+	OnElected func(Term)
+	// OnLost is called when a term is over: lead has returned.
+	OnLost func(Term, Reason)
+	// OnRenewed is called after every successful answered session check (and the request that won the term) of a
+	// term, with the time the request was sent and the SessionTimeout it extends by.
+	OnRenewed func(sent time.Time, ttl time.Duration)
 }
 
 // minMargin is the smallest default margin: a timer wake-up and the
