@@ -130,7 +130,7 @@ func TestCampaigner_Run(t *testing.T) {
 		cli := mustClient(t, testenv.MustRedis(t).Addr())
 		var seq atomic.Int64
 		c := newCampaigner(t, cli, "a", 3*time.Second, nil)
-		elected, ended := make(chan Term, 1), make(chan Reason, 1)
+		elected, ended := make(chan Term, 16), make(chan Reason, 16)
 		c.cfg.Events = Events{
 			OnElected: func(t Term) { elected <- t },
 			OnLost:    func(_ Term, r Reason) { ended <- r },

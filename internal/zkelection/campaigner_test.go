@@ -154,7 +154,7 @@ func TestCampaigner_Run(t *testing.T) {
 		conn := mustConn(t, srv.Addr())
 		var seq atomic.Int64
 		c := newCampaigner(t, srv.Addr(), "a")
-		elected, ended := make(chan Term, 1), make(chan Reason, 1)
+		elected, ended := make(chan Term, 16), make(chan Reason, 16)
 		c.cfg.Events = Events{
 			OnElected: func(t Term) { elected <- t },
 			OnLost:    func(_ Term, r Reason) { ended <- r },
