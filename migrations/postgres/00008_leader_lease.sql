@@ -6,7 +6,7 @@
 -- coordinator, left behind.
 
 -- +goose Up
-CREATE TABLE {{.Schema}}.leader_lease (
+CREATE TABLE IF NOT EXISTS {{.Schema}}.leader_lease (
     name       text PRIMARY KEY,
     node       text,
     holder     text,
@@ -18,4 +18,4 @@ CREATE TABLE {{.Schema}}.leader_lease (
 REVOKE ALL ON {{.Schema}}.leader_lease FROM PUBLIC;
 
 -- +goose Down
-DROP TABLE {{.Schema}}.leader_lease;
+DROP TABLE IF EXISTS {{.Schema}}.leader_lease;
