@@ -99,8 +99,11 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 
 // Confirm asks ZooKeeper whether the term with token is still this
 // campaigner's: after a sync, its candidate node still exists with czxid
-// token and is the lowest candidate. nil means confirmed. The answer is a
-// snapshot: what a leader does still hangs off the term's context.
+// token and is the lowest candidate. nil means confirmed. The client's calls
+// take no context: ctx is checked before them, and they end when answered
+// or when the client gives the connection up, within the session timeout.
+// The answer is a snapshot: what a leader does still hangs off the term's
+// context.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 	c.mu.Lock()
 	t, conn, me := c.leading, c.conn, c.me
@@ -111,16 +114,10 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 	case t.Token != token:
 		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
 	}
-	done := make(chan error, 1)
-	// The client's calls take no context; the call ends at the latest when
-	// the term's session is closed.
-	go func() { done <- confirm(conn, c.cfg.Path, me, token) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("confirm term %d of %s: %w", token, me, ctx.Err())
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
 	}
+	return confirm(conn, c.cfg.Path, me, token)
 }
 
 // confirm is Confirm's reads.
