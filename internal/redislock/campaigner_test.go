@@ -76,6 +76,42 @@ func TestCampaigner_Run(t *testing.T) {
 		step("term after the floor rose")
 	})
 
+	t.Run("FlushOrRestartInTheMiddleOfATermEndsIt", func(t *testing.T) {
+		srv := testenv.MustRedis(t)
+		cli := mustClient(t, srv.Addr())
+		var floor atomic.Int64
+		c := newCampaigner(t, cli, "a", 2*time.Second, func(context.Context) (int64, error) { return floor.Load(), nil })
+		var seq atomic.Int64
+		r := runCampaign(t, c, &seq, true)
+		for _, lose := range []struct {
+			what string
+			do   func()
+		}{
+			{"FLUSHALL", func() {
+				if err := cli.FlushAll(context.Background()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"a restart without persistence", func() { srv.Restart(t) }},
+		} {
+			won := next(t, r.won, 15*time.Second, "term before "+lose.what)
+			if won.term.Token <= floor.Load() {
+				t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+			}
+			floor.Store(won.term.Token) // the leader raised the fence
+			lose.do()
+			lost := next(t, r.lost, 10*time.Second, "the term ending after "+lose.what)
+			var le *LostError
+			if !errors.As(lost.cause, &le) || (le.Reason != ReasonLeaseGone && le.Reason != ReasonRenewalDeadline) {
+				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.cause, ReasonLeaseGone, ReasonRenewalDeadline)
+			}
+		}
+		won := next(t, r.won, 15*time.Second, "term after both")
+		if won.term.Token <= floor.Load() {
+			t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+		}
+	})
+
 	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) {
 		cli := mustClient(t, testenv.MustRedis(t).Addr())
 		var seq atomic.Int64
