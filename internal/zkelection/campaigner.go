@@ -117,7 +117,12 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
 	}
-	return confirm(conn, c.cfg.Path, me, token)
+	err := confirm(conn, c.cfg.Path, me, token)
+	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) {
+		// Every term ends when its session's connection does.
+		return fmt.Errorf("%w: %w", ErrNotConfirmed, err)
+	}
+	return err
 }
 
 // confirm is Confirm's reads.
