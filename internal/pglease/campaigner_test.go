@@ -3,11 +3,14 @@ package pglease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"scheduler/internal/testenv"
@@ -196,5 +199,47 @@ func TestCampaigner_Confirm(t *testing.T) {
 	}
 	if err := c.Confirm(ctx, term.Token); !errors.Is(err, ErrNotConfirmed) {
 		t.Fatalf("Confirm after takeover = %v, want ErrNotConfirmed", err)
+	}
+}
+
+// TestLease_JobRoleCannotTouchIt: a job's database role, granted what the
+// store's documentation grants it, can neither take nor extend the lease.
+func TestLease_JobRoleCannotTouchIt(t *testing.T) {
+	dsn := mustStore(t)
+	pool := mustPool(t, dsn)
+	ctx := context.Background()
+	role := fmt.Sprintf("job_%d", time.Now().UnixNano())
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` LOGIN`,
+		`GRANT USAGE ON SCHEMA sched TO ` + role,
+		`GRANT EXECUTE ON FUNCTION sched.fence_verify(text, bigint) TO ` + role,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `DROP OWNED BY `+role)
+		_, _ = pool.Exec(context.Background(), `DROP ROLE `+role)
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	jobPool := mustPool(t, u.String())
+	var seq atomic.Int64
+	r := runCampaign(t, newCampaigner(t, pool, "a", 5*time.Second), &seq, true)
+	next(t, r.won, 10*time.Second, "a's term")
+	for _, q := range []string{
+		`UPDATE sched.leader_lease SET holder = 'job', expires_at = 'infinity'`,
+		`SELECT holder FROM sched.leader_lease`,
+		`DELETE FROM sched.leader_lease`,
+	} {
+		_, err := jobPool.Exec(ctx, q)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Fatalf("as the job role: %s: %v, want permission denied (42501)", q, err)
+		}
 	}
 }

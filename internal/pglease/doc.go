@@ -43,7 +43,12 @@
 // nothing; followers therefore also try again when the lease they saw would
 // expire by the database's clock, and at the latest every Config.Poll.
 // NOTIFY alone would miss a crash; polling alone would either be slow or
-// hammer the database. A lost notification costs at most one poll.
+// hammer the database. A lost notification costs at most one poll, and a
+// forged one (any role may NOTIFY) only an extra attempt: the database
+// decides every grant.
+//
+// The lease table is revoked from PUBLIC like the fence: a job's database
+// role, which may call fence_verify, cannot read or write the lease.
 //
 // Failover of the database itself is outside this package: a standby
 // promoted without the last commits can hand out a token again that the
