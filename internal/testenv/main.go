@@ -1,5 +1,6 @@
 // Package testenv starts real services for tests: embedded etcd members on
-// random loopback ports, throwaway PostgreSQL clusters and a pausable TCP
+// random loopback ports, throwaway PostgreSQL clusters, a standalone
+// ZooKeeper server, a redis-server without persistence and a pausable TCP
 // proxy for partitions. Everything listens on loopback only and is stopped
 // when the test (or, for the shared Postgres cluster, the test binary) ends,
 // pass or fail. It also builds the module's commands for tests that run them

@@ -1,0 +1,244 @@
+package pglease
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+)
+
+// ErrNotConfirmed says that Confirm found the term no longer current.
+var ErrNotConfirmed = errors.New("pglease: term not confirmed")
+
+// Campaigner campaigns for the lease of one election, term after term.
+type Campaigner struct {
+	pool *pgxpool.Pool
+	cfg  Config
+	q    queries
+	ch   string
+	lg   *zap.Logger
+
+	running atomic.Bool
+
+	mu      sync.Mutex
+	leading *Term
+	holder  string // the current term's holder ID
+}
+
+const (
+	// backoffBase is the first pause after a failed round.
+	backoffBase = 100 * time.Millisecond
+	// errorLogEvery is how often a run of failed rounds is logged.
+	errorLogEvery = 30 * time.Second
+)
+
+// New returns a Campaigner for cfg on pool, a pool on the store's Postgres
+// database with room for one connection held by a listener. The schema
+// must have the store's migrations applied.
+func New(pool *pgxpool.Pool, cfg Config, lg *zap.Logger) (*Campaigner, error) {
+	if pool == nil {
+		return nil, errors.New("pglease: nil pool")
+	}
+	if lg == nil {
+		return nil, errors.New("pglease: nil logger")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Campaigner{
+		pool: pool,
+		cfg:  cfg,
+		q:    newQueries(cfg.Schema),
+		ch:   channel(cfg.Schema),
+		lg:   lg.Named("election").With(zap.String("node", cfg.Node), zap.String("lease", cfg.Name)),
+	}, nil
+}
+
+// Run campaigns until ctx is cancelled, calling lead for every term won.
+// Errors are logged, rate-limited, never returned: Run returns nil once ctx
+// is cancelled and the last term has been released. Run must not be called
+// again while it runs.
+func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("pglease: Run is already running")
+	}
+	defer c.running.Store(false)
+	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
+
+	notes := make(chan struct{}, 1)
+	lctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { listen(lctx, c.pool, c.ch, notes, c.lg) })
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+
+	var (
+		failures   int
+		lastLogged time.Time
+		suppressed int
+	)
+	for {
+		held, err := c.round(ctx, lead, notes)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			failures++
+			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
+				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
+				lastLogged, suppressed = now, 0
+			} else {
+				suppressed++
+				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
+			}
+		case held >= c.cfg.TTL:
+			failures = 0
+		default:
+			// A term shorter than the TTL: back off as after a failure, so
+			// that a lead that returns at once cannot spin.
+			failures++
+		}
+		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.TTL)) {
+			return nil
+		}
+	}
+}
+
+// round waits for the lease, leads while it is held, and releases it. It
+// returns how long lead ran, zero when it never led.
+func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan struct{}) (time.Duration, error) {
+	holder := crand.Text()
+	var (
+		token int64
+		sent  time.Time
+	)
+	for {
+		sent = c.cfg.Now()
+		actx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
+		tok, ok, wait, err := c.acquire(actx, holder)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			token = tok
+			break
+		}
+		// The holder's lease ends in wait by the database's clock, unless
+		// renewed; a release or a grant is announced sooner.
+		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, nil
+		case <-notes:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+
+	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
+	lg := c.lg.With(zap.Int64("token", token))
+	c.setLeading(&term, holder)
+	if c.cfg.Events.OnElected != nil {
+		c.cfg.Events.OnElected(term)
+	}
+	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
+	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(holder), lead, lg)
+	held := c.cfg.Now().Sub(term.Since)
+	c.setLeading(nil, "")
+	if c.cfg.Events.OnLost != nil {
+		c.cfg.Events.OnLost(term, reason)
+	}
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
+	}
+	lg.Info("leadership ended", fields...)
+
+	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
+	// TTL, after which the lease has expired anyway.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.TTL)
+	defer cancel()
+	if err := c.release(rctx, holder); err != nil {
+		lg.Warn("release lease", zap.Error(err))
+	}
+	return held, nil
+}
+
+// Confirm asks the database whether the term with token is still this
+// campaigner's: it holds a term with that token and the lease row still
+// names it, unexpired by the database's clock. nil means confirmed. The
+// answer is a snapshot: what a leader does still hangs off the term's
+// context.
+func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
+	c.mu.Lock()
+	t, holder := c.leading, c.holder
+	c.mu.Unlock()
+	switch {
+	case t == nil:
+		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
+	case t.Token != token:
+		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	}
+	var ok bool
+	if err := c.pool.QueryRow(ctx, c.q.confirm, c.cfg.Name, holder, token).Scan(&ok); err != nil {
+		return fmt.Errorf("confirm term %d of lease %q: %w", token, c.cfg.Name, err)
+	}
+	if !ok {
+		return fmt.Errorf("confirm term %d of lease %q: the lease is held by another term or expired: %w", token, c.cfg.Name, ErrNotConfirmed)
+	}
+	return nil
+}
+
+// Leading returns the term this campaigner holds right now, if any: a
+// snapshot for status pages; what a leader does hangs off lead's context.
+func (c *Campaigner) Leading() (Term, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leading == nil {
+		return Term{}, false
+	}
+	return *c.leading, true
+}
+
+// setLeading records the current term, nil for none.
+func (c *Campaigner) setLeading(t *Term, holder string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leading, c.holder = t, holder
+}
+
+// backoff returns the pause after the n-th failure in a row: doubling from
+// backoffBase up to the TTL, with jitter in [d/2, d) so that replicas that
+// failed together do not retry together.
+func backoff(n int, ttl time.Duration) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < ttl; i++ {
+		d *= 2
+	}
+	d = min(d, ttl)
+	return d/2 + rand.N(d/2)
+}
+
+// sleep waits for d or ctx, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

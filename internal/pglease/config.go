@@ -1,0 +1,88 @@
+package pglease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures a Campaigner.
+type Config struct {
+	// Schema is the store's schema (store.schema), which holds the
+	// leader_lease and job_fence tables.
+	Schema string
+	// Name is the election: the leader_lease row the candidates contend
+	// for. Replicas of one scheduler use the same name.
+	Name string
+	// Node is the replica name, shown as the leader by observers.
+	Node string
+	// TTL is how long a grant or a renewal keeps the lease, counted by the
+	// database's clock from when it executes the statement. At least 1 s;
+	// it is stored in milliseconds.
+	TTL time.Duration
+	// Margin is how long before the lease could expire in the database the
+	// leader steps down when no renewal succeeded. Zero means
+	// max(TTL/5, 500ms). It must be below 2/3 of TTL.
+	Margin time.Duration
+	// Poll bounds how long a follower waits between two attempts when no
+	// notification arrives. Zero means TTL.
+	Poll time.Duration
+	// Events receives leadership changes and renewals, e.g. for metrics.
+	// Every hook is optional.
+	Events Events
+	// Now reads the clock for renewal deadlines and Term.Since. Nil means
+	// time.Now; a custom clock must keep Go's monotonic reading.
+	Now func() time.Time
+}
+
+// Events are optional hooks, called synchronously from Run's goroutines.
+// They must return quickly and must not call back into the Campaigner. They
+// mean what the etcd backend's hooks of the same names mean.
+type Events struct {
+	// OnElected is called when a term starts, right before lead.
+	OnElected func(Term)
+	// OnLost is called when a term is over: lead has returned.
+	OnLost func(Term, Reason)
+	// OnRenewed is called after every successful lease grant or renewal of a
+	// term, with the time the request was sent and the TTL it extends by.
+	OnRenewed func(sent time.Time, ttl time.Duration)
+}
+
+// minMargin is the smallest default margin: a timer wake-up and the
+// cancellation reaching every goroutine of the leader fit in it with room.
+const minMargin = 500 * time.Millisecond
+
+// validate checks c and fills in defaults.
+func (c *Config) validate() error {
+	var errs []error
+	if c.Schema == "" {
+		errs = append(errs, errors.New("schema: empty"))
+	}
+	if c.Name == "" {
+		errs = append(errs, errors.New("name: empty"))
+	}
+	if c.Node == "" {
+		errs = append(errs, errors.New("node: empty"))
+	}
+	if c.TTL < time.Second {
+		errs = append(errs, fmt.Errorf("ttl %v: below 1s", c.TTL))
+	}
+	if c.Margin == 0 {
+		c.Margin = max(c.TTL/5, minMargin)
+	}
+	if c.Margin < 0 || c.Margin >= c.TTL*2/3 {
+		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.TTL*2/3))
+	}
+	if c.Poll < 0 {
+		errs = append(errs, fmt.Errorf("poll %v: negative", c.Poll))
+	} else if c.Poll == 0 {
+		c.Poll = c.TTL
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pglease config: %w", err)
+	}
+	return nil
+}

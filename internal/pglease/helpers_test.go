@@ -1,0 +1,165 @@
+package pglease
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io/fs"
+	"net/url"
+	"path"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"text/template"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"go.uber.org/zap/zaptest"
+
+	"scheduler/internal/testenv"
+	"scheduler/migrations"
+)
+
+const testSchema = "sched"
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// mustStore returns the DSN of a fresh database whose testSchema has the
+// store's migrations applied, as the store's own migrate would.
+func mustStore(t *testing.T) string {
+	t.Helper()
+	dsn := testenv.MustDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := mustPool(t, dsn)
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA `+testSchema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	src := migrations.Postgres()
+	names, err := fs.Glob(src, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := struct{ Schema, Name string }{Schema: pgx.Identifier{testSchema}.Sanitize(), Name: testSchema}
+	out := fstest.MapFS{}
+	for _, n := range names {
+		text, err := fs.ReadFile(src, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := template.Must(template.New(n).Parse(string(text))).Execute(&buf, data); err != nil {
+			t.Fatalf("render %s: %v", n, err)
+		}
+		out[path.Base(n)] = &fstest.MapFile{Data: buf.Bytes()}
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer func() { _ = db.Close() }()
+	migrate(t, ctx, db, out)
+	return dsn
+}
+
+func migrate(t *testing.T, ctx context.Context, db *sql.DB, fsys fs.FS) {
+	t.Helper()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithTableName(testSchema+".goose_db_version"), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatalf("goose: %v", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+}
+
+// mustPool opens a pool on dsn, closed in t.Cleanup.
+func mustPool(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// viaProxy returns dsn with its host replaced by a pausable proxy to it.
+func viaProxy(t *testing.T, dsn string) (string, *testenv.Proxy) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.MustProxy(t, u.Host)
+	u.Host = p.Addr()
+	return u.String(), p
+}
+
+// event is a term starting or ending, numbered in the order seen by the
+// test across every campaigner that shares the counter.
+type event struct {
+	term  Term
+	seq   int64
+	cause error
+}
+
+// campaign runs c in the background until stop is called or the test ends.
+type campaign struct {
+	won, lost chan event
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// runCampaign starts c.Run with a lead that records its terms on seq and,
+// when hold is set, leads until its context ends; else it returns at once.
+func runCampaign(t *testing.T, c *Campaigner, seq *atomic.Int64, hold bool) *campaign {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &campaign{won: make(chan event, 64), lost: make(chan event, 64), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		err := c.Run(ctx, func(ctx context.Context, term Term) error {
+			r.won <- event{term: term, seq: seq.Add(1)}
+			if hold {
+				<-ctx.Done()
+			}
+			r.lost <- event{term: term, seq: seq.Add(1), cause: context.Cause(ctx)}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// stop cancels the campaign and waits for Run to return.
+func (r *campaign) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// next returns the next event from ch, failing t after within.
+func next(t *testing.T, ch <-chan event, within time.Duration, what string) event {
+	t.Helper()
+	select {
+	case e := <-ch:
+		return e
+	case <-time.After(within):
+		t.Fatalf("no %s within %v", what, within)
+		return event{}
+	}
+}
+
+// newCampaigner returns a Campaigner for node on pool with TTL ttl.
+func newCampaigner(t *testing.T, pool *pgxpool.Pool, node string, ttl time.Duration) *Campaigner {
+	t.Helper()
+	c, err := New(pool, Config{Schema: testSchema, Name: "scheduler", Node: node, TTL: ttl}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

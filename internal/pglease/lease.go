@@ -1,0 +1,146 @@
+package pglease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// queries are the statements on the lease row, over one schema. Every
+// expiry is compared with and computed from clock_timestamp(), the
+// database's clock when the statement runs: no replica's clock is trusted
+// with the lease, and all of them see the same clock.
+type queries struct {
+	acquire, renew, release, confirm, read string
+}
+
+// newQueries returns the statements for the tables in schema.
+func newQueries(schema string) queries {
+	s := pgx.Identifier{schema}.Sanitize()
+	return queries{
+		// A free or expired row is taken, and its token raised above both
+		// its own last value and every fence in the store, in the one
+		// statement: the row lock of ON CONFLICT makes concurrent grants
+		// queue, and the later ones find the lease held. $1 name, $2 node,
+		// $3 holder, $4 TTL in ms, $5 channel.
+		acquire: fmt.Sprintf(`WITH g AS (
+    INSERT INTO %[1]s.leader_lease AS l (name, node, holder, token, since, expires_at)
+    VALUES ($1, $2, $3, GREATEST((SELECT max(f.token) FROM %[1]s.job_fence AS f), 0) + 1,
+            clock_timestamp(), clock_timestamp() + $4 * interval '1 millisecond')
+    ON CONFLICT (name) DO UPDATE
+    SET node = excluded.node, holder = excluded.holder, since = excluded.since, expires_at = excluded.expires_at,
+        token = GREATEST(l.token, (SELECT max(f.token) FROM %[1]s.job_fence AS f)) + 1
+    WHERE l.expires_at <= clock_timestamp()
+    RETURNING l.token
+)
+SELECT token, pg_notify($5, 'granted') FROM g`, s),
+		renew: fmt.Sprintf(`UPDATE %s.leader_lease
+SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+WHERE name = $1 AND holder = $2 AND expires_at > clock_timestamp()
+RETURNING token`, s),
+		release: fmt.Sprintf(`WITH r AS (
+    UPDATE %s.leader_lease SET node = NULL, holder = NULL, expires_at = '-infinity'
+    WHERE name = $1 AND holder = $2
+    RETURNING name
+)
+SELECT pg_notify($3, 'released') FROM r`, s),
+		confirm: fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s.leader_lease
+WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp())`, s),
+		// remaining is how long the lease still runs, zero when it has
+		// expired or was released.
+		read: fmt.Sprintf(`SELECT coalesce(node, ''), token, since,
+    GREATEST(extract(epoch FROM expires_at - clock_timestamp()) * 1000, 0)::bigint
+FROM %s.leader_lease WHERE name = $1`, s),
+	}
+}
+
+// ErrNoLeader is returned by ReadLeader when nobody holds the lease.
+var ErrNoLeader = errors.New("pglease: no leader")
+
+// Leader is who holds a lease, as read from the database.
+type Leader struct {
+	// Node is the holder's replica name.
+	Node string
+	// Token is the holder's fencing token.
+	Token int64
+	// Since is when the lease was granted, by the database's clock.
+	Since time.Time
+	// Remaining is how long the lease runs unless renewed, by the
+	// database's clock.
+	Remaining time.Duration
+}
+
+// ReadLeader reads who holds the lease of election name in schema right
+// now. It returns ErrNoLeader when the lease is free or has expired.
+func ReadLeader(ctx context.Context, pool *pgxpool.Pool, schema, name string) (Leader, error) {
+	return readLeader(ctx, pool, newQueries(schema).read, name)
+}
+
+func readLeader(ctx context.Context, pool *pgxpool.Pool, q, name string) (Leader, error) {
+	var (
+		l  Leader
+		ms int64
+	)
+	err := pool.QueryRow(ctx, q, name).Scan(&l.Node, &l.Token, &l.Since, &ms)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Leader{}, ErrNoLeader
+	case err != nil:
+		return Leader{}, fmt.Errorf("read lease %q: %w", name, err)
+	case ms == 0 || l.Node == "":
+		return Leader{}, ErrNoLeader
+	}
+	l.Remaining = time.Duration(ms) * time.Millisecond
+	return l, nil
+}
+
+// acquire tries to take the lease for holder. ok is false when someone else
+// holds it; wait is then how long their lease still runs.
+func (c *Campaigner) acquire(ctx context.Context, holder string) (token int64, ok bool, wait time.Duration, err error) {
+	var note string
+	err = c.pool.QueryRow(ctx, c.q.acquire, c.cfg.Name, c.cfg.Node, holder, c.cfg.TTL.Milliseconds(), c.ch).Scan(&token, &note)
+	if err == nil {
+		return token, true, 0, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, 0, fmt.Errorf("acquire lease %q: %w", c.cfg.Name, err)
+	}
+	l, err := readLeader(ctx, c.pool, c.q.read, c.cfg.Name)
+	if err != nil && !errors.Is(err, ErrNoLeader) {
+		return 0, false, 0, err
+	}
+	return 0, false, l.Remaining, nil
+}
+
+// renewFor returns the renewal of holder's lease.
+func (c *Campaigner) renewFor(holder string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var token int64
+		err := c.pool.QueryRow(ctx, c.q.renew, c.cfg.Name, holder, c.cfg.TTL.Milliseconds()).Scan(&token)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("renew lease %q: %w", c.cfg.Name, errGone)
+		case err != nil:
+			return fmt.Errorf("renew lease %q: %w", c.cfg.Name, err)
+		}
+		return nil
+	}
+}
+
+// release gives holder's lease up and wakes the followers, so that the next
+// one takes over at once instead of after the TTL.
+func (c *Campaigner) release(ctx context.Context, holder string) error {
+	rows, err := c.pool.Query(ctx, c.q.release, c.cfg.Name, holder, c.ch)
+	if err != nil {
+		return fmt.Errorf("release lease %q: %w", c.cfg.Name, err)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release lease %q: %w", c.cfg.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package redislock
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// ErrNotConfirmed says that Confirm found the term no longer current.
+var ErrNotConfirmed = errors.New("redislock: term not confirmed")
+
+// Campaigner campaigns for one lock, term after term.
+type Campaigner struct {
+	cli redis.UniversalClient
+	cfg Config
+	lg  *zap.Logger
+
+	running atomic.Bool
+
+	mu      sync.Mutex
+	leading *Term
+	value   string // the current term's lock value
+}
+
+const (
+	// backoffBase is the first pause after a failed round.
+	backoffBase = 100 * time.Millisecond
+	// errorLogEvery is how often a run of failed rounds is logged.
+	errorLogEvery = 30 * time.Second
+)
+
+// New returns a Campaigner for cfg on cli. A client with
+// ContextTimeoutEnabled honours the deadlines of takes and releases too;
+// renewals keep their deadline either way.
+func New(cli redis.UniversalClient, cfg Config, lg *zap.Logger) (*Campaigner, error) {
+	if cli == nil {
+		return nil, errors.New("redislock: nil client")
+	}
+	if lg == nil {
+		return nil, errors.New("redislock: nil logger")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Campaigner{
+		cli: cli,
+		cfg: cfg,
+		lg:  lg.Named("election").With(zap.String("node", cfg.Node), zap.String("key", cfg.Key)),
+	}, nil
+}
+
+// Run campaigns until ctx is cancelled, calling lead for every term won.
+// Errors are logged, rate-limited, never returned: Run returns nil once ctx
+// is cancelled and the last term has been released. Run must not be called
+// again while it runs.
+func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("redislock: Run is already running")
+	}
+	defer c.running.Store(false)
+	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
+
+	notes := make(chan struct{}, 1)
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { subscribe(sctx, c.cli, eventsChannel(c.cfg.Key), notes) })
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+
+	var (
+		failures   int
+		lastLogged time.Time
+		suppressed int
+	)
+	for {
+		held, err := c.round(ctx, lead, notes)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			failures++
+			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
+				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
+				lastLogged, suppressed = now, 0
+			} else {
+				suppressed++
+				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
+			}
+		case held >= c.cfg.TTL:
+			failures = 0
+		default:
+			// A term shorter than the TTL: back off as after a failure, so
+			// that a lead that returns at once cannot spin.
+			failures++
+		}
+		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.TTL)) {
+			return nil
+		}
+	}
+}
+
+// round waits for the lock, leads while it is held, and releases it. It
+// returns how long lead ran, zero when it never led.
+func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan struct{}) (time.Duration, error) {
+	holder := crand.Text()
+	var (
+		token int64
+		sent  time.Time
+	)
+	for {
+		actx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
+		floor, err := c.cfg.Floor(actx)
+		if err != nil {
+			cancel()
+			return 0, fmt.Errorf("read token floor: %w", err)
+		}
+		sent = c.cfg.Now()
+		tok, ok, wait, err := c.acquire(actx, holder, floor)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			token = tok
+			break
+		}
+		// The holder's lock ends in wait unless renewed; a release or a
+		// grant is published sooner.
+		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, nil
+		case <-notes:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+
+	value := lockValue(token, holder, c.cfg.Node)
+	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
+	lg := c.lg.With(zap.Int64("token", token))
+	c.setLeading(&term, value)
+	if c.cfg.Events.OnElected != nil {
+		c.cfg.Events.OnElected(term)
+	}
+	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
+	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(value), lead, lg)
+	held := c.cfg.Now().Sub(term.Since)
+	c.setLeading(nil, "")
+	if c.cfg.Events.OnLost != nil {
+		c.cfg.Events.OnLost(term, reason)
+	}
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
+	}
+	lg.Info("leadership ended", fields...)
+
+	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
+	// TTL, after which the lock has expired anyway.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.TTL)
+	defer cancel()
+	if err := c.release(rctx, value); err != nil {
+		lg.Warn("release lock", zap.Error(err))
+	}
+	return held, nil
+}
+
+// Confirm asks Redis whether the term with token is still this
+// campaigner's: it holds a term with that token and the lock still holds
+// its value. nil means confirmed. Redis is not consensus: the answer comes
+// from the server this client talks to, and is a snapshot; what a leader
+// does still hangs off the term's context, and the fence decides.
+func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
+	c.mu.Lock()
+	t, value := c.leading, c.value
+	c.mu.Unlock()
+	switch {
+	case t == nil:
+		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
+	case t.Token != token:
+		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	}
+	got, err := c.cli.Get(ctx, c.cfg.Key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return fmt.Errorf("confirm term %d of lock %s: the lock is gone: %w", token, c.cfg.Key, ErrNotConfirmed)
+	case err != nil:
+		return fmt.Errorf("confirm term %d of lock %s: %w", token, c.cfg.Key, err)
+	case got != value:
+		return fmt.Errorf("confirm term %d of lock %s: the lock is held by another term: %w", token, c.cfg.Key, ErrNotConfirmed)
+	}
+	return nil
+}
+
+// Leading returns the term this campaigner holds right now, if any: a
+// snapshot for status pages; what a leader does hangs off lead's context.
+func (c *Campaigner) Leading() (Term, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leading == nil {
+		return Term{}, false
+	}
+	return *c.leading, true
+}
+
+// setLeading records the current term, nil for none.
+func (c *Campaigner) setLeading(t *Term, value string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leading, c.value = t, value
+}
+
+// subscribe signals notes on every message published on ch, until ctx is
+// done. The client resubscribes by itself after a lost connection; a
+// message missed meanwhile costs a follower at most one Poll.
+func subscribe(ctx context.Context, cli redis.UniversalClient, ch string, notes chan<- struct{}) {
+	ps := cli.Subscribe(ctx, ch)
+	defer func() { _ = ps.Close() }()
+	msgs := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-msgs:
+			if !ok {
+				return
+			}
+			select {
+			case notes <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// backoff returns the pause after the n-th failure in a row: doubling from
+// backoffBase up to the TTL, with jitter in [d/2, d) so that replicas that
+// failed together do not retry together.
+func backoff(n int, ttl time.Duration) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < ttl; i++ {
+		d *= 2
+	}
+	d = min(d, ttl)
+	return d/2 + rand.N(d/2)
+}
+
+// sleep waits for d or ctx, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,235 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"scheduler/internal/testenv"
+)
+
+func TestNew_RefusesBadConfig(t *testing.T) {
+	good := Config{Key: "k", Node: "a", TTL: 2 * time.Second}
+	for name, tc := range map[string]struct {
+		edit func(*Config)
+		want string
+	}{
+		"NoKey":        {func(c *Config) { c.Key = "" }, "key: empty"},
+		"NoNode":       {func(c *Config) { c.Node = "" }, "node: empty"},
+		"ShortTTL":     {func(c *Config) { c.TTL = 500 * time.Millisecond }, "below 1s"},
+		"WideMargin":   {func(c *Config) { c.Margin = 1500 * time.Millisecond }, "margin"},
+		"NegativePoll": {func(c *Config) { c.Poll = -time.Second }, "poll"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := good
+			tc.edit(&cfg)
+			if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("validate = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(nil, good, zap.NewNop()); err == nil {
+		t.Fatal("New(nil client) = nil error")
+	}
+	if err := good.validate(); err != nil {
+		t.Fatalf("validate(good) = %v", err)
+	}
+	if good.Margin != 500*time.Millisecond || good.Poll != good.TTL || good.Floor == nil {
+		t.Fatalf("defaults: margin=%v poll=%v floor set=%v", good.Margin, good.Poll, good.Floor != nil)
+	}
+}
+
+func TestCampaigner_Run(t *testing.T) {
+	t.Run("TokenNeverFallsBelowFloorAfterFlushOrRestart", func(t *testing.T) {
+		srv := testenv.MustRedis(t)
+		cli := mustClient(t, srv.Addr())
+		// floor stands for the store's highest fence: the leader raises it
+		// to its token when it takes over, as the runner does.
+		var floor atomic.Int64
+		c := newCampaigner(t, cli, "a", 2*time.Second, func(context.Context) (int64, error) { return floor.Load(), nil })
+		var seq atomic.Int64
+		r := runCampaign(t, c, &seq, false)
+		prev := int64(0)
+		step := func(what string) {
+			t.Helper()
+			e := next(t, r.won, 15*time.Second, what)
+			if e.term.Token <= prev || e.term.Token <= floor.Load() {
+				t.Fatalf("%s: token=%d, want > %d and > floor %d", what, e.term.Token, prev, floor.Load())
+			}
+			prev = e.term.Token
+			floor.Store(prev)
+		}
+		step("first term")
+		step("second term")
+		if err := cli.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		step("term after FLUSHALL")
+		srv.Restart(t)
+		step("term after a restart without persistence")
+		floor.Store(prev + 1000) // a fence raised from elsewhere
+		step("term after the floor rose")
+	})
+
+	t.Run("FlushOrRestartInTheMiddleOfATermEndsIt", func(t *testing.T) {
+		srv := testenv.MustRedis(t)
+		cli := mustClient(t, srv.Addr())
+		var floor atomic.Int64
+		c := newCampaigner(t, cli, "a", 2*time.Second, func(context.Context) (int64, error) { return floor.Load(), nil })
+		var seq atomic.Int64
+		r := runCampaign(t, c, &seq, true)
+		for _, lose := range []struct {
+			what string
+			do   func()
+		}{
+			{"FLUSHALL", func() {
+				if err := cli.FlushAll(context.Background()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"a restart without persistence", func() { srv.Restart(t) }},
+		} {
+			won := next(t, r.won, 15*time.Second, "term before "+lose.what)
+			if won.term.Token <= floor.Load() {
+				t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+			}
+			floor.Store(won.term.Token) // the leader raised the fence
+			lose.do()
+			lost := next(t, r.lost, 10*time.Second, "the term ending after "+lose.what)
+			var le *LostError
+			if !errors.As(lost.cause, &le) || (le.Reason != ReasonLeaseGone && le.Reason != ReasonRenewalDeadline) {
+				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.cause, ReasonLeaseGone, ReasonRenewalDeadline)
+			}
+		}
+		won := next(t, r.won, 15*time.Second, "term after both")
+		if won.term.Token <= floor.Load() {
+			t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+		}
+	})
+
+	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) {
+		cli := mustClient(t, testenv.MustRedis(t).Addr())
+		var seq atomic.Int64
+		const ttl = 10 * time.Second
+		a := runCampaign(t, newCampaigner(t, cli, "a", ttl, nil), &seq, true)
+		first := next(t, a.won, 10*time.Second, "a's term")
+		b := runCampaign(t, newCampaigner(t, cli, "b", ttl, nil), &seq, true)
+		time.Sleep(200 * time.Millisecond) // b is waiting for the lock
+		stopped := time.Now()
+		a.stop()
+		won := next(t, b.won, ttl/4, "b's term after a resigned")
+		if won.term.Token <= first.term.Token {
+			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		}
+		t.Logf("handover after resign: %v", time.Since(stopped))
+	})
+
+	t.Run("FrozenLeaderStepsDownBeforeFollowerIsGranted", func(t *testing.T) {
+		srv := testenv.MustRedis(t)
+		proxy := testenv.MustProxy(t, srv.Addr())
+		var seq atomic.Int64
+		const ttl = 2 * time.Second
+		a := runCampaign(t, newCampaigner(t, mustClient(t, proxy.Addr()), "a", ttl, nil), &seq, true)
+		first := next(t, a.won, 10*time.Second, "a's term")
+		b := runCampaign(t, newCampaigner(t, mustClient(t, srv.Addr()), "b", ttl, nil), &seq, true)
+		time.Sleep(300 * time.Millisecond)
+		frozen := time.Now()
+		proxy.Pause() // a's renewals stop reaching Redis
+		lost := next(t, a.lost, 2*ttl, "a stepping down")
+		var le *LostError
+		if !errors.As(lost.cause, &le) || le.Reason != ReasonRenewalDeadline {
+			t.Fatalf("a's term ended with cause %v, want reason %s", lost.cause, ReasonRenewalDeadline)
+		}
+		won := next(t, b.won, 2*ttl, "b's term after a froze")
+		took := time.Since(frozen)
+		if lost.seq >= won.seq {
+			t.Fatalf("a stepped down (event %d) after b was granted (event %d)", lost.seq, won.seq)
+		}
+		if won.term.Token <= first.term.Token {
+			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		}
+		if took > ttl+time.Second {
+			t.Fatalf("takeover after %v, want about the TTL %v", took, ttl)
+		}
+		t.Logf("takeover after freeze: %v", took)
+		proxy.Resume()
+		b.stop()
+		a.stop()
+	})
+
+	t.Run("LockDeletedEndsTerm", func(t *testing.T) {
+		cli := mustClient(t, testenv.MustRedis(t).Addr())
+		var seq atomic.Int64
+		c := newCampaigner(t, cli, "a", 3*time.Second, nil)
+		elected, ended := make(chan Term, 16), make(chan Reason, 16)
+		c.cfg.Events = Events{
+			OnElected: func(t Term) { elected <- t },
+			OnLost:    func(_ Term, r Reason) { ended <- r },
+		}
+		a := runCampaign(t, c, &seq, true)
+		next(t, a.won, 10*time.Second, "a's term")
+		if err := cli.Del(context.Background(), "scheduler:leader").Err(); err != nil {
+			t.Fatal(err)
+		}
+		lost := next(t, a.lost, 5*time.Second, "a's term ending")
+		var le *LostError
+		if !errors.As(lost.cause, &le) || le.Reason != ReasonLeaseGone {
+			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonLeaseGone)
+		}
+		if got := <-elected; got.Token != lost.term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		}
+		if got := <-ended; got != ReasonLeaseGone {
+			t.Fatalf("OnLost reason=%s, want %s", got, ReasonLeaseGone)
+		}
+	})
+
+	t.Run("FloorErrorSkipsTheAttempt", func(t *testing.T) {
+		cli := mustClient(t, testenv.MustRedis(t).Addr())
+		var seq, calls atomic.Int64
+		c := newCampaigner(t, cli, "a", time.Second, func(context.Context) (int64, error) {
+			calls.Add(1)
+			return 0, errors.New("store unreachable")
+		})
+		r := runCampaign(t, c, &seq, true)
+		testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, "two floor reads", func() bool { return calls.Load() >= 2 })
+		select {
+		case e := <-r.won:
+			t.Fatalf("won term %d without a floor", e.term.Token)
+		default:
+		}
+		if n, err := cli.Exists(context.Background(), "scheduler:leader").Result(); err != nil || n != 0 {
+			t.Fatalf("lock exists=%d err=%v, want no lock taken", n, err)
+		}
+		r.stop()
+	})
+}
+
+func TestCampaigner_Confirm(t *testing.T) {
+	cli := mustClient(t, testenv.MustRedis(t).Addr())
+	ctx := context.Background()
+	var seq atomic.Int64
+	c := newCampaigner(t, cli, "a", 3*time.Second, nil)
+	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
+	}
+	r := runCampaign(t, c, &seq, true)
+	term := next(t, r.won, 10*time.Second, "a's term").term
+	if err := c.Confirm(ctx, term.Token); err != nil {
+		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
+	}
+	if err := c.Confirm(ctx, term.Token+1); !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("Confirm(other token) = %v, want ErrNotConfirmed", err)
+	}
+	if err := cli.Set(ctx, "scheduler:leader", lockValue(term.Token+1, "x", "b"), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Confirm(ctx, term.Token); !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("Confirm after takeover = %v, want ErrNotConfirmed", err)
+	}
+}

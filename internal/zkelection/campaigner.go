@@ -1,0 +1,186 @@
+package zkelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// ErrNotConfirmed says that Confirm found the term no longer current.
+var ErrNotConfirmed = errors.New("zkelection: term not confirmed")
+
+// Campaigner campaigns for leadership of one election, term after term.
+type Campaigner struct {
+	cfg Config
+	lg  *zap.Logger
+
+	running atomic.Bool
+
+	mu      sync.Mutex
+	leading *Term
+	conn    *zk.Conn // the current term's session
+	me      string   // the current term's candidate node
+}
+
+const (
+	// backoffBase is the first pause after a failed round.
+	backoffBase = 100 * time.Millisecond
+	// errorLogEvery is how often a run of failed rounds is logged.
+	errorLogEvery = 30 * time.Second
+)
+
+// New returns a Campaigner for cfg. Each round opens its own session.
+func New(cfg Config, lg *zap.Logger) (*Campaigner, error) {
+	if lg == nil {
+		return nil, errors.New("zkelection: nil logger")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Campaigner{
+		cfg: cfg,
+		lg:  lg.Named("election").With(zap.String("node", cfg.Node), zap.String("path", cfg.Path)),
+	}, nil
+}
+
+// Run campaigns until ctx is cancelled, calling lead for every term won.
+// Each round opens a session, creates an ephemeral sequential candidate
+// node, waits until it is the lowest, leads, and closes the session, which
+// deletes the node so that the next candidate leads at once. Errors are
+// logged, rate-limited, never returned: Run returns nil once ctx is
+// cancelled and the last session is closed. Run must not be called again
+// while it runs.
+func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("zkelection: Run is already running")
+	}
+	defer c.running.Store(false)
+	c.lg.Info("campaigning", zap.Duration("session_timeout", c.cfg.SessionTimeout), zap.Duration("margin", c.cfg.Margin))
+	var (
+		failures   int
+		lastLogged time.Time
+		suppressed int
+	)
+	for {
+		held, err := c.round(ctx, lead)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			failures++
+			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
+				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
+				lastLogged, suppressed = now, 0
+			} else {
+				suppressed++
+				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
+			}
+		case held >= c.cfg.SessionTimeout:
+			failures = 0
+		default:
+			// A term shorter than the timeout: back off as after a failure,
+			// so that a lead that returns at once cannot spin.
+			failures++
+		}
+		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.SessionTimeout)) {
+			return nil
+		}
+	}
+}
+
+// Confirm asks ZooKeeper whether the term with token is still this
+// campaigner's: after a sync, its candidate node still exists with czxid
+// token and is the lowest candidate. nil means confirmed. The client's calls
+// take no context: ctx is checked before them, and they end when answered
+// or when the client gives the connection up, within the session timeout.
+// The answer is a snapshot: what a leader does still hangs off the term's
+// context.
+func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
+	c.mu.Lock()
+	t, conn, me := c.leading, c.conn, c.me
+	c.mu.Unlock()
+	switch {
+	case t == nil:
+		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
+	case t.Token != token:
+		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
+	}
+	err := confirm(conn, c.cfg.Path, me, token)
+	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) {
+		// Every term ends when its session's connection does.
+		return fmt.Errorf("%w: %w", ErrNotConfirmed, err)
+	}
+	return err
+}
+
+// confirm is Confirm's reads.
+func confirm(conn *zk.Conn, parent, me string, token int64) error {
+	// A read may be served by a follower that lags; sync first.
+	if _, err := conn.Sync(parent); err != nil {
+		return fmt.Errorf("confirm term %d of %s: sync: %w", token, me, err)
+	}
+	l, err := ReadLeader(conn, parent)
+	switch {
+	case errors.Is(err, ErrNoLeader):
+		return fmt.Errorf("confirm term %d of %s: no candidate left: %w", token, me, ErrNotConfirmed)
+	case err != nil:
+		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
+	case l.Path != path.Clean(me) || l.Token != token:
+		return fmt.Errorf("confirm term %d of %s: the lowest candidate is %s with czxid %d: %w", token, me, l.Path, l.Token, ErrNotConfirmed)
+	}
+	return nil
+}
+
+// Leading returns the term this campaigner holds right now, if any: a
+// snapshot for status pages; what a leader does hangs off lead's context.
+func (c *Campaigner) Leading() (Term, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leading == nil {
+		return Term{}, false
+	}
+	return *c.leading, true
+}
+
+// setLeading records the current term, nil for none.
+func (c *Campaigner) setLeading(t *Term, conn *zk.Conn, me string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leading, c.conn, c.me = t, conn, me
+}
+
+// backoff returns the pause after the n-th failure in a row: doubling from
+// backoffBase up to limit, with jitter in [d/2, d) so that replicas that
+// failed together do not retry together.
+func backoff(n int, limit time.Duration) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d/2 + rand.N(d/2)
+}
+
+// sleep waits for d or ctx, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,128 @@
+package zkelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// Observer keeps a follower-side view of who leads an election, for status
+// pages and metrics. It is never evidence that the local node leads: only
+// the Campaigner's term context is. It holds its own session and re-reads
+// the leader whenever the candidates change.
+type Observer struct {
+	servers []string
+	timeout time.Duration
+	parent  string
+	lg      *zap.Logger
+
+	mu  sync.Mutex
+	cur Leader
+	ok  bool
+}
+
+// NewObserver returns an Observer of the election under parent (as in
+// Config.Path) on servers, with sessions of timeout.
+func NewObserver(servers []string, timeout time.Duration, parent string, lg *zap.Logger) (*Observer, error) {
+	switch {
+	case lg == nil:
+		return nil, errors.New("zkelection: nil logger")
+	case len(servers) == 0:
+		return nil, errors.New("zkelection: observer: no servers")
+	case parent == "" || parent[0] != '/' || path.Clean(parent) != parent:
+		return nil, fmt.Errorf("zkelection: observer path %q: want an absolute, clean node path", parent)
+	}
+	return &Observer{servers: servers, timeout: timeout, parent: parent, lg: lg.Named("observer").With(zap.String("path", parent))}, nil
+}
+
+// Current returns the leader as last read. ok is false when there is no
+// candidate or the last read failed.
+func (o *Observer) Current() (l Leader, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cur, o.ok
+}
+
+// Run keeps the view current until ctx is cancelled, then returns nil.
+func (o *Observer) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		if err := o.follow(ctx); err != nil && ctx.Err() == nil {
+			failures++
+			o.set(Leader{}, false)
+			if failures == 1 {
+				o.lg.Warn("observe leader", zap.Error(err))
+			} else {
+				o.lg.Debug("observe leader", zap.Int("attempt", failures), zap.Error(err))
+			}
+		} else {
+			failures = 0
+		}
+		if !sleep(ctx, backoff(max(failures, 1), time.Second)) {
+			return nil
+		}
+	}
+}
+
+// follow reads the leader on one session, again on every change of the
+// candidates, until the session fails or ctx is done.
+func (o *Observer) follow(ctx context.Context) error {
+	conn, _, err := zk.Connect(o.servers, o.timeout, zk.WithLogger(printf{o.lg.Named("client").Sugar()}))
+	if err != nil {
+		return fmt.Errorf("connect to %v: %w", o.servers, err)
+	}
+	// The client's calls take no context: closing the session ends them.
+	stop := context.AfterFunc(ctx, conn.Close)
+	defer func() {
+		if stop() {
+			conn.Close()
+		}
+	}()
+	for {
+		_, _, ev, err := conn.ChildrenW(o.parent)
+		if errors.Is(err, zk.ErrNoNode) {
+			// No election yet: wait for its parent node instead.
+			var exists bool
+			exists, _, ev, err = conn.ExistsW(o.parent)
+			if err == nil && exists {
+				continue
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", o.parent, err)
+		}
+		l, err := ReadLeader(conn, o.parent)
+		switch {
+		case errors.Is(err, ErrNoLeader):
+			o.set(Leader{}, false)
+		case err != nil:
+			return err
+		default:
+			o.set(l, true)
+		}
+		select {
+		case e := <-ev:
+			if e.Err != nil {
+				return fmt.Errorf("watch %s: %w", o.parent, e.Err)
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// set updates the view and logs a change of leader.
+func (o *Observer) set(l Leader, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ok != o.ok || l.Token != o.cur.Token {
+		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
+	}
+	o.cur, o.ok = l, ok
+}
