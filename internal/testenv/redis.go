@@ -52,7 +52,7 @@ func MustRedis(tb testing.TB) *Redis {
 		_ = os.RemoveAll(dir)
 	})
 	for attempt := 1; ; attempt++ {
-		addrs, err := freePorts(1)
+		addrs, err := FreePorts(1)
 		if err != nil {
 			tb.Fatalf("testenv: %v", err)
 		}

@@ -58,7 +58,7 @@ func MustZooKeeper(tb testing.TB) *ZooKeeper {
 		_ = os.RemoveAll(dir)
 	})
 	for attempt := 1; ; attempt++ {
-		addrs, err := freePorts(1)
+		addrs, err := FreePorts(1)
 		if err != nil {
 			tb.Fatalf("testenv: %v", err)
 		}
