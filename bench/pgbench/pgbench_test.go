@@ -23,7 +23,7 @@
 //	go test -run '^$' -bench Pgbench -benchtime 1x ./bench/pgbench/ -args -duration 10s -rounds 3
 //
 // The report gives each variant's tps and mean latency (median of the rounds, min–max) and the
-// ratios of the pairings c/a, c/b, d/e and d/a, computed per round from neighbouring slices.
+// ratios of the pairings c/a, c/b, d/e and d/a, each computed within a round and client count.
 package pgbench
 
 import (
@@ -51,7 +51,7 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The defaults keep a run to about eight minutes: short slices, many rounds, so that the
-// ratios of neighbouring slices outlast changes in the machine's load and disk.
+// ratios of slices run close together outlast changes in the machine's load and disk.
 var (
 	duration = flag.Duration("duration", 3*time.Second, "how long pgbench runs each variant at each client count (whole seconds)")
 	rounds   = flag.Int("rounds", 10, "how often every variant runs at every client count")
