@@ -59,4 +59,18 @@ func TestQueryCounter(t *testing.T) {
 			t.Fatalf("Q messages for an extended-protocol query = %d, want 0", got)
 		}
 	})
+	t.Run("RefusesTLS", func(t *testing.T) {
+		// prefer goes on in the clear; require gives up, as it would against a server
+		// without TLS.
+		conn := connect(ctx, t, strings.Replace(q.DSN(), "sslmode=disable", "sslmode=prefer", 1))
+		var v int
+		if err := conn.QueryRow(ctx, `SELECT 1`).Scan(&v); err != nil || v != 1 {
+			t.Fatalf("select over sslmode=prefer = %d, %v; want 1", v, err)
+		}
+		conn2, err := pgx.Connect(ctx, strings.Replace(q.DSN(), "sslmode=disable", "sslmode=require", 1))
+		if err == nil {
+			_ = conn2.Close(ctx)
+			t.Fatal("sslmode=require connected through the counter, want refused")
+		}
+	})
 }
