@@ -9,7 +9,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN      := bin/scheduler
 
 .PHONY: all build run test lint vet fmt-check race bench bench-failover bench-election bench-fire \
-	bench-runner bench-fence bench-catchup bench-prune fuzz clean
+	bench-runner bench-fence bench-pgbench bench-catchup bench-prune fuzz clean
 
 all: build
 
@@ -41,7 +41,7 @@ lint: fmt-check vet
 
 # bench: the figures of BENCHMARKS.md, one target per section (about an hour in all, most of it
 # in bench-fire). Each starts its own etcd and PostgreSQL; run them on an otherwise idle machine.
-bench: bench-failover bench-election bench-fire bench-runner bench-fence bench-catchup bench-prune
+bench: bench-failover bench-election bench-fire bench-runner bench-fence bench-pgbench bench-catchup bench-prune
 
 bench-failover:
 	$(GO) test -run '^$$' -bench Failover -benchtime 20x -timeout 30m ./bench/failover/
@@ -57,6 +57,11 @@ bench-runner:
 
 bench-fence:
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./internal/fence/
+
+# bench-pgbench: the README's script pattern under pgbench, fenced and plain, like for like
+# (bench/pgbench/*.sql); 3 s per variant and client count, ten rounds, about 8 minutes.
+bench-pgbench:
+	$(GO) test -run '^$$' -bench Pgbench -benchtime 1x -timeout 30m ./bench/pgbench/
 
 bench-catchup:
 	$(GO) test -run '^$$' -bench Catchup -benchtime 1x -count 5 -timeout 30m ./bench/catchup/
