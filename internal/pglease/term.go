@@ -4,20 +4,13 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"scheduler"
 )
 
-// Term is one leadership term: from a granted lease until lead returns. Its
-// fields are those of the etcd backend's term that the runner reads.
-type Term struct {
-	// Token is the fencing token: taken in the statement that granted the
-	// lease, above every earlier term's token and every fence in the
-	// store's job_fence table.
-	Token int64
-	// Node is the name of the node holding the term.
-	Node string
-	// Since is when the term was won, read from the leader's clock.
-	Since time.Time
-}
+// Term is one leadership term: from a granted lease until lead returns. It is
+// the scheduler's one Term, which every backend hands to the leader.
+type Term = scheduler.Term
 
 // LeadFunc is what a leader does during one term. ctx is cancelled the
 // moment leadership is in doubt, with a *LostError as its cause when the

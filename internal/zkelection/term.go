@@ -4,21 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"scheduler"
 )
 
-// Term is one leadership term: from the candidate node becoming the lowest until lead returns. Its
-// fields are those of the etcd backend's term that the runner reads.
-type Term struct {
-	// Token is the fencing token: the czxid of the candidate node, the
-	// ZooKeeper transaction ID that created it. zxids only grow in one
-	// ensemble's history, also when the election's parent node is deleted
-	// and created again (its sequence numbers restart; czxids do not).
-	Token int64
-	// Node is the name of the node holding the term.
-	Node string
-	// Since is when the term was won, read from the leader's clock.
-	Since time.Time
-}
+// Term is one leadership term: from the candidate node becoming the lowest
+// until lead returns. It is the scheduler's one Term, which every backend
+// hands to the leader.
+type Term = scheduler.Term
 
 // LeadFunc is what a leader does during one term. ctx is cancelled the
 // moment leadership is in doubt, with a *LostError as its cause when the
