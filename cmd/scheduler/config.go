@@ -23,6 +23,10 @@ type Config struct {
 	Etcd EtcdConfig `mapstructure:"etcd"`
 	// Election tunes the leader election.
 	Election ElectionConfig `mapstructure:"election"`
+	// ZooKeeper says how to reach the ZooKeeper ensemble of election.backend zookeeper.
+	ZooKeeper ZooKeeperConfig `mapstructure:"zookeeper"`
+	// Redis says how to reach the Redis server of election.backend redis.
+	Redis RedisConfig `mapstructure:"redis"`
 	// Store says where the fence and the run ledger live.
 	Store StoreConfig `mapstructure:"store"`
 	// HTTP configures the health, metrics and status server.
@@ -75,10 +79,14 @@ type TLSConfig struct {
 
 // ElectionConfig tunes the leader election.
 type ElectionConfig struct {
+	// Backend is the coordinator that elects the leader: etcd, postgres, zookeeper or redis.
+	// Default: etcd.
+	Backend string `mapstructure:"backend"`
 	// Prefix is the etcd key prefix of the election. Default: /scheduler/election.
 	Prefix string `mapstructure:"prefix"`
 	// TTL is the lease TTL, in whole seconds, at least 1s: a frozen or cut-off leader loses
-	// leadership after it. Default: 5s.
+	// leadership after it. The postgres and redis backends use it too (zookeeper has
+	// zookeeper.session_timeout). Default: 5s.
 	TTL time.Duration `mapstructure:"ttl"`
 }
 
@@ -225,6 +233,16 @@ func defaultSettings() map[string]any {
 		"defaults.catchup":       "1h",
 		"defaults.jitter":        "0s",
 		"defaults.enabled":       true,
+
+		// the coordinator backends
+		"election.backend":          "etcd",
+		"zookeeper.servers":         []string{},
+		"zookeeper.session_timeout": "5s",
+		"zookeeper.path":            "/scheduler/election",
+		"redis.addr":                "",
+		"redis.password":            "",
+		"redis.db":                  0,
+		"redis.key":                 "scheduler:leader",
 
 		// http jobs
 		"defaults.follow_redirects": false,

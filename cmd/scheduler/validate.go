@@ -34,7 +34,8 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		p.add("data_dir", "must not be empty")
 	}
 	c.validateEtcd(&p)
-	if len(c.Etcd.Endpoints) > 0 && c.Store.DSN == "" && !c.SingleNode {
+	c.validateBackend(&p)
+	if len(c.Etcd.Endpoints) > 0 && c.Store.DSN == "" && !c.SingleNode && c.Election.Backend == backendEtcd {
 		p.add("store.dsn", "is empty while etcd.endpoints is set: each host would keep its own SQLite ledger and fence, "+
 			"so every replica could run every slot; set store.dsn to the shared PostgreSQL, or single_node: true for a deployment of one replica")
 	}
