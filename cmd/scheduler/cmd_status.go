@@ -16,11 +16,13 @@ import (
 	"scheduler/internal/fence"
 )
 
-// session is what the read and control commands connect to: etcd, and the store if asked.
+// session is what the read and control commands connect to: etcd (or, with another backend,
+// its connections), and the store if asked.
 type session struct {
 	cfg   *Config
-	cli   *clientv3.Client
-	ctl   *control.Store
+	cli   *clientv3.Client // etcd backend only
+	ctl   controlState
+	conns backendConns // the other backends
 	store *fence.Store
 	close func()
 }
@@ -36,6 +38,9 @@ func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
 		return nil, err
 	}
 	lg = lg.With(zap.String("node", cfg.Node))
+	if cfg.Election.Backend != backendEtcd {
+		return connectBackend(ctx, cfg, lg, withStore)
+	}
 	cli, err := dialEtcd(cfg, lg)
 	if err != nil {
 		return nil, err
@@ -70,7 +75,7 @@ func newStatusCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			doc := collectStatus(ctx, s.cfg.Jobs, s.cfg.Election.Prefix, s.cli, s.ctl, s.store, time.Now())
+			doc := collectStatus(ctx, s.cfg.Jobs, s.leaderSource(), s.ctl, s.store, time.Now())
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")

@@ -32,14 +32,19 @@ type daemon struct {
 	base    *zap.Logger // without it
 	m       *metrics
 
-	cli      *clientv3.Client
+	cli      *clientv3.Client // etcd backend only
 	store    *fence.Store
-	control  *control.Store
-	watcher  *control.Watcher
-	observer *election.Observer
+	control  controlState
+	watcher  controlWatch
+	observer leaderView
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
-	camp     *election.Campaigner
+	camp     coordinator
+	conns    backendConns // the other backends' connections
+
+	etcdControl *control.Store    // the etcd backend's control (the registry needs its leases)
+	pgControl   *control.Postgres // the other backends' control, in the store
+
 	http     *http.Server
 	listener net.Listener
 	started  time.Time
@@ -111,18 +116,25 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		defer lock.release()
 	}
 	endpoints := cfg.Etcd.Endpoints
-	if len(endpoints) == 0 {
-		emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
-		if err != nil {
-			return fmt.Errorf("start the embedded etcd in %s: %w", cfg.DataDir, err)
+	if cfg.Election.Backend != backendEtcd {
+		if d.conns, err = openBackendConns(ctx, cfg); err != nil {
+			return err
 		}
-		defer emb.Close()
-		endpoints = emb.Endpoints()
+		defer d.conns.close()
+	} else {
+		if len(endpoints) == 0 {
+			emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
+			if err != nil {
+				return fmt.Errorf("start the embedded etcd in %s: %w", cfg.DataDir, err)
+			}
+			defer emb.Close()
+			endpoints = emb.Endpoints()
+		}
+		if d.cli, err = election.NewClient(clientConfig(cfg, endpoints), lg.Named("etcd-client")); err != nil {
+			return fmt.Errorf("connect to etcd: %w", err)
+		}
+		defer d.cli.Close()
 	}
-	if d.cli, err = election.NewClient(clientConfig(cfg, endpoints), lg.Named("etcd-client")); err != nil {
-		return fmt.Errorf("connect to etcd: %w", err)
-	}
-	defer d.cli.Close()
 	if d.store, err = openStore(ctx, cfg, lg); err != nil {
 		return err
 	}
@@ -131,7 +143,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return fmt.Errorf("%s: %w", storeName(cfg), err)
 	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
-		zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
+		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if cfg.Store.JobDSN != "" {
 		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
 	} else if j := roleWithoutJobDSN(cfg); j != "" {
@@ -153,22 +165,17 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 // build creates the parts that need no goroutine yet.
 func (d *daemon) build() error {
 	var err error
-	if d.control, err = control.New(d.cli, d.cfg.Election.Prefix); err != nil {
+	if err = d.buildControl(); err != nil {
 		return err
 	}
-	d.watcher = d.control.NewWatcher(d.lg.Named("control"))
-	if d.observer, err = election.NewObserver(d.cli, d.cfg.Election.Prefix, d.lg); err != nil {
+	d.camp, d.observer, err = newBackend(d.cfg, backendDeps{etcd: d.cli, pool: d.conns.pool, redis: d.conns.redis, lg: d.base, m: d.m})
+	if err != nil {
 		return err
 	}
-	d.observer.OnChange(func(_ election.Leader, ok bool) {
-		if ok {
-			d.m.leaderChanges.Inc()
-		}
-	})
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
 		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
-		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
+		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
 	if err != nil {
@@ -179,13 +186,6 @@ func (d *daemon) build() error {
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
 		Logger: d.lg, Pruned: func(_ string, n int) { d.m.pruned.Add(float64(n)) },
 	})
-	if err != nil {
-		return err
-	}
-	events := d.m.electionEvents()
-	d.camp, err = election.New(d.cli, election.Config{
-		Prefix: d.cfg.Election.Prefix, Node: d.cfg.Node, TTL: d.cfg.Election.TTL, Events: events,
-	}, d.base)
 	return err
 }
 
@@ -212,10 +212,12 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("trigger requests", d.consumeTriggers, svcCtx)
 	part("replica registration", d.register, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
-	part("etcd version check", func(c context.Context) error {
-		election.CheckServerVersions(c, d.cli, d.lg)
-		return nil
-	}, svcCtx)
+	if d.cli != nil {
+		part("etcd version check", func(c context.Context) error {
+			election.CheckServerVersions(c, d.cli, d.lg)
+			return nil
+		}, svcCtx)
+	}
 	if d.http != nil {
 		part("http", d.serveHTTP, svcCtx)
 	}
@@ -241,7 +243,7 @@ func (d *daemon) serve(ctx context.Context) error {
 }
 
 // lead is one leadership term: publish nothing but metrics here; the runner does the work.
-func (d *daemon) lead(ctx context.Context, t election.Term) error {
+func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
 	// Fire nothing before the paused set is known, or a paused job could run once.
 	select {
@@ -256,7 +258,7 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
 	helpers.Add(2)
-	// Triggers sent while no replica led are waiting in etcd: run them now.
+	// Triggers sent while no replica led are waiting in the control state: run them now.
 	go func() {
 		defer helpers.Done()
 		d.pendingTriggers(hctx)
@@ -292,7 +294,7 @@ func (d *daemon) retention() []retention.Policy {
 	return ps
 }
 
-// pendingTriggers hands the trigger requests stored in etcd to the runner, once per term.
+// pendingTriggers hands the trigger requests stored in the control state to the runner, once per term.
 func (d *daemon) pendingTriggers(ctx context.Context) {
 	// Give the runner its takeover first; Trigger waits for the loop anyway.
 	reqs, err := d.control.Requests(ctx)
@@ -308,7 +310,7 @@ func (d *daemon) pendingTriggers(ctx context.Context) {
 }
 
 // consumeTriggers hands new trigger requests to the runner while this replica leads; followers
-// leave them in etcd for the leader.
+// leave them in the control state for the leader.
 func (d *daemon) consumeTriggers(ctx context.Context) error {
 	for {
 		select {
@@ -342,6 +344,9 @@ func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
 
 // register keeps this replica's entry (version, table hash) in etcd while it runs.
 func (d *daemon) register(ctx context.Context) error {
+	if d.cli == nil {
+		return d.registerInStore(ctx)
+	}
 	for ctx.Err() == nil {
 		lease, err := d.cli.Grant(ctx, int64(d.cfg.Election.TTL/time.Second))
 		if err == nil {
@@ -385,12 +390,15 @@ func (d *daemon) keepRegistered(ctx context.Context, ka <-chan *clientv3.LeaseKe
 }
 
 func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) error {
+	return d.etcdControl.Register(ctx, lease, d.replica())
+}
+
+// replica is this replica's entry in the registry.
+func (d *daemon) replica() control.Replica {
 	addr := ""
 	if d.listener != nil {
 		addr = d.listener.Addr().String()
 	}
 	_, hash := d.table()
-	return d.control.Register(ctx, lease, control.Replica{
-		Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started,
-	})
+	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started}
 }

@@ -116,7 +116,7 @@ func TestDaemon_LeadJoinsPendingTriggers(t *testing.T) {
 	defer proxy.Resume()
 
 	done := make(chan error, 1)
-	go func() { done <- d.lead(ctx, election.Term{Token: token, Node: "a", Since: time.Now()}) }()
+	go func() { done <- d.lead(ctx, scheduler.Term{Token: token, Node: "a", Since: time.Now()}) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, scheduler.ErrFenced) {

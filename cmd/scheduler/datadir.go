@@ -16,7 +16,9 @@ const lockFileName = "scheduler.lock"
 
 // usesDataDir reports whether the daemon keeps anything in data_dir: the embedded etcd when no
 // endpoints are configured, the SQLite store when no DSN is.
-func usesDataDir(cfg *Config) bool { return len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == "" }
+func usesDataDir(cfg *Config) bool {
+	return cfg.Election.Backend == backendEtcd && len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == ""
+}
 
 // dataDirLock is the daemon's hold on data_dir.
 type dataDirLock struct{ f *os.File }

@@ -28,7 +28,7 @@ func (d *daemon) handler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		table, _ := d.table()
-		doc := collectStatus(ctx, table, d.cfg.Election.Prefix, d.cli, d.control, d.store, time.Now())
+		doc := collectStatus(ctx, table, d.leaderSource(), d.control, d.store, time.Now())
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -43,7 +43,12 @@ func (d *daemon) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	var problems []error
-	if _, err := d.cli.Get(clientv3.WithRequireLeader(ctx), d.cfg.Election.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+	if d.cli == nil {
+		// Another backend keeps the control state in the store; its campaigner logs its own trouble.
+		if _, err := d.control.Replicas(ctx); err != nil {
+			problems = append(problems, fmt.Errorf("control state: %w", err))
+		}
+	} else if _, err := d.cli.Get(clientv3.WithRequireLeader(ctx), d.cfg.Election.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
 		problems = append(problems, fmt.Errorf("etcd: %w", err))
 	} else if stray, err := readLeaseless(ctx, d.cli, d.cfg.Election.Prefix); err != nil {
 		problems = append(problems, fmt.Errorf("etcd: %w", err))

@@ -10,8 +10,6 @@ import (
 
 	"scheduler"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -63,9 +61,11 @@ type blockedDoc struct {
 // the held job is searched among the others.
 const heldAfter = 30 * time.Second
 
-// collectStatus reads the leader and the replicas from etcd and the last runs from the store.
-// Parts it cannot read become warnings, so a partial answer still helps an operator.
-func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv3.Client, ctl *control.Store, store *fence.Store, now time.Time) statusDoc {
+// collectStatus reads the leader from the backend, the replicas and pauses from the control
+// state, and the last runs from the store. Parts it cannot read become warnings, so a partial
+// answer still helps an operator.
+func collectStatus(ctx context.Context, table []Job, src leaderSource, ctl controlState, store *fence.Store, now time.Time) statusDoc {
+	prefix, cli := src.prefix, src.etcd
 	doc := statusDoc{Replicas: []control.Replica{}, Warnings: []string{}, Jobs: []jobStatus{}, Leaseless: []leaselessDoc{}}
 	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
 	names := make([]string, len(table))
@@ -82,6 +82,10 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		}
 	}
 
+	if cli == nil {
+		// A backend other than etcd has no election keys of its own to check.
+		return collectRest(ctx, doc, table, src, ctl, store, fences, now)
+	}
 	l, err := election.ReadLeader(ctx, cli, prefix)
 	leads := err == nil
 	switch {
@@ -105,7 +109,7 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 		}
 	}
 	if rs, err := ctl.Replicas(ctx); err != nil {
-		warn("read the replicas from etcd: %v", err)
+		warn("read the replicas from %s: %v", src.where(), err)
 	} else {
 		doc.Replicas = rs
 		if leads {
@@ -122,9 +126,19 @@ func collectStatus(ctx context.Context, table []Job, prefix string, cli *clientv
 			warn("replicas run different job tables (%s); deploy the same configuration everywhere", strings.Join(parts, "; "))
 		}
 	}
+	return collectJobs(ctx, doc, table, ctl, store, fences, now)
+}
+
+// collectJobs adds the jobs' pauses, last runs, fences and next slots to doc.
+func collectJobs(ctx context.Context, doc statusDoc, table []Job, ctl controlState, store *fence.Store, fences map[string]int64, now time.Time) statusDoc {
+	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
+	names := make([]string, len(table))
+	for i, j := range table {
+		names[i] = j.Name
+	}
 	paused, err := ctl.Paused(ctx)
 	if err != nil {
-		warn("read paused jobs from etcd: %v", err)
+		warn("read paused jobs: %v", err)
 	}
 	var last map[string]scheduler.Run
 	if store != nil {

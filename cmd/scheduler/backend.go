@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"scheduler"
+	"scheduler/internal/election"
+	"scheduler/internal/pglease"
+	"scheduler/internal/redislock"
+	"scheduler/internal/zkelection"
+)
+
+// leadFunc is what the daemon does during one term, whichever backend granted it.
+type leadFunc = func(ctx context.Context, t scheduler.Term) error
+
+// coordinator is what the daemon needs of a leader election: campaign and call lead once per
+// term won, with a context cancelled before the backend can grant the next term; confirm that
+// a term is still held when the store refuses its token for one job; say whether this replica
+// leads.
+type coordinator interface {
+	Run(ctx context.Context, lead leadFunc) error
+	Confirm(ctx context.Context, token int64) error
+	Leading() (scheduler.Term, bool)
+}
+
+// leaderView is a follower-side view of who leads, for status and metrics; never evidence that
+// this replica leads.
+type leaderView interface {
+	Run(ctx context.Context) error
+	Current() (leaderSeen, bool)
+}
+
+// leaderSeen is who leads as a leaderView last saw it.
+type leaderSeen struct {
+	Node  string
+	Token int64
+	// Since is when the term started by the leader's clock, when the backend knows it (etcd);
+	// else when the lease was granted by the coordinator's clock (postgres), when the
+	// candidate node was created (zookeeper), or zero (redis).
+	Since time.Time
+}
+
+// backendDeps are the connections a backend may use, opened by the daemon.
+type backendDeps struct {
+	etcd  *clientv3.Client // etcd only
+	pool  *pgxpool.Pool    // the store's database: postgres's lease, redis's floor
+	redis redis.UniversalClient
+	lg    *zap.Logger // without the node field: each campaigner adds it
+	m     *metrics
+}
+
+// newBackend builds the campaigner and the observer of cfg.Election.Backend.
+func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) {
+	switch cfg.Election.Backend {
+	case backendEtcd:
+		return newEtcdBackend(cfg, deps)
+	case backendPostgres:
+		c, err := pglease.New(deps.pool, pglease.Config{
+			Schema: cfg.Store.Schema, Name: leaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
+			Events: pglease.Events{OnElected: deps.m.termStarted, OnLost: func(t pglease.Term, r pglease.Reason) { deps.m.termEnded(t, string(r)) }},
+		}, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
+		}
+		o, err := pglease.NewObserver(deps.pool, cfg.Store.Schema, leaseName, cfg.Election.TTL, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
+		}
+		return pgCoordinator{c}, pgView{o}, nil
+	case backendZooKeeper:
+		z := cfg.ZooKeeper
+		c, err := zkelection.New(zkelection.Config{
+			Servers: z.Servers, SessionTimeout: z.SessionTimeout, Path: z.Path, Node: cfg.Node,
+			Events: zkelection.Events{OnElected: deps.m.termStarted, OnLost: func(t zkelection.Term, r zkelection.Reason) { deps.m.termEnded(t, string(r)) }},
+		}, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
+		}
+		o, err := zkelection.NewObserver(z.Servers, z.SessionTimeout, z.Path, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
+		}
+		return zkCoordinator{c}, zkView{o}, nil
+	case backendRedis:
+		c, err := redislock.New(deps.redis, redislock.Config{
+			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: fenceFloor(deps.pool, cfg.Store.Schema),
+			Events: redislock.Events{OnElected: deps.m.termStarted, OnLost: func(t redislock.Term, r redislock.Reason) { deps.m.termEnded(t, string(r)) }},
+		}, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
+		}
+		o, err := redislock.NewObserver(deps.redis, cfg.Redis.Key, cfg.Election.TTL, deps.lg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
+		}
+		return redisCoordinator{c}, redisView{o}, nil
+	}
+	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
+}
+
+// leaseName is the postgres backend's election: its row in leader_lease. One store serves one
+// scheduler cluster, as its fence does.
+const leaseName = "scheduler"
+
+// newEtcdBackend builds the etcd campaigner and observer.
+func newEtcdBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) {
+	c, err := election.New(deps.etcd, election.Config{
+		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: deps.m.electionEvents(),
+	}, deps.lg)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := election.NewObserver(deps.etcd, cfg.Election.Prefix, deps.lg.With(zap.String("node", cfg.Node)))
+	if err != nil {
+		return nil, nil, err
+	}
+	o.OnChange(func(_ election.Leader, ok bool) {
+		if ok {
+			deps.m.leaderChanges.Inc()
+		}
+	})
+	return etcdCoordinator{c}, etcdView{o}, nil
+}
+
+// fenceFloor reads the store's highest fence, below which the redis backend never takes a
+// token: Redis can lose its counter, the store is the source of truth for the newest token.
+func fenceFloor(pool *pgxpool.Pool, schema string) func(context.Context) (int64, error) {
+	q := `SELECT coalesce(max(token), 0) FROM ` + pgx.Identifier{schema, "job_fence"}.Sanitize()
+	return func(ctx context.Context) (int64, error) {
+		var n int64
+		if err := pool.QueryRow(ctx, q).Scan(&n); err != nil {
+			return 0, fmt.Errorf("read the store's highest fence: %w", err)
+		}
+		return n, nil
+	}
+}
+
+// termStarted and termEnded feed any backend's terms into the metrics.
+func (m *metrics) termStarted(t scheduler.Term) {
+	m.isLeader.Set(1)
+	m.termToken.Set(float64(t.Token))
+}
+
+func (m *metrics) termEnded(_ scheduler.Term, reason string) {
+	m.isLeader.Set(0)
+	m.termsEnded.WithLabelValues(reason).Inc()
+}
+
+// etcdCoordinator hands the etcd campaigner's terms over as the scheduler's Term.
+type etcdCoordinator struct{ c *election.Campaigner }
+
+func (e etcdCoordinator) Run(ctx context.Context, lead leadFunc) error {
+	return e.c.Run(ctx, func(ctx context.Context, t election.Term) error { return lead(ctx, etcdTerm(t)) })
+}
+
+func (e etcdCoordinator) Confirm(ctx context.Context, token int64) error {
+	return e.c.Confirm(ctx, token)
+}
+
+func (e etcdCoordinator) Leading() (scheduler.Term, bool) {
+	t, ok := e.c.Leading()
+	return etcdTerm(t), ok
+}
+
+// etcdTerm is the one place the etcd backend's richer term becomes the scheduler's.
+func etcdTerm(t election.Term) scheduler.Term {
+	return scheduler.Term{Token: t.Token, Node: t.Node, Since: t.Since}
+}
+
+// The other backends' terms are the scheduler's Term already; only their LeadFunc types differ.
+type (
+	pgCoordinator    struct{ *pglease.Campaigner }
+	zkCoordinator    struct{ *zkelection.Campaigner }
+	redisCoordinator struct{ *redislock.Campaigner }
+)
+
+func (c pgCoordinator) Run(ctx context.Context, lead leadFunc) error {
+	return c.Campaigner.Run(ctx, lead)
+}
+
+func (c zkCoordinator) Run(ctx context.Context, lead leadFunc) error {
+	return c.Campaigner.Run(ctx, lead)
+}
+
+func (c redisCoordinator) Run(ctx context.Context, lead leadFunc) error {
+	return c.Campaigner.Run(ctx, lead)
+}
+
+// The observers, each reduced to the leader status shows.
+type (
+	etcdView  struct{ *election.Observer }
+	pgView    struct{ *pglease.Observer }
+	zkView    struct{ *zkelection.Observer }
+	redisView struct{ *redislock.Observer }
+)
+
+func (v etcdView) Current() (leaderSeen, bool) {
+	l, ok := v.Observer.Current()
+	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+}
+
+func (v pgView) Current() (leaderSeen, bool) {
+	l, ok := v.Observer.Current()
+	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+}
+
+func (v zkView) Current() (leaderSeen, bool) {
+	l, ok := v.Observer.Current()
+	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Created}, ok
+}
+
+func (v redisView) Current() (leaderSeen, bool) {
+	l, ok := v.Observer.Current()
+	return leaderSeen{Node: l.Node, Token: l.Token}, ok
+}
+
+var (
+	_ coordinator = etcdCoordinator{}
+	_ coordinator = pgCoordinator{}
+	_ coordinator = zkCoordinator{}
+	_ coordinator = redisCoordinator{}
+	_ leaderView  = etcdView{}
+	_ leaderView  = pgView{}
+	_ leaderView  = zkView{}
+	_ leaderView  = redisView{}
+)
