@@ -80,7 +80,9 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	want := Config{
 		Node: cfg.Node, DataDir: filepath.Join(filepath.Dir(path), "data"), // next to the file
 		Etcd:          EtcdConfig{Endpoints: []string{}, DialTimeout: 5 * time.Second},
-		Election:      ElectionConfig{Prefix: "/scheduler/election", TTL: 5 * time.Second},
+		Election:      ElectionConfig{Backend: "etcd", Prefix: "/scheduler/election", TTL: 5 * time.Second},
+		ZooKeeper:     ZooKeeperConfig{Servers: []string{}, SessionTimeout: 5 * time.Second, Path: "/scheduler/election"},
+		Redis:         RedisConfig{Key: "scheduler:leader"},
 		Store:         StoreConfig{Schema: "scheduler"},
 		HTTP:          HTTPConfig{Addr: "127.0.0.1:8080"},
 		Metrics:       MetricsConfig{PerJob: "auto"},
