@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +39,7 @@ type deployment struct {
 	grace    time.Duration
 	cliCfg   string
 	replicas map[string]*replica
+	coord    coordinator // the election backend's server when it is not etcd (see backends_test.go)
 }
 
 // replica is one `scheduler run` process and its proxies.
@@ -49,6 +49,7 @@ type replica struct {
 	log    string
 	etcd   []*testenv.Proxy // one per member, in member order
 	pg     *testenv.Proxy
+	coord  *testenv.Proxy // to the election backend's server when it is not etcd; pg for postgres
 	proc   *process
 }
 
@@ -69,11 +70,15 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	if d.grace == 0 {
 		d.grace = 5 * time.Second
 	}
-	d.etcd = startEtcd(t, s.bins.etcdMember, s.env)
+	if s.backend == "" {
+		d.etcd = startEtcd(t, s.bins.etcdMember, s.env)
+	} else {
+		d.coord = startCoordinator(t, s.backend)
+	}
 	d.dsn = s.pg.database(t)
 	d.prefix = fmt.Sprintf("/e2e/%d/election", time.Now().UnixNano())
 	d.cliCfg = filepath.Join(d.dir, "cli.yaml")
-	d.writeConfig(d.cliCfg, "e2e-cli", d.etcd.endpoints, d.dsn, "")
+	d.writeConfig(d.cliCfg, "e2e-cli", d.endpoints(), d.dsn, "")
 	d.cli("migrate")
 	d.db = openDB(t, d.dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -88,12 +93,13 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 	for _, n := range nodes {
 		r := &replica{node: n, config: filepath.Join(d.dir, n+".yaml"), log: filepath.Join(d.dir, n+".log")}
 		var eps []string
-		for _, ep := range d.etcd.endpoints {
+		for _, ep := range d.endpoints() {
 			p := testenv.MustProxy(t, ep)
 			r.etcd = append(r.etcd, p)
 			eps = append(eps, p.Addr())
 		}
 		r.pg = testenv.MustProxy(t, mustHost(t, d.dsn))
+		r.coord = d.coordProxy(r)
 		storeDSN, storeJobDSN := viaProxy(t, d.dsn, r.pg.Addr(), "e2e-"+n), ""
 		if jobDSN != "" {
 			storeJobDSN = viaProxy(t, jobDSN, r.pg.Addr(), "e2e-"+n)
@@ -122,14 +128,13 @@ func (d *deployment) writeConfig(path, node string, endpoints []string, dsn, job
 	}
 	body := fmt.Sprintf(`node: %s
 data_dir: %s
-etcd: {endpoints: [%s], dial_timeout: 2s}
-election: {prefix: %s, ttl: %s}
+%s
 store: %s
 http: {addr: ""}
 log: {level: info, format: json}
 shutdown_grace: %s
 jobs:
-%s`, node, filepath.Join(d.dir, "data-"+node), strings.Join(endpoints, ", "), d.prefix, ttl, store, d.grace, d.jobs)
+%s`, node, filepath.Join(d.dir, "data-"+node), d.electionSection(endpoints), store, d.grace, d.jobs)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		d.t.Fatal(err)
 	}

@@ -44,6 +44,8 @@ type suite struct {
 	pg   *pgServer
 	seed uint64
 	reps int
+	// backend is the election backend of the deployments, "" for etcd (see backends_test.go).
+	backend string
 }
 
 // rand returns the random source of repetition rep of a scenario: a scenario and repetition
@@ -99,4 +101,5 @@ func TestE2E(t *testing.T) {
 	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
+	t.Run("Backends", s.backends)
 }
