@@ -211,3 +211,15 @@ func (c *cluster) first(names []string, msg string, since time.Time, keep func(l
 	}
 	return best, found
 }
+
+// rewrite replaces the configuration at path with edit's result and returns path.
+func (c *cluster) rewrite(path string, edit func(string) string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(edit(string(b))), 0o644); err != nil {
+		c.tb.Fatal(err)
+	}
+	return path
+}

@@ -51,7 +51,14 @@ func handover(b *testing.B, bin string, etcd *testenv.Etcd, dsn string, sig sysc
 	for _, n := range names {
 		configs[n] = c.config(n, etcd.Endpoint(0), dsn, prefix, "beat", ttl)
 	}
-	c.migrate(configs["n1"])
+	trials(b, c, names, configs, sig)
+}
+
+// trials runs the replicas of configs, migrating with the first, and kills or stops the leader
+// b.N times, reporting how long the next leader took to win, and to start a run of a slot due
+// after the signal.
+func trials(b *testing.B, c *cluster, names []string, configs map[string]string, sig syscall.Signal) {
+	c.migrate(configs[names[0]])
 	for _, n := range names {
 		c.start(n, configs[n])
 	}

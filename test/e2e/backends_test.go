@@ -218,3 +218,9 @@ func flushAll(t *testing.T, addr string) {
 		t.Fatalf("FLUSHALL answered %q, %v", buf[:n], err)
 	}
 }
+
+// queuedCandidates reports whether the backend queues candidates in the order they arrived, so
+// that a replica restarted after a rolling step waits behind the others: etcd (create revisions)
+// and ZooKeeper (sequence numbers) do; the postgres lease and the redis lock go to whichever
+// follower asks first, so the restarted replica may lead again and another never be stopped.
+func (s *suite) queuedCandidates() bool { return s.backend == "" || s.backend == "zookeeper" }
