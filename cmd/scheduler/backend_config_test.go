@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zaptest"
 )
 
 const pgDSN = "store:\n  dsn: 'postgres://u@db/sched'\n"
@@ -82,4 +84,26 @@ func TestConfig_Backend(t *testing.T) {
 			t.Fatal("the redis password is not scrubbed from the output of runs")
 		}
 	})
+}
+
+// TestNewBackend_RefusesWhatItCannotRun checks that a backend the daemon cannot build is
+// refused at build, naming the backend, before anything campaigns.
+func TestNewBackend_RefusesWhatItCannotRun(t *testing.T) {
+	m := newMetrics(&Config{})
+	lg := zaptest.NewLogger(t)
+	cases := map[string]*Config{
+		"postgres without a pool": {Node: "a", Election: ElectionConfig{Backend: backendPostgres, TTL: 2 * time.Second}, Store: StoreConfig{Schema: "s"}},
+		"zookeeper without servers": {Node: "a", Election: ElectionConfig{Backend: backendZooKeeper},
+			ZooKeeper: ZooKeeperConfig{SessionTimeout: 2 * time.Second, Path: "/e"}},
+		"redis without a client": {Node: "a", Election: ElectionConfig{Backend: backendRedis, TTL: 2 * time.Second}, Redis: RedisConfig{Key: "k"}},
+		"an unknown backend":     {Node: "a", Election: ElectionConfig{Backend: "consul"}},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := newBackend(cfg, backendDeps{lg: lg, m: m})
+			if err == nil || !strings.Contains(err.Error(), "election.backend") {
+				t.Fatalf("newBackend = %v, want an error naming election.backend", err)
+			}
+		})
+	}
 }
