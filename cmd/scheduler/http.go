@@ -16,7 +16,8 @@ import (
 )
 
 // handler serves the read-only operations endpoints. Nothing here changes state: pausing,
-// resuming and triggering go through etcd, with its authentication.
+// resuming and triggering go through etcd, or the store with another backend, with their
+// authentication.
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
