@@ -43,8 +43,9 @@ type leaderSeen struct {
 	Node  string
 	Token int64
 	// Since is when the term started by the leader's clock, when the backend knows it (etcd);
-	// else when the lease was granted by the coordinator's clock (postgres), when the
-	// candidate node was created (zookeeper), or zero (redis).
+	// else when the lease was granted by the database's clock (postgres); else zero. A
+	// ZooKeeper candidate node is created when the replica starts to wait, not when it starts
+	// to lead, so its creation time would make status report a new leader's jobs held.
 	Since time.Time
 }
 
@@ -214,7 +215,7 @@ func (v pgView) Current() (leaderSeen, bool) {
 
 func (v zkView) Current() (leaderSeen, bool) {
 	l, ok := v.Observer.Current()
-	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Created}, ok
+	return leaderSeen{Node: l.Node, Token: l.Token}, ok
 }
 
 func (v redisView) Current() (leaderSeen, bool) {

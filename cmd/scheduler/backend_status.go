@@ -91,7 +91,7 @@ func readZooKeeper(ctx context.Context, z ZooKeeperConfig) (leaderSeen, error) {
 	if errors.Is(err, zkelection.ErrNoLeader) {
 		return leaderSeen{}, errNoLeader
 	}
-	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Created}, err
+	return leaderSeen{Node: l.Node, Token: l.Token}, err // see leaderSeen.Since
 }
 
 // zkQuiet drops the ZooKeeper client's own log lines: a command reports its errors itself.
