@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,7 +76,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, pgView{o}, nil
+		return pgCoordinator{c}, countedView{pgView{o}, deps.m.leaderChanges.Inc}, nil
 	case backendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
@@ -89,7 +90,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, zkView{o}, nil
+		return zkCoordinator{c}, countedView{zkView{o}, deps.m.leaderChanges.Inc}, nil
 	case backendRedis:
 		c, err := redislock.New(deps.redis, redislock.Config{
 			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: fenceFloor(deps.pool, cfg.Store.Schema),
@@ -102,7 +103,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, redisView{o}, nil
+		return redisCoordinator{c}, countedView{redisView{o}, deps.m.leaderChanges.Inc}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
@@ -221,6 +222,43 @@ func (v zkView) Current() (leaderSeen, bool) {
 func (v redisView) Current() (leaderSeen, bool) {
 	l, ok := v.Observer.Current()
 	return leaderSeen{Node: l.Node, Token: l.Token}, ok
+}
+
+// countedView counts the leaders its view sees take over, for the observers without a change
+// hook: it reads the view every countEvery while Run runs. A leader that comes and goes within
+// one reading is not counted.
+type countedView struct {
+	leaderView
+	inc func()
+}
+
+// countEvery is how often a countedView reads its view.
+const countEvery = 100 * time.Millisecond
+
+func (v countedView) Run(ctx context.Context) error {
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var last int64
+		t := time.NewTicker(countEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-cctx.Done():
+				return
+			case <-t.C:
+			}
+			if l, ok := v.Current(); ok && l.Token != last {
+				last = l.Token
+				v.inc()
+			}
+		}
+	})
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+	return v.leaderView.Run(ctx)
 }
 
 var (

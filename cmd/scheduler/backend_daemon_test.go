@@ -71,6 +71,9 @@ func TestDaemon_Backends(t *testing.T) {
 					addr = r.HTTPAddr
 				}
 			}
+			if _, body := httpGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, "scheduler_leader_changes_total 1") {
+				t.Errorf("the leader's /metrics does not count the one leader it has seen:\n%.2000s", body)
+			}
 			for path, want := range map[string]string{"/readyz": "ready", "/metrics": "scheduler_is_leader 1", "/status": `"node": "` + leader.Node + `"`} {
 				if code, body := httpGet(t, "http://"+addr+path); code != 200 || !strings.Contains(body, want) {
 					t.Errorf("GET %s = %d, want 200 with %q:\n%.500s", path, code, want, body)
