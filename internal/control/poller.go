@@ -34,14 +34,18 @@ type Poller struct {
 	paused map[string]struct{}
 }
 
-// NewPoller returns a Poller of s that reads every poll (at least 100 ms)
-// and logs through lg (nil: no logging). Call Run to start it.
+// minPoll bounds how often a Poller reads, so that a mistaken interval
+// cannot turn it into a busy loop on the database.
+const minPoll = 100 * time.Millisecond
+
+// NewPoller returns a Poller of s that reads every poll (at least
+// minPoll) and logs through lg (nil: no logging). Call Run to start it.
 func (s *Postgres) NewPoller(poll time.Duration, lg *zap.Logger) *Poller {
 	if lg == nil {
 		lg = zap.NewNop()
 	}
 	return &Poller{
-		s: s, lg: lg.Named("control"), poll: max(poll, 100*time.Millisecond),
+		s: s, lg: lg.Named("control"), poll: max(poll, minPoll),
 		out: make(chan Request), ready: make(chan struct{}), paused: map[string]struct{}{},
 	}
 }
