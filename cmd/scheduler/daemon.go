@@ -19,6 +19,7 @@ import (
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
 	"scheduler/internal/retention"
 )
 
@@ -79,7 +80,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	dumpErr := makeNonDumpable()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
-	l, err := loadForRun(c.configPath, c.environ, currentUserSwitch())
+	l, err := loadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"scheduler/internal/kinds"
 	"slices"
 	"syscall"
 
@@ -33,7 +34,7 @@ func (d *daemon) reloadOnHUP(ctx context.Context) error {
 // settings were read at start and keep their values; those that changed are named, for a restart
 // to apply them.
 func (d *daemon) reload(context.Context) {
-	l, err := loadForRun(d.path, d.environ, currentUserSwitch())
+	l, err := loadForRun(d.path, d.environ, kinds.CurrentUserSwitch())
 	if err == nil {
 		err = d.swapTable(l)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
 	"scheduler"
@@ -17,9 +16,9 @@ func TestExecJob_Credential(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 	defer cancel()
 	j, err := NewExec(ExecConfig{
-		Command:    []string{"sh", "-c", "id -u; id -g; id -G"},
-		Environ:    []string{"PATH=/usr/bin:/bin"},
-		Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}},
+		Command: []string{"sh", "-c", "id -u; id -g; id -G"},
+		Environ: []string{"PATH=/usr/bin:/bin"},
+		User:    "nobody",
 	})
 	if err != nil {
 		t.Fatal(err)

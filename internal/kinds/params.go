@@ -37,20 +37,6 @@ type StockParams struct{}
 // BuiltinNames lists the builtin jobs, sorted.
 func BuiltinNames() []string { return []string{"invoices", "stock"} }
 
-// CheckBuiltin reports every problem with a builtin name and its parameters.
-func CheckBuiltin(name string, params map[string]any) []ParamError {
-	var errs []ParamError
-	switch name {
-	case "invoices":
-		_, errs = ParseInvoicesParams(params)
-	case "stock":
-		_, errs = ParseStockParams(params)
-	default:
-		errs = []ParamError{{Msg: fmt.Sprintf("unknown builtin %q (known: %s)", name, strings.Join(BuiltinNames(), ", "))}}
-	}
-	return errs
-}
-
 // ParseInvoicesParams reads the invoices builtin's parameters, applying defaults.
 func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 	p := InvoicesParams{Clients: 600, Period: "month"}
