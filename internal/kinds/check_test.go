@@ -3,6 +3,7 @@ package kinds
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // checker is a kind's configuration.
@@ -51,6 +52,12 @@ func TestCheck(t *testing.T) {
 		{"BuiltinParams", BuiltinConfig{Name: "invoices", Params: map[string]any{"clients": -1, "colour": "red"}}, []Problem{
 			{"params.clients", "must be a whole number from 1 to 10000000, got -1"},
 			{"params.colour", "unknown parameter of builtin invoices (known: clients, delay, period)"},
+		}},
+		{"BuiltinNegativeDelay", BuiltinConfig{Name: "invoices", Params: map[string]any{"delay": "-1s"}}, []Problem{{"params.delay", "must not be negative, got -1s"}}},
+		{"InvoicesParams", InvoicesParams{Clients: 0, Delay: -time.Second, Period: "week"}, []Problem{
+			{"params.clients", "must be a whole number from 1 to 10000000, got 0"},
+			{"params.delay", "must not be negative, got -1s"},
+			{"params.period", "must be month or slot, got week"},
 		}},
 		{"StockTakesNoParams", BuiltinConfig{Name: "stock", Params: map[string]any{"x": 1}}, []Problem{{"params.x", "unknown parameter of builtin stock (it takes none)"}}},
 	}

@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,21 +32,12 @@ type InvoicesJob struct {
 	p InvoicesParams
 }
 
-// NewInvoices returns the job billing with parameters p (see ParseInvoicesParams). Its writes go
-// through each attempt's fenced transaction.
+// NewInvoices checks p (InvoicesParams.Check) and returns the job billing with it (see
+// ParseInvoicesParams). Its writes go through each attempt's fenced transaction. Every problem
+// is reported, joined, each a Problem.
 func NewInvoices(p InvoicesParams) (*InvoicesJob, error) {
-	var errs []error
-	if p.Clients < 1 {
-		errs = append(errs, fmt.Errorf("clients: must be at least 1, got %d", p.Clients))
-	}
-	if p.Delay < 0 {
-		errs = append(errs, fmt.Errorf("delay: must not be negative, got %s", p.Delay))
-	}
-	if p.Period != "month" && p.Period != "slot" {
-		errs = append(errs, fmt.Errorf("period: must be month or slot, got %q", p.Period))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := refusal(p.Check()); err != nil {
+		return nil, err
 	}
 	return &InvoicesJob{p: p}, nil
 }

@@ -37,7 +37,28 @@ type StockParams struct{}
 // BuiltinNames lists the builtin jobs, sorted.
 func BuiltinNames() []string { return []string{"invoices", "stock"} }
 
-// ParseInvoicesParams reads the invoices builtin's parameters, applying defaults.
+// maxClients bounds Clients: ids are written as integers, and a run bills one client per
+// fenced transaction.
+const maxClients = 10_000_000
+
+// Check reports every problem of p, each at its key (params.NAME): the one check of the invoices
+// builtin's parameters, which ParseInvoicesParams and NewInvoices both apply.
+func (p InvoicesParams) Check() []Problem {
+	var ps problems
+	if p.Clients < 1 || p.Clients > maxClients {
+		ps.add("params.clients", fmt.Sprintf("must be a whole number from 1 to %d, got %d", maxClients, p.Clients))
+	}
+	if p.Delay < 0 {
+		ps.add("params.delay", fmt.Sprintf("must not be negative, got %s", p.Delay))
+	}
+	if p.Period != "month" && p.Period != "slot" {
+		ps.add("params.period", fmt.Sprintf("must be month or slot, got %v", p.Period))
+	}
+	return ps
+}
+
+// ParseInvoicesParams reads the invoices builtin's parameters, applying defaults, and checks
+// them (InvoicesParams.Check).
 func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 	p := InvoicesParams{Clients: 600, Period: "month"}
 	var errs []ParamError
@@ -45,8 +66,8 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 		switch k {
 		case "clients":
 			n, ok := asInt(v)
-			if !ok || n < 1 || n > 10_000_000 {
-				errs = append(errs, ParamError{k, fmt.Sprintf("must be a whole number from 1 to 10000000, got %v", v)})
+			if !ok {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be a whole number from 1 to %d, got %v", maxClients, v)})
 				continue
 			}
 			p.Clients = n
@@ -58,8 +79,8 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 			}
 			p.Delay = d
 		case "period":
-			s, _ := v.(string)
-			if s != "month" && s != "slot" {
+			s, ok := v.(string)
+			if !ok {
 				errs = append(errs, ParamError{k, fmt.Sprintf("must be month or slot, got %v", v)})
 				continue
 			}
@@ -67,6 +88,9 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 		default:
 			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, period)"})
 		}
+	}
+	for _, pr := range p.Check() {
+		errs = append(errs, ParamError{strings.TrimPrefix(pr.Key, "params."), pr.Message})
 	}
 	sortParamErrors(errs)
 	return p, errs
@@ -107,14 +131,8 @@ func asDuration(v any) (time.Duration, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration (use a unit, such as 500ms or 2s)", d)
 		}
-		if parsed < 0 {
-			return 0, fmt.Errorf("must not be negative, got %s", parsed)
-		}
 		return parsed, nil
 	case time.Duration:
-		if d < 0 {
-			return 0, fmt.Errorf("must not be negative, got %s", d)
-		}
 		return d, nil
 	case int:
 		if d == 0 {
