@@ -13,9 +13,11 @@ import (
 
 // buildTable turns the configured jobs into the runner's table: each job's schedule, as
 // Validate parsed it in its zone, and an executor per job type. Builtin and sql jobs write
-// through the fenced transaction the runner binds to each attempt, so building needs no store. A job's constructor refusing a value comes back as a problem naming the
-// job's key (or the defaults key it inherited), and the job is left out. A job whose schedule
-// or zone Validate refused has no schedule and is left out too: Validate reported it.
+// through the fenced transaction the runner binds to each attempt, so building needs no store.
+// Each constructor applies its kind's Check, which Validate has run already; what it refuses
+// beyond that (a user whose groups cannot be read) comes back as a problem naming the job's key
+// (or the defaults key it inherited), and the job is left out. A job whose schedule or zone
+// Validate refused has no schedule and is left out too: Validate reported it.
 func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec, []Problem) {
 	var p problems
 	specs := make([]jobs.Spec, 0, len(cfg.Jobs))
