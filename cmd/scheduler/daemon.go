@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 	"scheduler/internal/retention"
+	"scheduler/internal/status"
 )
 
 // daemon is `scheduler run`: one replica of the cluster.
@@ -30,7 +29,7 @@ type daemon struct {
 	environ []string
 	lg      *zap.Logger // carries the node field
 	base    *zap.Logger // without it
-	m       *metrics
+	m       *status.Metrics
 
 	cli      *clientv3.Client
 	store    *fence.Store
@@ -40,8 +39,7 @@ type daemon struct {
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
 	camp     *election.Campaigner
-	http     *http.Server
-	listener net.Listener
+	http     *status.Server
 	started  time.Time
 
 	// specs is the runner's table at start, built from cfg before anything connected.
@@ -98,7 +96,11 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
-	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
+	m, err := newMetrics(cfg)
+	if err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: m,
 		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
@@ -142,10 +144,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	if cfg.HTTP.Addr != "" {
-		if d.listener, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
-			return fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
+		if d.http, err = d.newHTTP(); err != nil {
+			return err
 		}
-		d.http = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
 	}
 	return d.serve(ctx)
 }
@@ -162,12 +163,12 @@ func (d *daemon) build() error {
 	}
 	d.observer.OnChange(func(_ election.Leader, ok bool) {
 		if ok {
-			d.m.leaderChanges.Inc()
+			d.m.LeaderChanged()
 		}
 	})
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if etcd no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
@@ -177,16 +178,26 @@ func (d *daemon) build() error {
 	d.pruner, err = retention.New(retention.Config{
 		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
-		Logger: d.lg, Pruned: func(_ string, n int) { d.m.pruned.Add(float64(n)) },
+		Logger: d.lg, Pruned: d.m.Pruned,
 	})
 	if err != nil {
 		return err
 	}
-	events := d.m.electionEvents()
+	events := electionEvents(d.m)
 	d.camp, err = election.New(d.cli, election.Config{
 		Prefix: d.cfg.Election.Prefix, Node: d.cfg.Node, TTL: d.cfg.Election.TTL, Events: events,
 	}, d.base)
 	return err
+}
+
+// newHTTP returns the status server of d, listening on http.addr.
+func (d *daemon) newHTTP() (*status.Server, error) {
+	src := statusSource{cli: d.cli, prefix: d.cfg.Election.Prefix, ctl: d.control, store: d.store}
+	s, err := status.New(status.Config{Addr: d.cfg.HTTP.Addr, Explain: explain}, src, statusView{d}, d.m, d.lg.Named("http"))
+	if err != nil {
+		return nil, fmt.Errorf("http.addr: %w", err)
+	}
+	return s, nil
 }
 
 // serve runs the parts until ctx ends or one fails, then shuts down in order.
@@ -217,7 +228,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		return nil
 	}, svcCtx)
 	if d.http != nil {
-		part("http", d.serveHTTP, svcCtx)
+		part("http", d.http.Run, svcCtx)
 	}
 
 	var cause error
@@ -386,8 +397,8 @@ func (d *daemon) keepRegistered(ctx context.Context, ka <-chan *clientv3.LeaseKe
 
 func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) error {
 	addr := ""
-	if d.listener != nil {
-		addr = d.listener.Addr().String()
+	if d.http != nil {
+		addr = d.http.Addr().String()
 	}
 	_, hash := d.table()
 	return d.control.Register(ctx, lease, control.Replica{

@@ -38,7 +38,7 @@ func (d *daemon) reload(context.Context) {
 		err = d.swapTable(l)
 	}
 	if err != nil {
-		d.m.reloads.WithLabelValues("failure").Inc()
+		d.m.Reloaded(false)
 		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
 		return
 	}
@@ -46,7 +46,7 @@ func (d *daemon) reload(context.Context) {
 	if d.node != "" {
 		cfg.Node = d.node
 	}
-	d.m.reloads.WithLabelValues("success").Inc()
+	d.m.Reloaded(true)
 	select {
 	case d.republish <- struct{}{}:
 	default: // one is pending, and it publishes the latest hash
@@ -67,7 +67,8 @@ func (d *daemon) swapTable(l *loaded) error {
 		return err
 	}
 	d.jobs, d.hash = l.cfg.Jobs, l.hash
-	d.m.setJobs(l.cfg.Metrics, jobNames(l.cfg.Jobs))
+	// Validate admitted the per-job mode, so the metrics cannot refuse it.
+	_ = d.m.SetJobs(l.cfg.Metrics.PerJob, jobNames(l.cfg.Jobs))
 	return nil
 }
 
