@@ -75,8 +75,10 @@ func (d fakeDaemon) Blocked() []string                 { return d.blocked }
 func (d fakeDaemon) CheckSchema(context.Context) error { return d.schema }
 
 var testExplain = Explain{
-	Blocked: func(job string, token, fence int64) string { return fmt.Sprintf("%s blocked: fence %d > %d", job, fence, token) },
-	Held:    func(job string, token int64) string { return fmt.Sprintf("%s held below %d", job, token) },
+	Blocked: func(job string, token, fence int64) string {
+		return fmt.Sprintf("%s blocked: fence %d > %d", job, fence, token)
+	},
+	Held: func(job string, token int64) string { return fmt.Sprintf("%s held below %d", job, token) },
 }
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -160,9 +162,11 @@ func TestServer_Status(t *testing.T) {
 	t.Run("Document", func(t *testing.T) {
 		src := &fakeSource{
 			election: leading(7, &since),
-			replicas: func() ([]Replica, error) { return []Replica{{Node: "a", TableHash: "h1"}, {Node: "b", TableHash: "h2"}}, nil },
-			paused:   func() (map[string]bool, error) { return map[string]bool{"beta": true}, nil },
-			fences:   func() (map[string]int64, error) { return map[string]int64{"alpha": 9, "beta": 7}, nil },
+			replicas: func() ([]Replica, error) {
+				return []Replica{{Node: "a", TableHash: "h1"}, {Node: "b", TableHash: "h2"}}, nil
+			},
+			paused: func() (map[string]bool, error) { return map[string]bool{"beta": true}, nil },
+			fences: func() (map[string]int64, error) { return map[string]int64{"alpha": 9, "beta": 7}, nil },
 			last: func() (map[string]scheduler.Run, error) {
 				return map[string]scheduler.Run{"alpha": {Job: "alpha", Status: scheduler.StatusSucceeded, Token: 7}}, nil
 			},
