@@ -14,8 +14,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"scheduler/internal/control"
+	"scheduler/internal/datadir"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
+	"scheduler/internal/harden"
 	"scheduler/internal/jobs"
 	"scheduler/internal/retention"
 	"scheduler/internal/status"
@@ -60,6 +62,10 @@ func (d *daemon) table() ([]Job, string) {
 	return d.jobs, d.hash
 }
 
+// usesDataDir reports whether the daemon keeps anything in data_dir: the embedded etcd when no
+// endpoints are configured, the SQLite store when no DSN is.
+func usesDataDir(cfg *Config) bool { return len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == "" }
+
 // runDaemon starts every part of the daemon, waits for a signal (or a part failing), and shuts
 // down in this order:
 //  1. stop firing new slots; running jobs get up to shutdown_grace to finish, and the writes
@@ -74,7 +80,7 @@ func (d *daemon) table() ([]Job, string) {
 func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
-	dumpErr := makeNonDumpable()
+	dumpErr := harden.NonDumpable()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
 	l, err := loadForRun(c.configPath, c.environ, currentUserSwitch())
@@ -106,11 +112,11 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
 	if usesDataDir(cfg) {
-		lock, err := lockDataDir(cfg.DataDir, cfg.Node)
+		lock, err := datadir.Acquire(cfg.DataDir, cfg.Node)
 		if err != nil {
 			return err
 		}
-		defer lock.release()
+		defer lock.Release()
 	}
 	endpoints := cfg.Etcd.Endpoints
 	if len(endpoints) == 0 {
