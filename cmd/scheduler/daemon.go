@@ -37,6 +37,7 @@ type daemon struct {
 	store    *fence.Store
 	control  *control.Store
 	watcher  *control.Watcher
+	reg      *control.Registration // this replica's entry in etcd; a reload republishes it
 	observer *election.Observer
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
@@ -49,10 +50,9 @@ type daemon struct {
 
 	// mu guards the table as configured and its hash, which a reload replaces together with
 	// the runner's table, and serialises reloads.
-	mu        sync.Mutex
-	jobs      []Job  // the table as configured, replaced by a reload
-	hash      string // its tableHash
-	republish chan struct{}
+	mu   sync.Mutex
+	jobs []Job  // the table as configured, replaced by a reload
+	hash string // its tableHash
 }
 
 // table returns the configured jobs and their hash.
@@ -107,7 +107,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: m,
-		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}
+		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now()}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
@@ -164,6 +164,9 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.watcher = d.control.NewWatcher(d.lg.Named("control"))
+	if d.reg, err = d.control.NewRegistration(d.cfg.Election.TTL, d.replica, d.lg.Named("control")); err != nil {
+		return err
+	}
 	if d.observer, err = election.NewObserver(d.cli, d.cfg.Election.Prefix, d.lg); err != nil {
 		return err
 	}
@@ -227,7 +230,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("control watcher", d.watcher.Run, svcCtx)
 	part("leader observer", d.observer.Run, svcCtx)
 	part("trigger requests", d.consumeTriggers, svcCtx)
-	part("replica registration", d.register, svcCtx)
+	part("replica registration", d.reg.Run, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
 	part("etcd version check", func(c context.Context) error {
 		election.CheckServerVersions(c, d.cli, d.lg)
@@ -357,57 +360,12 @@ func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
 	}
 }
 
-// register keeps this replica's entry (version, table hash) in etcd while it runs.
-func (d *daemon) register(ctx context.Context) error {
-	for ctx.Err() == nil {
-		lease, err := d.cli.Grant(ctx, int64(d.cfg.Election.TTL/time.Second))
-		if err == nil {
-			err = d.publishReplica(ctx, lease.ID)
-		}
-		if err == nil {
-			var ka <-chan *clientv3.LeaseKeepAliveResponse
-			if ka, err = d.cli.KeepAlive(ctx, lease.ID); err == nil {
-				err = d.keepRegistered(ctx, ka, lease.ID)
-			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_, _ = d.cli.Revoke(rctx, lease.ID)
-			cancel()
-		}
-		if err != nil && ctx.Err() == nil {
-			d.lg.Warn("register replica", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	return nil
-}
-
-// keepRegistered drains the keep-alive channel until the lease is lost, and republishes the
-// entry after a reload changed the table hash.
-func (d *daemon) keepRegistered(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse, lease clientv3.LeaseID) error {
-	for {
-		select {
-		case _, ok := <-ka:
-			if !ok {
-				return nil
-			}
-		case <-d.republish:
-			if err := d.publishReplica(ctx, lease); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) error {
+// replica is this replica's entry in etcd, with the table hash it runs now.
+func (d *daemon) replica() control.Replica {
 	addr := ""
 	if d.http != nil {
 		addr = d.http.Addr().String()
 	}
 	_, hash := d.table()
-	return d.control.Register(ctx, lease, control.Replica{
-		Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started,
-	})
+	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started}
 }

@@ -33,7 +33,7 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 		t.Fatal(err)
 	}
 	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: m, specs: l.table, jobs: cfg.Jobs, hash: l.hash,
-		started: time.Now(), republish: make(chan struct{}, 1)}
+		started: time.Now()}
 	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
 		t.Fatal(err)
 	}

@@ -47,10 +47,7 @@ func (d *daemon) reload(context.Context) {
 		cfg.Node = d.node
 	}
 	d.m.Reloaded(true)
-	select {
-	case d.republish <- struct{}{}:
-	default: // one is pending, and it publishes the latest hash
-	}
+	d.reg.Republish()
 	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if keys := restartKeys(d.cfg, cfg); len(keys) > 0 {
 		d.lg.Warn("changed settings apply only after a restart", zap.Strings("keys", keys))
