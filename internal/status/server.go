@@ -65,7 +65,7 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("status server: %w", err)
 	}
 	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln}
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
