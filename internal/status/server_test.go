@@ -302,3 +302,13 @@ func TestNew_Refuses(t *testing.T) {
 		})
 	}
 }
+
+func TestServer_RunFailsWhenServingFails(t *testing.T) {
+	s := newTestServer(t, &fakeSource{}, fakeDaemon{})
+	s.ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Run(ctx); err == nil || !strings.Contains(err.Error(), "serve http on") {
+		t.Fatalf("Run on a closed listener=%v, want the serve error", err)
+	}
+}
