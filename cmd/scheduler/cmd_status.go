@@ -14,6 +14,7 @@ import (
 
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
+	"scheduler/internal/status"
 )
 
 // session is what the read and control commands connect to: etcd, and the store if asked.
@@ -70,7 +71,8 @@ func newStatusCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			doc := collectStatus(ctx, s.cfg.Jobs, s.cfg.Election.Prefix, s.cli, s.ctl, s.store, time.Now())
+			src := statusSource{cli: s.cli, prefix: s.cfg.Election.Prefix, ctl: s.ctl, store: s.store}
+			doc := status.Collect(ctx, src, explain, statusEntries(s.cfg.Jobs), time.Now())
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")
@@ -84,7 +86,7 @@ func newStatusCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-func printStatus(w io.Writer, doc statusDoc) {
+func printStatus(w io.Writer, doc status.Doc) {
 	if l := doc.Leader; l != nil {
 		since := "unknown"
 		if l.Since != nil {

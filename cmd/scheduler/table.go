@@ -65,7 +65,7 @@ func tableHash(cfg *Config) string {
 		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
 			j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
 			j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled)+
-			securityHash(j))
+			securityHash(j)+historyHash(j.History))
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))

@@ -1,4 +1,4 @@
-package main
+package datadir
 
 import (
 	"errors"
@@ -11,26 +11,23 @@ import (
 	"syscall"
 )
 
-// lockFileName is the file in data_dir that the daemon holds an exclusive lock on while it runs.
-const lockFileName = "scheduler.lock"
+// FileName is the file in the data directory that the daemon holds an exclusive lock on while
+// it runs.
+const FileName = "scheduler.lock"
 
-// usesDataDir reports whether the daemon keeps anything in data_dir: the embedded etcd when no
-// endpoints are configured, the SQLite store when no DSN is.
-func usesDataDir(cfg *Config) bool { return len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == "" }
+// Lock is the daemon's hold on its data directory.
+type Lock struct{ f *os.File }
 
-// dataDirLock is the daemon's hold on data_dir.
-type dataDirLock struct{ f *os.File }
-
-// lockDataDir takes an exclusive, non-blocking lock on data_dir/scheduler.lock and records this
+// Acquire takes an exclusive, non-blocking lock on dir/scheduler.lock and records this
 // process's pid and node in it. A second daemon on the same directory would otherwise wait
 // without end in the embedded etcd's file lock; with this one it fails at once and names the
 // holder. The kernel releases the lock when the process dies, so a file left by a crash never
 // blocks a restart. CLI commands do not take it: they only read what the daemon writes.
-func lockDataDir(dir, node string) (*dataDirLock, error) {
+func Acquire(dir, node string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, lockFileName)
+	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the lock file of data dir %s: %w", dir, err)
@@ -52,7 +49,7 @@ func lockDataDir(dir, node string) (*dataDirLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("write the lock file %s: %w", path, err)
 	}
-	return &dataDirLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
 // holder describes the process that holds the lock, from what it wrote into the file.
@@ -82,10 +79,10 @@ func holder(f *os.File) string {
 	}
 }
 
-// release empties the record and drops the lock. The file stays: removing it would let a
+// Release empties the record and drops the lock. The file stays: removing it would let a
 // process that opened it before the removal lock a file that no longer has a name, while a
 // third process locks a new one.
-func (l *dataDirLock) release() {
+func (l *Lock) Release() {
 	_ = l.f.Truncate(0)
 	_ = l.f.Close()
 }

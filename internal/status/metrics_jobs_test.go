@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"fmt"
@@ -20,16 +20,18 @@ var perJobFamilies = []string{
 	"scheduler_missed_slots_total", "scheduler_catchup_runs_total", "scheduler_skipped_slots_total",
 }
 
-func metricsConfig(perJob string, names ...string) *Config {
-	cfg := &Config{Metrics: MetricsConfig{PerJob: perJob}}
-	for _, n := range names {
-		cfg.Jobs = append(cfg.Jobs, Job{Name: n, JobSpec: JobSpec{Timeout: time.Hour}})
+// mustMetrics returns the metrics of a table of names, each job at the default timeout.
+func mustMetrics(t *testing.T, perJob string, names ...string) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(MetricsConfig{PerJob: perJob, Jobs: names, Longest: time.Hour})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return cfg
+	return m
 }
 
 // families scrapes m's registry.
-func families(t *testing.T, m *metrics) map[string]*dto.MetricFamily {
+func families(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	mfs, err := m.reg.Gather()
 	if err != nil {
@@ -75,7 +77,7 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 
 // perJobSeriesCount is the number of series labelled job, in every family the registry
 // exports, so that a per-job metric added later is counted too.
-func perJobSeriesCount(t *testing.T, m *metrics) int {
+func perJobSeriesCount(t *testing.T, m *Metrics) int {
 	t.Helper()
 	n := 0
 	for _, mf := range families(t, m) {
@@ -94,7 +96,7 @@ func perJobSeriesCount(t *testing.T, m *metrics) int {
 }
 
 func TestMetrics_PerJobSeriesFromTheStart(t *testing.T) {
-	m := newMetrics(metricsConfig("auto", "alpha", "beta"))
+	m := mustMetrics(t, "auto", "alpha", "beta")
 	mfs := families(t, m)
 	for _, name := range perJobFamilies {
 		mf := mfs[name]
@@ -141,11 +143,13 @@ func TestMetrics_PerJobSeriesFromTheStart(t *testing.T) {
 }
 
 func TestMetrics_ReloadDeletesRemovedJobs(t *testing.T) {
-	m := newMetrics(metricsConfig("auto", "alpha", "beta"))
-	hooks := m.runnerHooks()
+	m := mustMetrics(t, "auto", "alpha", "beta")
+	hooks := m
 	hooks.Finished("beta", scheduler.StatusSucceeded, time.Second)
 	hooks.Fenced("beta")
-	m.setJobs(MetricsConfig{PerJob: "auto"}, []string{"alpha", "gamma"})
+	if err := m.SetJobs("auto", []string{"alpha", "gamma"}); err != nil {
+		t.Fatal(err)
+	}
 	for name, mf := range families(t, m) {
 		if slices.Contains(jobsOf(mf), "beta") {
 			t.Errorf("%s: series of the removed job beta are still exported", name)
@@ -176,10 +180,10 @@ func TestMetrics_DurationBucketsReachTheLongestTimeout(t *testing.T) {
 		{"Retries", 2 * time.Hour, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := metricsConfig("auto", "short", "long")
-			cfg.Jobs[0].Timeout = time.Minute
-			cfg.Jobs[1].Timeout, cfg.Jobs[1].Retries = tc.timeout, tc.retries
-			m := newMetrics(cfg)
+			m, err := NewMetrics(MetricsConfig{PerJob: "auto", Jobs: []string{"short", "long"}, Longest: tc.timeout * time.Duration(tc.retries+1)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			mf := families(t, m)["scheduler_run_duration_seconds"]
 			buckets := mf.GetMetric()[0].GetHistogram().GetBucket()
 			top := buckets[len(buckets)-1].GetUpperBound()
@@ -199,37 +203,39 @@ func TestMetrics_PerJobBound(t *testing.T) {
 		return ns
 	}
 	t.Run("OffDoesNotGrowWithJobs", func(t *testing.T) {
-		few := perJobSeriesCount(t, newMetrics(metricsConfig("off", names(3)...)))
-		many := perJobSeriesCount(t, newMetrics(metricsConfig("off", names(2000)...)))
+		few := perJobSeriesCount(t, mustMetrics(t, "off", names(3)...))
+		many := perJobSeriesCount(t, mustMetrics(t, "off", names(2000)...))
 		if few != many || few == 0 {
 			t.Fatalf("%d series for 3 jobs, %d for 2000: want the same, non-zero", few, many)
 		}
-		m := newMetrics(metricsConfig("off", "alpha"))
-		m.runnerHooks().Finished("alpha", scheduler.StatusSucceeded, time.Second)
-		if v := value(t, m.runs.WithLabelValues(aggregateJob, "succeeded")); v != 1 {
+		m := mustMetrics(t, "off", "alpha")
+		m.Finished("alpha", scheduler.StatusSucceeded, time.Second)
+		if v := value(t, m.runs.WithLabelValues(AggregateJob, "succeeded")); v != 1 {
 			t.Fatalf("aggregate runs_total = %v, want 1", v)
 		}
 	})
 	t.Run("AutoAggregatesAboveTheLimit", func(t *testing.T) {
-		below := newMetrics(metricsConfig("auto", names(perJobAutoLimit)...))
-		if got := len(jobsOf(families(t, below)["scheduler_missed_slots_total"])); got != perJobAutoLimit {
-			t.Fatalf("%d jobs labelled at the limit, want %d", got, perJobAutoLimit)
+		below := mustMetrics(t, "auto", names(PerJobAutoLimit)...)
+		if got := len(jobsOf(families(t, below)["scheduler_missed_slots_total"])); got != PerJobAutoLimit {
+			t.Fatalf("%d jobs labelled at the limit, want %d", got, PerJobAutoLimit)
 		}
-		above := newMetrics(metricsConfig("auto", names(perJobAutoLimit+1)...))
-		if got := jobsOf(families(t, above)["scheduler_missed_slots_total"]); !slices.Equal(got, []string{aggregateJob}) {
-			t.Fatalf("jobs labelled above the limit: %d, want only %q", len(got), aggregateJob)
+		above := mustMetrics(t, "auto", names(PerJobAutoLimit+1)...)
+		if got := jobsOf(families(t, above)["scheduler_missed_slots_total"]); !slices.Equal(got, []string{AggregateJob}) {
+			t.Fatalf("jobs labelled above the limit: %d, want only %q", len(got), AggregateJob)
 		}
 	})
 	t.Run("OnKeepsEveryJob", func(t *testing.T) {
-		m := newMetrics(metricsConfig("on", names(perJobAutoLimit+1)...))
-		if got := len(jobsOf(families(t, m)["scheduler_skipped_slots_total"])); got != perJobAutoLimit+1 {
-			t.Fatalf("%d jobs labelled, want %d", got, perJobAutoLimit+1)
+		m := mustMetrics(t, "on", names(PerJobAutoLimit+1)...)
+		if got := len(jobsOf(families(t, m)["scheduler_skipped_slots_total"])); got != PerJobAutoLimit+1 {
+			t.Fatalf("%d jobs labelled, want %d", got, PerJobAutoLimit+1)
 		}
 	})
 	t.Run("ReloadAcrossTheLimit", func(t *testing.T) {
-		m := newMetrics(metricsConfig("auto", "alpha"))
-		m.setJobs(MetricsConfig{PerJob: "auto"}, names(perJobAutoLimit+1))
-		if got := jobsOf(families(t, m)["scheduler_runs_total"]); !slices.Equal(got, []string{aggregateJob}) {
+		m := mustMetrics(t, "auto", "alpha")
+		if err := m.SetJobs("auto", names(PerJobAutoLimit+1)); err != nil {
+			t.Fatal(err)
+		}
+		if got := jobsOf(families(t, m)["scheduler_runs_total"]); !slices.Equal(got, []string{AggregateJob}) {
 			t.Fatalf("jobs after growing past the limit: %.80v", strings.Join(got, ","))
 		}
 	})

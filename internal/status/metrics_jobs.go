@@ -1,46 +1,39 @@
-package main
+package status
 
 import (
+	"fmt"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"scheduler"
 )
 
-// MetricsConfig bounds the Prometheus series the daemon exports.
-type MetricsConfig struct {
-	// PerJob says whether the per-job series (labelled job) are exported: on, off, or auto,
-	// which exports them while the table has at most perJobAutoLimit jobs and aggregates them
-	// under job="*" above that. Default: auto.
-	PerJob string `mapstructure:"per_job"`
-}
+// PerJobAutoLimit is the largest table for which per-job series "auto" exports a series per
+// job; above it they are aggregated under AggregateJob.
+const PerJobAutoLimit = 1000
 
-// perJobAutoLimit is the largest table for which metrics.per_job auto exports per-job series.
-const perJobAutoLimit = 1000
+// AggregateJob is the job label of the per-job series when they are aggregated: not a valid
+// job name, so it cannot be mistaken for one.
+const AggregateJob = "*"
 
-// perJobSeries reports whether the per-job series are exported for a table of n jobs.
-func (m MetricsConfig) perJobSeries(n int) bool {
-	switch m.PerJob {
+// perJobSeries reports whether mode exports the per-job series for a table of n jobs.
+func perJobSeries(mode string, n int) bool {
+	switch mode {
 	case "on":
 		return true
 	case "off":
 		return false
 	}
-	return n <= perJobAutoLimit
+	return n <= PerJobAutoLimit
 }
-
-// aggregateJob is the job label of the per-job series when they are aggregated: not a valid
-// job name, so it cannot be mistaken for one.
-const aggregateJob = "*"
 
 // finalStatuses are the statuses a run or a slot ends with, each a runs_total series per job.
 var finalStatuses = []scheduler.Status{
 	scheduler.StatusSucceeded, scheduler.StatusFailed, scheduler.StatusSkipped, scheduler.StatusMissed, scheduler.StatusFenced,
 }
 
-// jobSeries maps jobs to the job label of their series: the job's name, or aggregateJob.
+// jobSeries maps jobs to the job label of their series: the job's name, or AggregateJob.
 type jobSeries struct {
 	mu     sync.RWMutex
 	labels map[string]string // configured job → label value
@@ -55,15 +48,20 @@ func (s *jobSeries) label(job string) (string, bool) {
 	return l, ok
 }
 
-// setJobs makes the per-job series match the table: each series of each job (or the aggregate)
-// exists, at 0 if new, so that alerts on increase() see the first event; the series of jobs no
-// longer in the table are deleted.
-func (m *metrics) setJobs(mc MetricsConfig, names []string) {
-	perJob := mc.perJobSeries(len(names))
+// SetJobs makes the per-job series match the table names under the per-job mode (auto, on or
+// off): each series of each job (or the aggregate) exists, at 0 if new, so that alerts on
+// increase() see the first event; the series of jobs no longer in the table are deleted.
+func (m *Metrics) SetJobs(mode string, names []string) error {
+	switch mode {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("metrics: per-job series %q: want auto, on or off", mode)
+	}
+	perJob := perJobSeries(mode, len(names))
 	next := make(map[string]string, len(names))
 	values := map[string]bool{}
 	for _, n := range names {
-		l := aggregateJob
+		l := AggregateJob
 		if perJob {
 			l = n
 		}
@@ -99,12 +97,13 @@ func (m *metrics) setJobs(mc MetricsConfig, names []string) {
 		}
 	}
 	m.jobs.labels = next
+	return nil
 }
 
-// setBlocked sets a job's scheduler_job_blocked gauge. With per-job series it exists at 0 for
+// Blocked sets a job's scheduler_job_blocked gauge. With per-job series it exists at 0 for
 // every job; aggregated, a gauge cannot be summed, so only a blocked job has a series (at 1),
 // named for the job: blocked jobs are few, and an alert must say which.
-func (m *metrics) setBlocked(job string, on bool) {
+func (m *Metrics) Blocked(job string, on bool) {
 	m.jobs.mu.RLock()
 	defer m.jobs.mu.RUnlock()
 	l, ok := m.jobs.labels[job]
@@ -112,7 +111,7 @@ func (m *metrics) setBlocked(job string, on bool) {
 	case !ok:
 	case on:
 		m.blocked.WithLabelValues(job).Set(1)
-	case l == aggregateJob:
+	case l == AggregateJob:
 		m.blocked.DeleteLabelValues(job)
 	default:
 		m.blocked.WithLabelValues(job).Set(0)
@@ -120,31 +119,6 @@ func (m *metrics) setBlocked(job string, on bool) {
 }
 
 // perJobVecs are the counters labelled by job alone.
-func (m *metrics) perJobVecs() []*prometheus.CounterVec {
+func (m *Metrics) perJobVecs() []*prometheus.CounterVec {
 	return []*prometheus.CounterVec{m.fenced, m.catchupRuns, m.missed, m.skipped}
-}
-
-// durationBuckets are the run duration buckets: from 10ms by factors of 4 until the longest a
-// run of the table may take (its timeout times its attempts), and at least the default timeout.
-func durationBuckets(cfg *Config) []float64 {
-	longest := time.Hour
-	for _, j := range cfg.Jobs {
-		if d := j.Timeout * time.Duration(j.Retries+1); d > longest {
-			longest = d
-		}
-	}
-	b := []float64{0.01}
-	for b[len(b)-1] < longest.Seconds() {
-		b = append(b, b[len(b)-1]*4)
-	}
-	return b
-}
-
-// jobNames returns the names of js.
-func jobNames(js []Job) []string {
-	names := make([]string, len(js))
-	for i, j := range js {
-		names[i] = j.Name
-	}
-	return names
 }

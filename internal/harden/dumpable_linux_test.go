@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package harden
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 
 func TestMakeNonDumpable(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0) })
-	if err := makeNonDumpable(); err != nil {
-		t.Fatalf("makeNonDumpable: %v", err)
+	if err := NonDumpable(); err != nil {
+		t.Fatalf("NonDumpable: %v", err)
 	}
 	got, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	if err != nil {
