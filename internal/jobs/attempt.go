@@ -20,7 +20,7 @@ import (
 // It runs at the start of every run's goroutine, so it keeps a small frame: a goroutine starts
 // with a small stack, and one that outgrows it is copied. What only some runs need (retries,
 // interruptions, their log lines) lives in the methods it calls.
-func (t *term) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
+func (t *tenure) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
 	started := t.r.clock.Now()
 	t.unstarted.Add(-1)
 	if h := t.r.opts.Hooks.Fired; h != nil {
@@ -62,16 +62,16 @@ func (t *term) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *f
 }
 
 // interrupted logs a run cut off by the end of the term or of the shutdown grace.
-func (t *term) interrupted(lr scheduler.Run, attempt int, cause error) {
+func (t *tenure) interrupted(lr scheduler.Run, attempt int, cause error) {
 	t.runLog(lr).warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
 }
 
 // retry waits before the retry of a failed attempt and records it; it returns the next
 // attempt's number, or the fence's refusal (the term is over). A run cancelled while waiting
 // goes on with the same number: the next turn of execute reports the cancellation.
-func (t *term) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
+func (t *tenure) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
 	lg := t.runLog(lr)
-	wait := t.backoff(spec, attempt)
+	wait := backoff(spec.RetryBackoff, t.r.opts.MaxBackoff, attempt)
 	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
 	if !t.sleep(rc, wait) {
 		return attempt, nil
@@ -106,7 +106,7 @@ type runLog struct {
 	runID int64
 }
 
-func (t *term) runLog(lr scheduler.Run) runLog {
+func (t *tenure) runLog(lr scheduler.Run) runLog {
 	return runLog{lg: t.lg, job: lr.Job, slot: lr.ScheduledAt, runID: lr.RunID}
 }
 
@@ -120,7 +120,7 @@ func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(ext
 // finish settles how the write of a run's outcome went: a refusal by the fence ends the term
 // (through the loop), a written outcome is reported to the Finished hook. The loop logs it
 // (logFinished), so that a run's end line always follows its start line.
-func (t *term) finish(f *finished, err error) {
+func (t *tenure) finish(f *finished, err error) {
 	f.err = err
 	switch {
 	case errors.Is(err, scheduler.ErrFenced):
@@ -135,7 +135,7 @@ func (t *term) finish(f *finished, err error) {
 }
 
 // logFinished writes the end line of a run whose outcome write has returned.
-func (t *term) logFinished(f *finished) {
+func (t *tenure) logFinished(f *finished) {
 	c := f.c
 	fields := make([]zap.Field, 0, 9)
 	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
@@ -157,12 +157,12 @@ func (t *term) logFinished(f *finished) {
 
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an
 // outcome can still be written while the term lasts.
-func (t *term) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (t *tenure) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), t.r.opts.WriteTimeout)
 }
 
 // attempt runs the executor once, bounded by the job's timeout on the runner's clock.
-func (t *term) attempt(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int) (string, error) {
+func (t *tenure) attempt(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int) (string, error) {
 	actx, cancel, end := rc.begin(t.runsCtx)
 	defer end()
 	timer := t.r.clock.AfterFunc(spec.Timeout, func() { cancel(errRunTimeout) })
@@ -176,18 +176,8 @@ func (t *term) attempt(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int)
 	return out, err
 }
 
-// backoff is the wait before retry number attempt: RetryBackoff doubled per earlier retry,
-// capped at MaxBackoff.
-func (t *term) backoff(spec *Spec, attempt int) time.Duration {
-	d := spec.RetryBackoff
-	for i := 1; i < attempt && d < t.r.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, t.r.opts.MaxBackoff)
-}
-
 // sleep waits d on the runner's clock; false if the run was cancelled first.
-func (t *term) sleep(rc *runCancel, d time.Duration) bool {
+func (t *tenure) sleep(rc *runCancel, d time.Duration) bool {
 	if d <= 0 {
 		return rc.err() == nil
 	}

@@ -1,19 +1,154 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"scheduler"
 
 	"scheduler/internal/schedule"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
 
 // maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
 // missed for one job; a longer outage of a frequent job records the newest one with a note.
 const maxMissedRecords = 1000
+
+// catchUp handles the slots due before now that no run finished: per job, planCatchup decides;
+// then the missed slots are recorded in one batch, orphans closed, and the runs to make
+// started (the first of each job at once, the rest queued behind it, in slot order).
+func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) error {
+	names := make([]string, len(specs))
+	var widest time.Duration
+	for i, s := range specs {
+		names[i] = s.Name
+		widest = max(widest, s.Catchup)
+	}
+	ledger := t.r.opts.Ledger
+	// The three reads are independent: they go in parallel.
+	var (
+		window, orphans []scheduler.Run
+		last            map[string]scheduler.Run
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if window, err = ledger.Window(gctx, names, now.Add(-widest), now); err != nil {
+			return t.takeoverErr("read the ledger window", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if last, err = ledger.Last(gctx, names...); err != nil {
+			return t.takeoverErr("read the last runs", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if orphans, err = ledger.Orphans(gctx, names...); err != nil {
+			return t.takeoverErr("read orphaned runs", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
+	// again: their saved outcomes must stay saved, not be written against a refusing fence.
+	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) })
+	// Runs of an earlier term of this process whose executors returned are finished with their
+	// outcomes, never run again.
+	orphans, closes := t.takeUnwritten(orphans)
+	windowOf := map[string][]scheduler.Run{}
+	for _, r := range window {
+		windowOf[r.Job] = append(windowOf[r.Job], r)
+	}
+	orphansOf := map[string][]scheduler.Run{}
+	for _, r := range orphans {
+		orphansOf[r.Job] = append(orphansOf[r.Job], r)
+	}
+
+	var (
+		missed []scheduler.Outcome
+		first  []pending
+	)
+	for _, s := range specs {
+		if t.isBlocked(s.Name) {
+			continue
+		}
+		var lastRun *scheduler.Run
+		if r, ok := last[s.Name]; ok {
+			lastRun = &r
+		}
+		plan, err := planCatchup(s, now, windowOf[s.Name], orphansOf[s.Name], lastRun)
+		if err != nil {
+			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
+			continue
+		}
+		missed = append(missed, plan.missed...)
+		for _, o := range plan.ahead {
+			t.jobs[s.Name].orphanAhead(o)
+		}
+		closes = append(closes, plan.close...)
+		if len(plan.run) == 0 {
+			continue
+		}
+		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
+			for _, p := range plan.run {
+				if p.orphan != nil {
+					closes = append(closes, orphanNotRun(*p.orphan, scheduler.StatusSkipped, reasonPaused))
+				} else {
+					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: "paused"})
+				}
+			}
+			continue
+		}
+		for _, p := range plan.run {
+			t.lg.Info("catch-up run", zap.String("job", s.Name), zap.Time("slot", p.slot.At), zap.Bool("orphan", p.orphan != nil))
+			if h := t.r.opts.Hooks.CatchupRun; h != nil {
+				h(s.Name)
+			}
+		}
+		first = append(first, plan.run[0])
+		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
+	}
+	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
+	// writes of the first two go on beside the claims, which launch runs and so stay on the loop
+	// goroutine, as does settling the answers (a refusal may block a job).
+	var (
+		w          sync.WaitGroup
+		closeErrs  []error
+		recordErrs []error
+	)
+	if len(closes) > 0 {
+		w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
+	}
+	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
+	err := t.start(ctx, first)
+	w.Wait()
+	if len(closes) > 0 {
+		if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
+			return cerr
+		}
+	}
+	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func (t *tenure) takeoverErr(what string, err error) error {
+	if errors.Is(err, scheduler.ErrFenced) {
+		return t.fenced("", err)
+	}
+	return fmt.Errorf("catch-up: %s: %w", what, err)
+}
 
 // pending is a slot waiting to run: a fresh one to claim, a run this term claimed ahead, or an
 // orphan of an older leader to take over.

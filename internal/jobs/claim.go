@@ -10,31 +10,16 @@ import (
 	"scheduler"
 )
 
-// Claiming ahead keeps the ledger off the firing path. A scheduled slot first waits in the
-// claim queue; shortly before it fires (Options.ClaimAhead) it is claimed in one ClaimMany with
-// the other slots due by then, fenced like any claim, by a goroutine of the term, and moves to
-// the fire heap. When it fires, the loop only starts its run.
+// A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
+// then, so that firing makes no round trip to the store. Only slots the loop can tell will run
+// are claimed ahead (their job is not paused, and has no run in the way unless its overlap is
+// allow or replace); pause and overlap are decided again when the slot fires, and a slot claimed
+// ahead that must not run after all is completed skipped. A herd is claimed early enough for
+// its claims, at the rate measured on the batches before, to land before it fires.
 //
-// A slot is claimed ahead only when the loop can tell at claim time that it will run: its job is
-// not paused, and has no run in progress and no slot queued unless its overlap is allow or
-// replace. Other slots are decided and claimed when they fire, as before. Pause and overlap are
-// checked again at fire time: a slot claimed ahead that must not run after all is completed
-// skipped with its reason.
-//
-// Herds: a claim of many slots takes time (tens of thousands of slots a second on Postgres, ten
-// thousand on SQLite). The queue counts its slots per second of fire time and claims a second's slots
-// early enough to claim them, and every earlier one, at half the claim rate it measured, before
-// they fire; at most maxClaimLead ahead. Batches hold at most maxClaimBatch slots: a fenced batch
-// takes a lock per job, and Postgres's shared lock table holds about 6,400 by default.
-//
-// A slot claimed ahead by a term that ends before the slot fires stays running in the ledger
-// under that term's token, as a run cut off by a crash does. The next leader takes it over: at
-// catch-up if the slot is due by then (misfire policy, like any orphan), else when the slot
-// fires: planCatchup leaves such an orphan to the firing loop, which reclaims it or,
-// if the job is paused or busy by then, closes it skipped. A run claimed ahead is running in the
-// ledger up to ClaimAhead (and a herd's lead) before its slot; it is not started (attempt 0)
-// until it fires and its start is recorded (started.go), so that one taken over before it
-// started runs as attempt 1.
+// A run claimed ahead is not started (attempt 0) until its slot fires (started.go). A tenure
+// that ends first leaves it running in the ledger, as a crash leaves a run: the next leader
+// takes it over at catch-up if it is due by then, else when it fires (jobState.ahead).
 
 // Bounds of claiming ahead.
 const (
@@ -44,96 +29,36 @@ const (
 	maxClaimLead      = 30 * time.Second // how far ahead a herd may be claimed
 	initialClaimRate  = 20000.0          // slots per second assumed before the first measurement
 	minRateSample     = 200              // smallest batch whose duration updates the rate
-	// claimSlack is how much slower than the measured rate claims are planned: the rate is
-	// measured on the batches before, and a herd's claims meet a database (or a machine) that
-	// may be busier by then; a herd's slots claimed late wait for their claims when they fire.
+	// claimSlack is how much slower than the measured rate claims are planned: a herd's claims
+	// may meet a store busier than the batches the rate was measured on.
 	claimSlack = 2
 )
 
-// claimQueue holds the scheduled slots not yet claimed, by fire time, and counts them per second
-// of fire time.
-type claimQueue struct {
-	heap  fireHeap
-	count map[int64]int
-	rate  float64 // measured claim throughput, slots per second
+// claimsAhead is the tenure's state of claiming ahead.
+type claimsAhead struct {
+	ahead         time.Duration // Options.ClaimAhead; negative: slots are claimed when they fire
+	queue         claimQueue    // scheduled slots not yet claimed
+	pendingClaims [][]*fireEntry
+	claiming      int // claim batches in flight
+	claims        chan *claimBatch
+	claimCtx      context.Context
 }
 
-func newClaimQueue() claimQueue {
-	return claimQueue{count: map[int64]int{}, rate: initialClaimRate}
+func newClaimsAhead(ahead time.Duration) claimsAhead {
+	return claimsAhead{ahead: ahead, queue: newClaimQueue(), claims: make(chan *claimBatch, maxClaimsInFlight)}
 }
 
-func (q *claimQueue) push(e *fireEntry) {
-	q.heap.push(e)
-	q.count[e.at.Unix()]++
-}
-
-func (q *claimQueue) pop() *fireEntry {
-	e := q.heap.pop()
-	s := e.at.Unix()
-	if q.count[s]--; q.count[s] <= 0 {
-		delete(q.count, s)
-	}
-	return e
-}
-
-func (q *claimQueue) reset() {
-	q.heap = q.heap[:0]
-	clear(q.count)
-}
-
-// claimTime is how long claiming n slots is planned to take: at the measured rate, with
-// claimSlack.
-func (q *claimQueue) claimTime(n int) time.Duration {
-	return min(time.Duration(claimSlack*float64(n)/q.rate*float64(time.Second)), maxClaimLead)
-}
-
-// plan returns, for the queue as it is: by, the fire time before which slots are to be claimed
-// at now; and wake, the earliest time at which that moves past the first queued slot (zero when
-// the queue is empty).
-func (q *claimQueue) plan(now time.Time, ahead time.Duration) (by, wake time.Time) {
-	by = now.Add(ahead + 1)
-	if len(q.heap) == 0 {
-		return by, time.Time{}
-	}
-	wake = q.heap.peek().at.Add(-ahead)
-	first := q.heap.peek().at.Unix()
-	last := first + int64((ahead+maxClaimLead)/time.Second) + 1
-	cum := 0
-	for s := first; s <= last; s++ {
-		n := q.count[s]
-		if n == 0 {
-			continue
-		}
-		cum += n
-		start := time.Unix(s, 0).Add(-ahead - q.claimTime(cum))
-		if start.Before(wake) {
-			wake = start
-		}
-		if !start.After(now) {
-			by = maxTime(by, time.Unix(s+1, 0))
-		}
-	}
-	return by, wake
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// claimBatch is one ClaimMany of claiming ahead, and its answer.
+// claimBatch is one ClaimAheadMany, and its answer.
 type claimBatch struct {
 	entries []*fireEntry
 	claimed []scheduler.Result
 	err     error
-	took    time.Duration
+	took    time.Duration // on the runner's clock
 }
 
 // claimAhead moves the slots whose claim time has come to the fire heap and claims those that
 // will run.
-func (t *term) claimAhead(now time.Time) {
+func (t *tenure) claimAhead(now time.Time) {
 	if t.ahead < 0 || t.draining {
 		return
 	}
@@ -163,7 +88,7 @@ func (t *term) claimAhead(now time.Time) {
 }
 
 // claimable reports whether js's next slot will run unless something changes before it fires.
-func (t *term) claimable(js *jobState) bool {
+func (t *tenure) claimable(js *jobState) bool {
 	if t.paused(js.spec.Name) {
 		return false
 	}
@@ -173,40 +98,42 @@ func (t *term) claimable(js *jobState) bool {
 	return js.spec.Overlap == OverlapAllow || js.spec.Overlap == OverlapReplace
 }
 
-func (t *term) paused(job string) bool {
+func (t *tenure) paused(job string) bool {
 	return t.r.opts.Paused != nil && t.r.opts.Paused(job)
 }
 
-// sendClaims starts the waiting claim batches, up to maxClaimsInFlight at once.
-func (t *term) sendClaims() {
+// sendClaims starts the waiting claim batches, up to maxClaimsInFlight at once. A claim ahead
+// leaves its runs not started, so that the attempt count counts only attempts that started.
+func (t *tenure) sendClaims() {
 	for len(t.pendingClaims) > 0 && t.claiming < maxClaimsInFlight {
 		b := &claimBatch{entries: t.pendingClaims[0]}
 		t.pendingClaims = t.pendingClaims[1:]
-		slots := make([]scheduler.SlotKey, len(b.entries))
-		for i, e := range b.entries {
-			slots[i] = e.slot
-		}
+		slots := slotsOf(b.entries)
 		t.claiming++
 		go func() {
-			start := time.Now()
-			b.claimed, b.err = t.claimSlotsAhead(t.claimCtx, slots)
-			b.took = time.Since(start)
+			start := t.r.clock.Now()
+			b.claimed, b.err = t.r.opts.Ledger.ClaimAheadMany(t.claimCtx, t.token, t.r.opts.Node, slots)
+			b.took = t.r.clock.Now().Sub(start)
 			t.claims <- b
 		}()
 	}
 }
 
+func slotsOf(entries []*fireEntry) []scheduler.SlotKey {
+	slots := make([]scheduler.SlotKey, len(entries))
+	for i, e := range entries {
+		slots[i] = e.slot
+	}
+	return slots
+}
+
 // claimed records a batch's answer in its entries and fires those that came due meanwhile.
-func (t *term) claimed(ctx context.Context, b *claimBatch) error {
+func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 	t.claiming--
 	defer t.sendClaims()
 	switch {
 	case errors.Is(b.err, scheduler.ErrFenced):
-		slots := make([]scheduler.SlotKey, len(b.entries))
-		for i, e := range b.entries {
-			slots[i] = e.slot
-		}
-		if err := t.refused(ctx, batchJob(slots), b.err); err != nil {
+		if err := t.refused(ctx, batchJob(slotsOf(b.entries), slotJob), b.err); err != nil {
 			return err
 		}
 		// The batch was refused for a job now blocked: the others are claimed when they fire.
@@ -217,10 +144,7 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 		t.lg.Warn("claim slots ahead; claiming them when they fire", zap.Int("slots", len(b.entries)), zap.Error(b.err))
 	} else {
 		t.retryHeld() // the store is back
-		if len(b.entries) >= minRateSample && b.took > 0 {
-			rate := float64(len(b.entries)) / b.took.Seconds()
-			t.queue.rate = 0.5*t.queue.rate + 0.5*rate
-		}
+		t.queue.measure(len(b.entries), b.took)
 	}
 	var (
 		due    []pending
@@ -234,7 +158,7 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 		}
 		switch {
 		case e.dropped && e.written:
-			closes = append(closes, scheduler.Completion{RunID: e.run.RunID, Job: e.slot.Job, Status: scheduler.StatusSkipped, Reason: reasonReloaded})
+			closes = append(closes, skippedRun(e.run.RunID, e.slot.Job, reasonReloaded))
 		case e.late:
 			if p, ok := t.firing(e); ok {
 				due = append(due, p)
@@ -250,29 +174,79 @@ func (t *term) claimed(ctx context.Context, b *claimBatch) error {
 	return t.dispatch(ctx, due)
 }
 
-// firing turns a slot that fires into what dispatch decides on: a run claimed ahead, an orphan to
-// take over, or a slot to claim now. false: the slot already has a run of its own.
-func (t *term) firing(e *fireEntry) (pending, bool) {
-	p := pending{slot: e.slot, js: e.js}
-	if o, ok := e.js.ahead[e.slot.At.UnixMicro()]; ok {
-		delete(e.js.ahead, e.slot.At.UnixMicro())
-		if e.claim != claimDone {
-			p.orphan = &o
-			return p, true
+// start claims fresh slots in one batch, takes over orphans and launches the runs, those claimed
+// ahead at once. A ledger failure other than the fence puts the slots back to be retried shortly.
+func (t *tenure) start(ctx context.Context, ps []pending) error {
+	var (
+		fresh   []scheduler.SlotKey
+		orphans []scheduler.Run
+	)
+	for _, p := range ps {
+		switch {
+		case p.claimed != nil:
+			t.launch(p.js, *p.claimed)
+		case p.orphan != nil:
+			orphans = append(orphans, *p.orphan)
+		default:
+			fresh = append(fresh, p.slot)
 		}
 	}
-	if e.claim != claimDone {
-		return p, true
+	if err := t.reclaimAll(ctx, orphans); err != nil {
+		return err
 	}
-	switch {
-	case e.written:
-		p.claimed = &e.run
-	case e.run.Status == scheduler.StatusRunning && e.run.Token < t.token:
-		p.orphan = &e.run
-	default:
-		t.lg.Info("slot already has a run", zap.String("job", e.slot.Job), zap.Time("slot", e.slot.At),
-			zap.String("status", string(e.run.Status)), zap.Int64("run_token", e.run.Token))
-		return p, false
+	if len(fresh) == 0 {
+		return nil
 	}
-	return p, true
+	// A large batch (a takeover's catch-up) is claimed in parts, maxClaimsInFlight at once; the
+	// runs of each part are launched here, on the loop goroutine, as soon as it is claimed.
+	type part struct {
+		slots   []scheduler.SlotKey
+		claimed []scheduler.Result
+		err     error
+	}
+	var parts []*part
+	for lo := 0; lo < len(fresh); lo += maxClaimBatch {
+		parts = append(parts, &part{slots: fresh[lo:min(lo+maxClaimBatch, len(fresh))]})
+	}
+	claim := func(p *part) { p.claimed, p.err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, p.slots) }
+	if len(parts) == 1 {
+		claim(parts[0])
+		return t.claimedNow(ctx, parts[0].slots, parts[0].claimed, parts[0].err)
+	}
+	return inParallel(len(parts), maxClaimsInFlight, func(i int) { claim(parts[i]) }, func(i int) error {
+		return t.claimedNow(ctx, parts[i].slots, parts[i].claimed, parts[i].err)
+	})
 }
+
+// claimedNow launches the runs of fresh slots claimed now.
+func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, claimed []scheduler.Result, err error) error {
+	fresh, err, end := withoutRefused(ctx, t, fresh, slotJob, err, func(rest []scheduler.SlotKey) (err error) {
+		claimed, err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, rest)
+		return err
+	})
+	switch {
+	case end != nil || len(fresh) == 0:
+		return end
+	case err != nil:
+		t.retryLater(fresh, err)
+		return nil
+	}
+	t.failures = 0
+	t.retryHeld()
+	for _, c := range claimed {
+		switch {
+		case c.Written:
+			t.launch(nil, c.Run)
+		case c.Run.Status == scheduler.StatusRunning && c.Run.Token < t.token:
+			if err := t.reclaim(ctx, c.Run); err != nil {
+				return err
+			}
+		default:
+			t.lg.Info("slot already has a run", zap.String("job", c.Run.Job), zap.Time("slot", c.Run.ScheduledAt),
+				zap.String("status", string(c.Run.Status)), zap.Int64("run_token", c.Run.Token))
+		}
+	}
+	return nil
+}
+
+func slotJob(s scheduler.SlotKey) string { return s.Job }

@@ -20,7 +20,7 @@ const maxCompleteBatch = 1000
 // ledger per run. Outcomes whose write failed are written again, with the next batch or after a
 // backoff, until the term's outcome writes are stopped (outcome.go).
 type completer struct {
-	t    *term
+	t    *tenure
 	mu   sync.Mutex
 	q    []*finished
 	wake chan struct{}
@@ -42,7 +42,7 @@ type finished struct {
 	err     error // the write's answer, set by finish
 }
 
-func newCompleter(t *term) *completer {
+func newCompleter(t *tenure) *completer {
 	return &completer{t: t, wake: make(chan struct{}, 1)}
 }
 
@@ -178,7 +178,7 @@ func (c *completer) write(batch []*finished) {
 // completeAll finishes runs: one alone with Complete, more in batches of CompleteMany.
 // A batch refused by the fence is retried run by run, so that the runs of jobs whose fences were
 // not raised yet are still recorded. The errors follow cs.
-func (t *term) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
+func (t *tenure) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
 	errs := make([]error, len(cs))
 	if len(cs) == 1 {
 		_, errs[0] = t.r.opts.Ledger.Complete(ctx, t.token, cs[0])

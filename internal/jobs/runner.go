@@ -77,7 +77,7 @@ type Runner struct {
 
 	mu      sync.Mutex
 	table   []*Spec
-	current *term // the term being led; nil while following
+	current *tenure // the term being led; nil while following
 	blocked map[string]Block
 	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
 	// ended before the outcome was written (outcome.go).
@@ -233,7 +233,7 @@ func (r *Runner) Lead(ctx context.Context, token int64) error {
 		r.mu.Unlock()
 		return errors.New("jobs: Lead called while already leading")
 	}
-	t := newTerm(r, token)
+	t := newTenure(r, token)
 	r.current = t
 	specs := r.table
 	r.mu.Unlock()
