@@ -15,11 +15,8 @@ import (
 // execute runs one claimed slot to its end: attempts with timeouts and retries with backoff.
 // It returns the run's outcome to write to the ledger, or nil when the run was cancelled because
 // the term ended or the shutdown grace expired: such a run is left running in the ledger, for
-// the next leader to take over.
-//
-// It runs at the start of every run's goroutine, so it keeps a small frame: a goroutine starts
-// with a small stack, and one that outgrows it is copied. What only some runs need (retries,
-// interruptions, their log lines) lives in the methods it calls.
+// the next leader to take over. What only some runs need (retries, interruptions, their log
+// lines) lives in the methods it calls, off every run's start path.
 func (t *tenure) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
 	started := t.r.clock.Now()
 	t.unstarted.Add(-1)

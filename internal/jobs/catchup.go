@@ -118,9 +118,12 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		first = append(first, plan.run[0])
 		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
 	}
-	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
-	// writes of the first two go on beside the claims, which launch runs and so stay on the loop
-	// goroutine, as does settling the answers (a refusal may block a job).
+	// Closing orphans, recording missed slots and claiming the runs touch different rows, so the
+	// first two go on beside the claims. They run off the loop, but touch none of the loop's
+	// state: completeAll and recordAll read only t.token and t.r.opts, set before the loop
+	// started and never written, and return their answers. Everything the loop owns (launching
+	// runs, blocking a job on a refusal, the backlog) happens here, on the loop, in start and in
+	// closed and recorded once both writes have returned.
 	var (
 		w          sync.WaitGroup
 		closeErrs  []error

@@ -177,7 +177,8 @@ func (c *completer) write(batch []*finished) {
 
 // completeAll finishes runs: one alone with Complete, more in batches of CompleteMany.
 // A batch refused by the fence is retried run by run, so that the runs of jobs whose fences were
-// not raised yet are still recorded. The errors follow cs.
+// not raised yet are still recorded. The errors follow cs. Like recordAll it reads only t.token
+// and t.r.opts, so the completer and a takeover call it off the loop.
 func (t *tenure) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
 	errs := make([]error, len(cs))
 	if len(cs) == 1 {

@@ -119,8 +119,9 @@ func (t *tenure) record(ctx context.Context, outs []scheduler.Outcome) error {
 	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
 }
 
-// recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It touches
-// no state of the loop, so a takeover runs it beside its claims; recorded settles the answers.
+// recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It reads only
+// t.token and t.r.opts, which no one writes once the tenure exists, so it may run off the loop;
+// recorded settles the answers on it.
 func (t *tenure) recordAll(ctx context.Context, outs []scheduler.Outcome) []error {
 	var errs []error
 	for lo := 0; lo < len(outs); lo += maxClaimBatch {
