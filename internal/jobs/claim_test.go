@@ -364,3 +364,50 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		t.Fatalf("%d ReclaimMany calls for %d orphans, want 1", got, n)
 	}
 }
+
+// slowClaimLedger takes a second of the fake clock for its first claim ahead.
+type slowClaimLedger struct {
+	*fakeLedger
+	clock *fakeClock
+	once  sync.Once
+}
+
+func (l *slowClaimLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	res, err := l.fakeLedger.ClaimAheadMany(ctx, token, node, slots)
+	l.once.Do(func() { l.clock.Advance(time.Second) })
+	return res, err
+}
+
+// TestClaimQueue_RateOnTheRunnersClock: the claim rate that plans a herd's claims is measured
+// on the runner's clock, like every other time the runner acts on.
+func TestClaimQueue_RateOnTheRunnersClock(t *testing.T) {
+	const jobs = 300
+	h := newHarness(t, t0.Add(30*time.Second))
+	table := make([]Spec, jobs)
+	for i := range table {
+		table[i] = spec(t, fmt.Sprintf("job%03d", i), execFunc(succeed), nil)
+	}
+	r, err := New(table, Options{Node: "n1", Ledger: &slowClaimLedger{fakeLedger: h.ledger, clock: h.clock}, Clock: h.clock,
+		Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.runner = r
+	h.lead(token)
+	h.advance(29*time.Second, 1) // 12:00:59, when the 12:01 herd is claimed ahead
+	rate := func() float64 {
+		got := make(chan float64, 1)
+		h.runner.mu.Lock()
+		ten := h.runner.current
+		h.runner.mu.Unlock()
+		if ten == nil || !ten.send(func() { got <- ten.queue.rate }) {
+			t.Fatal("the tenure ended")
+		}
+		return <-got
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "a measured claim rate", func() bool { return rate() != initialClaimRate })
+	// 300 slots in one second of the runner's clock, averaged with the rate assumed before.
+	if got, want := rate(), 0.5*initialClaimRate+0.5*jobs; got != want {
+		t.Fatalf("claim rate=%v slots/s, want %v", got, want)
+	}
+}
