@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
 	"scheduler"
 
 	"scheduler/internal/schedule"
-
-	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 )
 
 // maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
