@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/testenv"
 )
@@ -115,19 +113,8 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 
 			// The next leader, on the same ledger.
 			clock := newFakeClock(t0.Add(tc.at))
-			next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			result := make(chan error, 1)
-			go func() { result <- next.Lead(ctx, token+1) }()
-			defer func() {
-				cancel()
-				if err := <-result; err != nil {
-					t.Errorf("Lead=%v", err)
-				}
-			}()
+			next := mustNew(t, []Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock})
+			defer leadAsync(t, next, token+1).stopped()
 			if tc.at < time.Minute {
 				testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
@@ -209,14 +196,9 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 	led := &batchLedger{fakeLedger: newFakeLedger()}
 	clock := newFakeClock(t0.Add(30 * time.Second))
 	var fired atomic.Int32
-	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
+	r := mustNew(t, table, Options{Node: "n1", Ledger: led, Clock: clock,
 		Hooks: Hooks{Fired: func(string, time.Duration) { fired.Add(1) }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
+	term := leadAsync(t, r, token)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return clock.Pending() == 1 })
 	clock.Advance(time.Minute)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "all fired", func() bool { return fired.Load() == n })
@@ -228,8 +210,7 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 		}
 		return done == n
 	})
-	cancel()
-	if err := <-result; err != nil {
+	if err := term.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if b, s := led.batches.Load(), led.singles.Load(); b == 0 || int(b)+int(s) >= n {
@@ -284,20 +265,9 @@ func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	}
 	// The next leader takes over before the slot, with the job paused.
 	clock := newFakeClock(t0.Add(59*time.Second + 800*time.Millisecond))
-	next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t),
+	next := mustNew(t, []Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock,
 		Paused: func(string) bool { return true }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- next.Lead(ctx, token+1) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	defer leadAsync(t, next, token+1).stopped()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(200 * time.Millisecond)
 	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
@@ -338,13 +308,8 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		led.put(scheduler.Run{Job: fmt.Sprintf("job%02d", i), ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	}
 	clock := newFakeClock(t0.Add(30 * time.Second))
-	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
+	r := mustNew(t, table, Options{Node: "n1", Ledger: led, Clock: clock})
+	term := leadAsync(t, r, token)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "orphans finished", func() bool {
 		done := 0
 		for i := range n {
@@ -356,8 +321,7 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		}
 		return done == n
 	})
-	cancel()
-	if err := <-result; err != nil {
+	if err := term.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if got := led.reclaims.Load(); got != 1 {
@@ -387,11 +351,7 @@ func TestClaimQueue_RateOnTheRunnersClock(t *testing.T) {
 	for i := range table {
 		table[i] = spec(t, fmt.Sprintf("job%03d", i), execFunc(succeed), nil)
 	}
-	r, err := New(table, Options{Node: "n1", Ledger: &slowClaimLedger{fakeLedger: h.ledger, clock: h.clock}, Clock: h.clock,
-		Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, table, Options{Node: "n1", Ledger: &slowClaimLedger{fakeLedger: h.ledger, clock: h.clock}, Clock: h.clock})
 	h.runner = r
 	h.lead(token)
 	h.advance(29*time.Second, 1) // 12:00:59, when the 12:01 herd is claimed ahead

@@ -99,36 +99,14 @@ func newOutcomeHarnessWith(t *testing.T, batched bool, mod func(*Options)) *outc
 	if mod != nil {
 		mod(&opts)
 	}
-	r, err := New([]Spec{spec(t, "job", exec, nil)}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, []Spec{spec(t, "job", exec, nil)}, opts)
 	h.runner = r
 	return h
 }
 
 // lead starts a term; the returned function ends it and returns what Lead returned.
 func (h *outcomeHarness) lead(tok int64) func() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- h.runner.Lead(ctx, tok) }()
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-result:
-			return err
-		case <-time.After(10 * time.Second):
-			h.t.Fatal("Lead did not return after its context ended")
-			return nil
-		}
-	}
-	h.t.Cleanup(func() { _ = stop() })
-	return stop
+	return leadAsync(h.t, h.runner, tok).stop
 }
 
 func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
