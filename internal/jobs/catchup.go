@@ -38,24 +38,17 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		last            map[string]scheduler.Run
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		if window, err = ledger.Window(gctx, names, now.Add(-widest), now); err != nil {
-			return t.takeoverErr("read the ledger window", err)
-		}
-		return nil
-	})
-	g.Go(func() (err error) {
-		if last, err = ledger.Last(gctx, names...); err != nil {
-			return t.takeoverErr("read the last runs", err)
-		}
-		return nil
-	})
-	g.Go(func() (err error) {
-		if orphans, err = ledger.Orphans(gctx, names...); err != nil {
-			return t.takeoverErr("read orphaned runs", err)
-		}
-		return nil
-	})
+	read := func(what string, fn func() error) {
+		g.Go(func() error {
+			if err := fn(); err != nil {
+				return t.takeoverErr(what, err)
+			}
+			return nil
+		})
+	}
+	read("read the ledger window", func() (err error) { window, err = ledger.Window(gctx, names, now.Add(-widest), now); return err })
+	read("read the last runs", func() (err error) { last, err = ledger.Last(gctx, names...); return err })
+	read("read orphaned runs", func() (err error) { orphans, err = ledger.Orphans(gctx, names...); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -99,12 +92,12 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		if len(plan.run) == 0 {
 			continue
 		}
-		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
+		if t.paused(s.Name) {
 			for _, p := range plan.run {
 				if p.orphan != nil {
 					closes = append(closes, orphanNotRun(*p.orphan, scheduler.StatusSkipped, reasonPaused))
 				} else {
-					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: "paused"})
+					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reasonPaused})
 				}
 			}
 			continue
@@ -129,16 +122,12 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		closeErrs  []error
 		recordErrs []error
 	)
-	if len(closes) > 0 {
-		w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
-	}
+	w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
 	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
 	err := t.start(ctx, first)
 	w.Wait()
-	if len(closes) > 0 {
-		if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
-			return cerr
-		}
+	if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
+		return cerr
 	}
 	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
 		return rerr

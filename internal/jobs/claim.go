@@ -197,24 +197,14 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	// A large batch (a takeover's catch-up) is claimed in parts, maxClaimsInFlight at once; the
-	// runs of each part are launched here, on the loop goroutine, as soon as it is claimed.
-	type part struct {
-		slots   []scheduler.SlotKey
-		claimed []scheduler.Result
-		err     error
-	}
-	var parts []*part
-	for lo := 0; lo < len(fresh); lo += maxClaimBatch {
-		parts = append(parts, &part{slots: fresh[lo:min(lo+maxClaimBatch, len(fresh))]})
-	}
-	claim := func(p *part) { p.claimed, p.err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, p.slots) }
-	if len(parts) == 1 {
-		claim(parts[0])
-		return t.claimedNow(ctx, parts[0].slots, parts[0].claimed, parts[0].err)
-	}
-	return inParallel(len(parts), maxClaimsInFlight, func(i int) { claim(parts[i]) }, func(i int) error {
-		return t.claimedNow(ctx, parts[i].slots, parts[i].claimed, parts[i].err)
+	// A large batch (a takeover's catch-up) is claimed in parts; the runs of each part are
+	// launched here, on the loop goroutine, as soon as it is claimed.
+	n := (len(fresh) + maxClaimBatch - 1) / maxClaimBatch
+	claimed, errs := make([][]scheduler.Result, n), make([]error, n)
+	return inBatches(len(fresh), func(k, lo, hi int) {
+		claimed[k], errs[k] = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh[lo:hi])
+	}, func(k, lo, hi int) error {
+		return t.claimedNow(ctx, fresh[lo:hi], claimed[k], errs[k])
 	})
 }
 

@@ -136,10 +136,7 @@ func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error 
 	}
 	runs := make([]scheduler.Run, len(orphans))
 	errs := make([]error, len(orphans))
-	n := (len(orphans) + maxClaimBatch - 1) / maxClaimBatch
-	bounds := func(k int) (int, int) { return k * maxClaimBatch, min((k+1)*maxClaimBatch, len(orphans)) }
-	return inParallel(n, maxClaimsInFlight, func(k int) {
-		lo, hi := bounds(k)
+	return inBatches(len(orphans), func(_, lo, hi int) {
 		part := orphans[lo:hi]
 		slots := make([]scheduler.SlotKey, len(part))
 		for i, o := range part {
@@ -159,8 +156,7 @@ func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error 
 				runs[lo+i] = got[i].Run
 			}
 		}
-	}, func(k int) error {
-		lo, hi := bounds(k)
+	}, func(_, lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
 				return err
