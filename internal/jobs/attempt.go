@@ -114,44 +114,6 @@ func (l runLog) with(extra []zap.Field) []zap.Field {
 func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
 func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(extra)...) }
 
-// finish settles how the write of a run's outcome went: a refusal by the fence ends the term
-// (through the loop), a written outcome is reported to the Finished hook. The loop logs it
-// (logFinished), so that a run's end line always follows its start line.
-func (t *tenure) finish(f *finished, err error) {
-	f.err = err
-	switch {
-	case errors.Is(err, scheduler.ErrFenced):
-		f.done.fenced = err
-	case err == nil:
-		if h := t.r.opts.Hooks.Finished; h != nil {
-			h(f.c.Job, f.c.Status, f.took)
-		}
-	case f.lost():
-		t.r.keepUnwritten(f)
-	}
-}
-
-// logFinished writes the end line of a run whose outcome write has returned.
-func (t *tenure) logFinished(f *finished) {
-	c := f.c
-	fields := make([]zap.Field, 0, 9)
-	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
-		zap.String("status", string(c.Status)), zap.Int("attempt", f.attempt), zap.Duration("took", f.took))
-	if c.Error != "" {
-		fields = append(fields, zap.String("error", c.Error))
-	}
-	switch err := f.err; {
-	case errors.Is(err, scheduler.ErrFenced):
-		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
-	case f.lost():
-		t.lg.Warn("run outcome not recorded before the term ended; the next leader runs the slot again", append(fields, zap.Error(err))...)
-	case err != nil:
-		t.lg.Error("record run outcome", append(fields, zap.Error(err))...)
-	default:
-		t.lg.Info("run finished", fields...)
-	}
-}
-
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an
 // outcome can still be written while the term lasts.
 func (t *tenure) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -14,22 +14,20 @@ import (
 )
 
 // A refusal by the store is not always a newer leader. Tokens are etcd revisions, so a fence
-// above the token of a leader whose term etcd still confirms cannot come from a newer term: either
-// etcd's revisions went backwards (a restore without --bump-revision), or something outside the
-// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping down
-// would only stop them too, on every replica, term after term. When the store refuses one job's
-// write, the term asks etcd (Options.Confirm); if the term holds, only that job is blocked: it
-// stops firing, its slots are not recorded (the store refuses every write of the job with this
-// token, which is what blocked means; a later takeover's catch-up sees them as any slots without
-// a run), and its fence is raised again at each of its slots, at least every blockedRetry, so that
-// once an operator has reset the fence the job runs again by itself. When etcd does not confirm
-// the term, or cannot be asked, the term ends as before.
+// above the token of a term etcd still confirms cannot come from a newer term: either etcd's
+// revisions went backwards (a restore without --bump-revision), or something outside the
+// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping
+// down would only stop them too, on every replica, term after term. So a refusal is confirmed
+// with etcd (Options.Confirm); if the term holds, only that job is blocked: it stops firing, its
+// slots are not recorded (the store refuses them), and its fence is raised again at each of its
+// slots, at least every blockedRetry, so that it runs again by itself once its fence is reset.
 
-// blockedRetry is the longest a blocked job waits before its fence is raised again.
-const blockedRetry = 30 * time.Second
-
-// minBlockedRetry keeps a job with slots every few milliseconds from raising its fence as often.
-const minBlockedRetry = time.Second
+// How often a blocked job's fence is raised again: at its slots, but at least every blockedRetry
+// and at most every minBlockedRetry.
+const (
+	blockedRetry    = 30 * time.Second
+	minBlockedRetry = time.Second
+)
 
 // Block is a job the leader does not run because the store refuses its token for that job while
 // etcd confirms the term.

@@ -13,19 +13,19 @@ import (
 // maxCompleteBatch bounds the runs finished by one CompleteMany.
 const maxCompleteBatch = 1000
 
-// completer writes the outcomes of finished runs in batches: a run hands its outcome over and its goroutine ends; the completer writes
-// everything handed over since its last write in one CompleteMany, then tells the loop that
-// those runs are done. A lone run is written at once, so batching adds no delay; a herd of
-// short runs costs a few round trips instead of one per run, and no goroutine waits on the
-// ledger per run. Outcomes whose write failed are written again, with the next batch or after a
-// backoff, until the term's outcome writes are stopped (outcome.go).
+// completer writes the outcomes of finished runs in batches: a run hands its outcome over and its
+// goroutine ends; the completer writes everything handed over since its last write in one
+// CompleteMany, then tells the loop that those runs are done. A lone run is written at once, so
+// batching adds no delay, and no goroutine waits on the ledger per run. Outcomes whose write
+// failed are written again, with the next batch or after a backoff, until the tenure's outcome
+// writes are stopped (outcome.go).
 type completer struct {
 	t    *tenure
 	mu   sync.Mutex
 	q    []*finished
 	wake chan struct{}
 
-	// Owned by the run goroutine.
+	// Owned by the completer's goroutine (run).
 	retry    []*finished // outcomes whose last write failed
 	failures int         // consecutive failed writes
 	retryAt  time.Time   // when retry is written again
