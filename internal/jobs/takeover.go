@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -70,11 +71,7 @@ func (t *tenure) raiseAround(ctx context.Context, names []string, err error) err
 		}
 		return err
 	}
-	size := (len(names) + heldParts - 1) / heldParts
-	var parts [][]string
-	for lo := 0; lo < len(names); lo += size {
-		parts = append(parts, names[lo:min(lo+size, len(names))])
-	}
+	parts := slices.Collect(slices.Chunk(names, (len(names)+heldParts-1)/heldParts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, part := range parts {
@@ -109,9 +106,7 @@ func (t *tenure) raiseAll(ctx context.Context, names []string) error {
 		return t.r.opts.Ledger.RaiseAll(ctx, names, t.token)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	size := (len(names) + raiseParts - 1) / raiseParts
-	for lo := 0; lo < len(names); lo += size {
-		part := names[lo:min(lo+size, len(names))]
+	for part := range slices.Chunk(names, (len(names)+raiseParts-1)/raiseParts) {
 		g.Go(func() error { return t.r.opts.Ledger.RaiseAll(gctx, part, t.token) })
 	}
 	return g.Wait()
