@@ -49,7 +49,7 @@ type tenure struct {
 	claimsAhead
 	backlog
 
-	completer *completer     // nil when the Ledger has no CompleteMany
+	completer *completer     // writes the outcomes of finished runs (completer.go)
 	marks     sync.WaitGroup // writes of runs started (started.go)
 	raises    sync.WaitGroup // raises of blocked jobs' fences (blocked.go), joined by Lead
 
