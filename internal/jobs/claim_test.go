@@ -26,6 +26,20 @@ func (c *countingExec) Execute(context.Context, scheduler.Attempt) (string, erro
 	return "ok", nil
 }
 
+// claimAheadAndStop leads until job's 12:01 slot is claimed ahead, then ends the term before the
+// slot fires: the ledger holds a run claimed ahead by a leader now gone.
+func claimAheadAndStop(t *testing.T, job Spec) *harness {
+	t.Helper()
+	h := newHarness(t, t0.Add(30*time.Second), job)
+	h.lead(token)
+	h.advance(29*time.Second+500*time.Millisecond, 1)
+	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func TestRunner_ClaimsAhead(t *testing.T) {
 	exec := &countingExec{}
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, nil))
@@ -103,13 +117,7 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 				return "ok", nil
 			})
 			job := spec(t, "job", exec, nil)
-			h := newHarness(t, t0.Add(30*time.Second), job)
-			h.lead(token)
-			h.advance(29*time.Second+500*time.Millisecond, 1)
-			h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
-			if err := h.stop(); err != nil {
-				t.Fatal(err)
-			}
+			h := claimAheadAndStop(t, job)
 
 			// The next leader, on the same ledger.
 			clock := newFakeClock(t0.Add(tc.at))
@@ -169,20 +177,7 @@ func (l *batchLedger) Complete(ctx context.Context, token int64, c scheduler.Com
 
 func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	l.batches.Add(1)
-	l.mu.Lock()
-	for _, c := range cs {
-		if err := l.check(c.Job, token); err != nil {
-			l.mu.Unlock()
-			return nil, err
-		}
-	}
-	l.mu.Unlock()
-	done := make([]scheduler.Result, len(cs))
-	for i, c := range cs {
-		r, err := l.fakeLedger.Complete(ctx, token, c)
-		done[i] = scheduler.Result{Run: r, Written: err == nil}
-	}
-	return done, nil
+	return l.fakeLedger.CompleteMany(ctx, token, cs)
 }
 
 func TestRunner_BatchedCompletions(t *testing.T) {
@@ -256,13 +251,7 @@ func TestClaimQueue_Plan(t *testing.T) {
 func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	exec := &countingExec{}
 	job := spec(t, "job", exec, nil)
-	h := newHarness(t, t0.Add(30*time.Second), job)
-	h.lead(token)
-	h.advance(29*time.Second+500*time.Millisecond, 1)
-	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	h := claimAheadAndStop(t, job)
 	// The next leader takes over before the slot, with the job paused.
 	clock := newFakeClock(t0.Add(59*time.Second + 800*time.Millisecond))
 	next := mustNew(t, []Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock,
