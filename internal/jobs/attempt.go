@@ -60,7 +60,7 @@ func (t *tenure) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, 
 
 // interrupted logs a run cut off by the end of the term or of the shutdown grace.
 func (t *tenure) interrupted(lr scheduler.Run, attempt int, cause error) {
-	t.runLog(lr).warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
+	t.runLog(lr).Warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
 }
 
 // retry waits before the retry of a failed attempt and records it; it returns the next
@@ -69,7 +69,7 @@ func (t *tenure) interrupted(lr scheduler.Run, attempt int, cause error) {
 func (t *tenure) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
 	lg := t.runLog(lr)
 	wait := backoff(spec.RetryBackoff, t.r.opts.MaxBackoff, attempt)
-	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
+	lg.Warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
 	if !t.sleep(rc, wait) {
 		return attempt, nil
 	}
@@ -78,10 +78,10 @@ func (t *tenure) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int,
 	cancel()
 	switch {
 	case errors.Is(err, scheduler.ErrFenced):
-		lg.warn("retry fenced out", zap.Error(err))
+		lg.Warn("retry fenced out", zap.Error(err))
 		return 0, err
 	case err != nil:
-		lg.warn("record retry", zap.Error(err))
+		lg.Warn("record retry", zap.Error(err))
 		attempt++
 	default:
 		// Never count down: a retry made while the store was unreachable was not recorded
@@ -89,30 +89,14 @@ func (t *tenure) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int,
 		attempt = max(attempt+1, n)
 	}
 	// The first attempt's line is written by the loop (logStarted), off the start path.
-	lg.info("run started", zap.Int("attempt", attempt))
+	lg.Info("run started", zap.Int("attempt", attempt))
 	return attempt, nil
 }
 
-// runLog logs the lines of one run with its identifying fields. The fields are put together
-// only when a line is written: most runs write none of their own (the loop writes their start
-// and end lines).
-type runLog struct {
-	lg    *zap.Logger
-	job   string
-	slot  time.Time
-	runID int64
+// runLog returns the logger of one run's own lines, with its identifying fields.
+func (t *tenure) runLog(lr scheduler.Run) *zap.Logger {
+	return t.lg.With(zap.String("job", lr.Job), zap.Time("slot", lr.ScheduledAt), zap.Int64("run_id", lr.RunID))
 }
-
-func (t *tenure) runLog(lr scheduler.Run) runLog {
-	return runLog{lg: t.lg, job: lr.Job, slot: lr.ScheduledAt, runID: lr.RunID}
-}
-
-func (l runLog) with(extra []zap.Field) []zap.Field {
-	return append([]zap.Field{zap.String("job", l.job), zap.Time("slot", l.slot), zap.Int64("run_id", l.runID)}, extra...)
-}
-
-func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
-func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(extra)...) }
 
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an
 // outcome can still be written while the term lasts.
