@@ -256,9 +256,9 @@ func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []sc
 		case spec.Enabled && spec.fireAt(o.ScheduledAt).After(now) && spec.onSchedule(o.ScheduledAt):
 			plan.ahead = append(plan.ahead, o)
 		case !o.ScheduledAt.After(from):
-			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader, before the catch-up window"))
+			plan.close = append(plan.close, orphanNotRun(o, scheduler.StatusMissed, "left running by an older leader, before the catch-up window"))
 		default:
-			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
+			plan.close = append(plan.close, orphanNotRun(o, scheduler.StatusMissed, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
 		}
 	}
 
@@ -287,15 +287,9 @@ func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []sc
 	return plan, nil
 }
 
-// orphanClosed finishes an orphan that is not run again. One that never started (claimed ahead
-// of its slot, attempt 0) missed its slot; one that started ran, and is never recorded missed:
-// its outcome is unknown, so it is closed failed, saying so.
-func orphanClosed(o scheduler.Run, reason string) scheduler.Completion {
-	return orphanNotRun(o, scheduler.StatusMissed, reason)
-}
-
-// orphanNotRun finishes an orphan that is not run again with status, or, if it started, as
-// failed: a run that started is never recorded as a slot that did not run.
+// orphanNotRun finishes an orphan that is not run again with status (missed, skipped) if it never
+// started (claimed ahead, attempt 0); one that started ran, and its outcome is unknown, so it is
+// closed failed, saying so: a run that started is never recorded as a slot that did not run.
 func orphanNotRun(o scheduler.Run, status scheduler.Status, reason string) scheduler.Completion {
 	if o.Attempt == 0 {
 		return scheduler.Completion{RunID: o.RunID, Job: o.Job, Status: status, Reason: reason}
