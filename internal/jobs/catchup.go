@@ -1,10 +1,16 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"scheduler"
 
@@ -14,6 +20,127 @@ import (
 // maxMissedRecords bounds how many slots older than the catch-up window one takeover records as
 // missed for one job; a longer outage of a frequent job records the newest one with a note.
 const maxMissedRecords = 1000
+
+// catchUp handles the slots due before now that no run finished: per job, planCatchup decides;
+// then the missed slots are recorded in one batch, orphans closed, and the runs to make
+// started (the first of each job at once, the rest queued behind it, in slot order).
+func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) error {
+	names := make([]string, len(specs))
+	var widest time.Duration
+	for i, s := range specs {
+		names[i] = s.Name
+		widest = max(widest, s.Catchup)
+	}
+	ledger := t.r.opts.Ledger
+	// The three reads are independent: they go in parallel.
+	var (
+		window, orphans []scheduler.Run
+		last            map[string]scheduler.Run
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	read := func(what string, fn func() error) {
+		g.Go(func() error {
+			if err := fn(); err != nil {
+				return t.takeoverErr(what, err)
+			}
+			return nil
+		})
+	}
+	read("read the ledger window", func() (err error) { window, err = ledger.Window(gctx, names, now.Add(-widest), now); return err })
+	read("read the last runs", func() (err error) { last, err = ledger.Last(gctx, names...); return err })
+	read("read orphaned runs", func() (err error) { orphans, err = ledger.Orphans(gctx, names...); return err })
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
+	// again: their saved outcomes must stay saved, not be written against a refusing fence.
+	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) })
+	// Runs of an earlier term of this process whose executors returned are finished with their
+	// outcomes, never run again.
+	orphans, closes := t.takeUnwritten(orphans)
+	windowOf := map[string][]scheduler.Run{}
+	for _, r := range window {
+		windowOf[r.Job] = append(windowOf[r.Job], r)
+	}
+	orphansOf := map[string][]scheduler.Run{}
+	for _, r := range orphans {
+		orphansOf[r.Job] = append(orphansOf[r.Job], r)
+	}
+
+	var (
+		missed []scheduler.Outcome
+		first  []pending
+	)
+	for _, s := range specs {
+		if t.isBlocked(s.Name) {
+			continue
+		}
+		var lastRun *scheduler.Run
+		if r, ok := last[s.Name]; ok {
+			lastRun = &r
+		}
+		plan, err := planCatchup(s, now, windowOf[s.Name], orphansOf[s.Name], lastRun)
+		if err != nil {
+			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
+			continue
+		}
+		missed = append(missed, plan.missed...)
+		for _, o := range plan.ahead {
+			t.jobs[s.Name].orphanAhead(o)
+		}
+		closes = append(closes, plan.close...)
+		if len(plan.run) == 0 {
+			continue
+		}
+		if t.paused(s.Name) {
+			for _, p := range plan.run {
+				if p.orphan != nil {
+					closes = append(closes, orphanNotRun(*p.orphan, scheduler.StatusSkipped, reasonPaused))
+				} else {
+					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reasonPaused})
+				}
+			}
+			continue
+		}
+		for _, p := range plan.run {
+			t.lg.Info("catch-up run", zap.String("job", s.Name), zap.Time("slot", p.slot.At), zap.Bool("orphan", p.orphan != nil))
+			if h := t.r.opts.Hooks.CatchupRun; h != nil {
+				h(s.Name)
+			}
+		}
+		first = append(first, plan.run[0])
+		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
+	}
+	// Closing orphans, recording missed slots and claiming the runs touch different rows, so the
+	// first two go on beside the claims. They run off the loop, but touch none of the loop's
+	// state: completeAll and recordAll read only t.token and t.r.opts, set before the loop
+	// started and never written, and return their answers. Everything the loop owns (launching
+	// runs, blocking a job on a refusal, the backlog) happens here, on the loop, in start and in
+	// closed and recorded once both writes have returned.
+	var (
+		w          sync.WaitGroup
+		closeErrs  []error
+		recordErrs []error
+	)
+	w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
+	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
+	err := t.start(ctx, first)
+	w.Wait()
+	if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
+		return cerr
+	}
+	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func (t *tenure) takeoverErr(what string, err error) error {
+	if errors.Is(err, scheduler.ErrFenced) {
+		return t.fenced("", err)
+	}
+	return fmt.Errorf("catch-up: %s: %w", what, err)
+}
 
 // pending is a slot waiting to run: a fresh one to claim, a run this term claimed ahead, or an
 // orphan of an older leader to take over.
@@ -129,9 +256,9 @@ func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []sc
 		case spec.Enabled && spec.fireAt(o.ScheduledAt).After(now) && spec.onSchedule(o.ScheduledAt):
 			plan.ahead = append(plan.ahead, o)
 		case !o.ScheduledAt.After(from):
-			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader, before the catch-up window"))
+			plan.close = append(plan.close, orphanNotRun(o, scheduler.StatusMissed, "left running by an older leader, before the catch-up window"))
 		default:
-			plan.close = append(plan.close, orphanClosed(o, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
+			plan.close = append(plan.close, orphanNotRun(o, scheduler.StatusMissed, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
 		}
 	}
 
@@ -160,15 +287,9 @@ func planCatchup(spec *Spec, now time.Time, window []scheduler.Run, orphans []sc
 	return plan, nil
 }
 
-// orphanClosed finishes an orphan that is not run again. One that never started (claimed ahead
-// of its slot, attempt 0) missed its slot; one that started ran, and is never recorded missed:
-// its outcome is unknown, so it is closed failed, saying so.
-func orphanClosed(o scheduler.Run, reason string) scheduler.Completion {
-	return orphanNotRun(o, scheduler.StatusMissed, reason)
-}
-
-// orphanNotRun finishes an orphan that is not run again with status, or, if it started, as
-// failed: a run that started is never recorded as a slot that did not run.
+// orphanNotRun finishes an orphan that is not run again with status (missed, skipped) if it never
+// started (claimed ahead, attempt 0); one that started ran, and its outcome is unknown, so it is
+// closed failed, saying so: a run that started is never recorded as a slot that did not run.
 func orphanNotRun(o scheduler.Run, status scheduler.Status, reason string) scheduler.Completion {
 	if o.Attempt == 0 {
 		return scheduler.Completion{RunID: o.RunID, Job: o.Job, Status: status, Reason: reason}

@@ -13,19 +13,19 @@ import (
 // maxCompleteBatch bounds the runs finished by one CompleteMany.
 const maxCompleteBatch = 1000
 
-// completer writes the outcomes of finished runs in batches: a run hands its outcome over and its goroutine ends; the completer writes
-// everything handed over since its last write in one CompleteMany, then tells the loop that
-// those runs are done. A lone run is written at once, so batching adds no delay; a herd of
-// short runs costs a few round trips instead of one per run, and no goroutine waits on the
-// ledger per run. Outcomes whose write failed are written again, with the next batch or after a
-// backoff, until the term's outcome writes are stopped (outcome.go).
+// completer writes the outcomes of finished runs in batches: a run hands its outcome over and its
+// goroutine ends; the completer writes everything handed over since its last write in one
+// CompleteMany, then tells the loop that those runs are done. A lone run is written at once, so
+// batching adds no delay, and no goroutine waits on the ledger per run. Outcomes whose write
+// failed are written again, with the next batch or after a backoff, until the tenure's outcome
+// writes are stopped (outcome.go).
 type completer struct {
-	t    *term
+	t    *tenure
 	mu   sync.Mutex
 	q    []*finished
 	wake chan struct{}
 
-	// Owned by the run goroutine.
+	// Owned by the completer's goroutine (run).
 	retry    []*finished // outcomes whose last write failed
 	failures int         // consecutive failed writes
 	retryAt  time.Time   // when retry is written again
@@ -42,7 +42,7 @@ type finished struct {
 	err     error // the write's answer, set by finish
 }
 
-func newCompleter(t *term) *completer {
+func newCompleter(t *tenure) *completer {
 	return &completer{t: t, wake: make(chan struct{}, 1)}
 }
 
@@ -177,8 +177,9 @@ func (c *completer) write(batch []*finished) {
 
 // completeAll finishes runs: one alone with Complete, more in batches of CompleteMany.
 // A batch refused by the fence is retried run by run, so that the runs of jobs whose fences were
-// not raised yet are still recorded. The errors follow cs.
-func (t *term) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
+// not raised yet are still recorded. The errors follow cs. Like recordAll it reads only t.token
+// and t.r.opts, so the completer and a takeover call it off the loop.
+func (t *tenure) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
 	errs := make([]error, len(cs))
 	if len(cs) == 1 {
 		_, errs[0] = t.r.opts.Ledger.Complete(ctx, t.token, cs[0])

@@ -35,3 +35,17 @@ func inParallel(n, limit int, fn func(i int), done func(i int) error) error {
 	}
 	return nil
 }
+
+// inBatches splits n items into batches of at most maxClaimBatch and calls write(k, lo, hi) for
+// batch k of items [lo, hi), maxClaimsInFlight at once, and settle for it on the calling
+// goroutine as soon as its write returned (see inParallel). One batch is written on the
+// calling goroutine.
+func inBatches(n int, write func(k, lo, hi int), settle func(k, lo, hi int) error) error {
+	batches := (n + maxClaimBatch - 1) / maxClaimBatch
+	if batches == 1 {
+		write(0, 0, n)
+		return settle(0, 0, n)
+	}
+	bounds := func(k int) (int, int, int) { return k, k * maxClaimBatch, min((k+1)*maxClaimBatch, n) }
+	return inParallel(batches, maxClaimsInFlight, func(k int) { write(bounds(k)) }, func(k int) error { return settle(bounds(k)) })
+}

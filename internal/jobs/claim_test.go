@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/testenv"
 )
@@ -26,6 +24,20 @@ type countingExec struct{ n atomic.Int32 }
 func (c *countingExec) Execute(context.Context, scheduler.Attempt) (string, error) {
 	c.n.Add(1)
 	return "ok", nil
+}
+
+// claimAheadAndStop leads until job's 12:01 slot is claimed ahead, then ends the term before the
+// slot fires: the ledger holds a run claimed ahead by a leader now gone.
+func claimAheadAndStop(t *testing.T, job Spec) *harness {
+	t.Helper()
+	h := newHarness(t, t0.Add(30*time.Second), job)
+	h.lead(token)
+	h.advance(29*time.Second+500*time.Millisecond, 1)
+	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func TestRunner_ClaimsAhead(t *testing.T) {
@@ -105,29 +117,12 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 				return "ok", nil
 			})
 			job := spec(t, "job", exec, nil)
-			h := newHarness(t, t0.Add(30*time.Second), job)
-			h.lead(token)
-			h.advance(29*time.Second+500*time.Millisecond, 1)
-			h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
-			if err := h.stop(); err != nil {
-				t.Fatal(err)
-			}
+			h := claimAheadAndStop(t, job)
 
 			// The next leader, on the same ledger.
 			clock := newFakeClock(t0.Add(tc.at))
-			next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			result := make(chan error, 1)
-			go func() { result <- next.Lead(ctx, token+1) }()
-			defer func() {
-				cancel()
-				if err := <-result; err != nil {
-					t.Errorf("Lead=%v", err)
-				}
-			}()
+			next := mustNew(t, []Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock})
+			defer leadAsync(t, next, token+1).stopped()
 			if tc.at < time.Minute {
 				testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 				if rows := h.rows("job"); len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
@@ -182,20 +177,7 @@ func (l *batchLedger) Complete(ctx context.Context, token int64, c scheduler.Com
 
 func (l *batchLedger) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	l.batches.Add(1)
-	l.mu.Lock()
-	for _, c := range cs {
-		if err := l.check(c.Job, token); err != nil {
-			l.mu.Unlock()
-			return nil, err
-		}
-	}
-	l.mu.Unlock()
-	done := make([]scheduler.Result, len(cs))
-	for i, c := range cs {
-		r, err := l.fakeLedger.Complete(ctx, token, c)
-		done[i] = scheduler.Result{Run: r, Written: err == nil}
-	}
-	return done, nil
+	return l.fakeLedger.CompleteMany(ctx, token, cs)
 }
 
 func TestRunner_BatchedCompletions(t *testing.T) {
@@ -209,14 +191,9 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 	led := &batchLedger{fakeLedger: newFakeLedger()}
 	clock := newFakeClock(t0.Add(30 * time.Second))
 	var fired atomic.Int32
-	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
+	r := mustNew(t, table, Options{Node: "n1", Ledger: led, Clock: clock,
 		Hooks: Hooks{Fired: func(string, time.Duration) { fired.Add(1) }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
+	term := leadAsync(t, r, token)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return clock.Pending() == 1 })
 	clock.Advance(time.Minute)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "all fired", func() bool { return fired.Load() == n })
@@ -228,8 +205,7 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 		}
 		return done == n
 	})
-	cancel()
-	if err := <-result; err != nil {
+	if err := term.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if b, s := led.batches.Load(), led.singles.Load(); b == 0 || int(b)+int(s) >= n {
@@ -275,29 +251,12 @@ func TestClaimQueue_Plan(t *testing.T) {
 func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	exec := &countingExec{}
 	job := spec(t, "job", exec, nil)
-	h := newHarness(t, t0.Add(30*time.Second), job)
-	h.lead(token)
-	h.advance(29*time.Second+500*time.Millisecond, 1)
-	h.waitRows("job", "claim ahead", func(r []ledgerRow) bool { return len(r) == 1 })
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	h := claimAheadAndStop(t, job)
 	// The next leader takes over before the slot, with the job paused.
 	clock := newFakeClock(t0.Add(59*time.Second + 800*time.Millisecond))
-	next, err := New([]Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t),
+	next := mustNew(t, []Spec{job}, Options{Node: "n2", Ledger: h.ledger, Clock: clock,
 		Paused: func(string) bool { return true }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- next.Lead(ctx, token+1) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	defer leadAsync(t, next, token+1).stopped()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed timer", func() bool { return clock.Pending() == 1 })
 	clock.Advance(200 * time.Millisecond)
 	rows := h.waitRows("job", "close", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
@@ -338,13 +297,8 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		led.put(scheduler.Run{Job: fmt.Sprintf("job%02d", i), ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 5, Attempt: 1})
 	}
 	clock := newFakeClock(t0.Add(30 * time.Second))
-	r, err := New(table, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
+	r := mustNew(t, table, Options{Node: "n1", Ledger: led, Clock: clock})
+	term := leadAsync(t, r, token)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "orphans finished", func() bool {
 		done := 0
 		for i := range n {
@@ -356,11 +310,53 @@ func TestRunner_ReclaimsOrphansInBatches(t *testing.T) {
 		}
 		return done == n
 	})
-	cancel()
-	if err := <-result; err != nil {
+	if err := term.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if got := led.reclaims.Load(); got != 1 {
 		t.Fatalf("%d ReclaimMany calls for %d orphans, want 1", got, n)
+	}
+}
+
+// slowClaimLedger takes a second of the fake clock for its first claim ahead.
+type slowClaimLedger struct {
+	*fakeLedger
+	clock *fakeClock
+	once  sync.Once
+}
+
+func (l *slowClaimLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	res, err := l.fakeLedger.ClaimAheadMany(ctx, token, node, slots)
+	l.once.Do(func() { l.clock.Advance(time.Second) })
+	return res, err
+}
+
+// TestClaimQueue_RateOnTheRunnersClock: the claim rate that plans a herd's claims is measured
+// on the runner's clock, like every other time the runner acts on.
+func TestClaimQueue_RateOnTheRunnersClock(t *testing.T) {
+	const jobs = 300
+	h := newHarness(t, t0.Add(30*time.Second))
+	table := make([]Spec, jobs)
+	for i := range table {
+		table[i] = spec(t, fmt.Sprintf("job%03d", i), execFunc(succeed), nil)
+	}
+	r := mustNew(t, table, Options{Node: "n1", Ledger: &slowClaimLedger{fakeLedger: h.ledger, clock: h.clock}, Clock: h.clock})
+	h.runner = r
+	h.lead(token)
+	h.advance(29*time.Second, 1) // 12:00:59, when the 12:01 herd is claimed ahead
+	rate := func() float64 {
+		got := make(chan float64, 1)
+		h.runner.mu.Lock()
+		ten := h.runner.current
+		h.runner.mu.Unlock()
+		if ten == nil || !ten.send(func() { got <- ten.queue.rate }) {
+			t.Fatal("the tenure ended")
+		}
+		return <-got
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "a measured claim rate", func() bool { return rate() != initialClaimRate })
+	// 300 slots in one second of the runner's clock, averaged with the rate assumed before.
+	if got, want := rate(), 0.5*initialClaimRate+0.5*jobs; got != want {
+		t.Fatalf("claim rate=%v slots/s, want %v", got, want)
 	}
 }

@@ -14,9 +14,23 @@ import (
 // slots that end without running, wait for one retry together, and fire as soon as a write
 // lands again: a backlog fires together, not spread over retries that grow apart.
 
+// The wait before the held writes are retried: retryDelay, doubled per failed write, at most
+// maxRetryDelay.
+const (
+	retryDelay    = 500 * time.Millisecond
+	maxRetryDelay = 30 * time.Second
+)
+
+// backlog is the tenure's state of the writes that wait for the store.
+type backlog struct {
+	failures int          // consecutive failed ledger writes in the loop
+	held     []*fireEntry // retries of slots whose claims failed (retryLater), some popped already
+	heldAt   time.Time    // when they are retried, all together
+}
+
 // retryLater puts slots whose claim failed back on the heap, with a growing delay. Every slot
 // waiting so joins the retry already set, if any: the backlog is retried, and fires, together.
-func (t *term) retryLater(slots []scheduler.SlotKey, err error) {
+func (t *tenure) retryLater(slots []scheduler.SlotKey, err error) {
 	at, in := t.heldRetry()
 	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
 	for _, s := range slots {
@@ -28,7 +42,7 @@ func (t *term) retryLater(slots []scheduler.SlotKey, err error) {
 }
 
 // recordLater writes outs again with the claims that wait for the store.
-func (t *term) recordLater(outs []scheduler.Outcome, err error) {
+func (t *tenure) recordLater(outs []scheduler.Outcome, err error) {
 	at, in := t.heldRetry()
 	t.lg.Warn("record slots; retrying", zap.Int("slots", len(outs)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
 	e := &fireEntry{at: at, records: slices.Clone(outs)}
@@ -38,10 +52,10 @@ func (t *term) recordLater(outs []scheduler.Outcome, err error) {
 
 // heldRetry counts a failed write and returns when the writes waiting for the store are retried,
 // and how long from now that is.
-func (t *term) heldRetry() (time.Time, time.Duration) {
+func (t *tenure) heldRetry() (time.Time, time.Duration) {
 	t.failures++
 	now := t.r.clock.Now()
-	at := now.Add(min(retryDelay<<min(t.failures-1, 10), maxRetryDelay))
+	at := now.Add(backoff(retryDelay, maxRetryDelay, t.failures))
 	if t.heldAt.After(now) && t.heldAt.Before(at) {
 		at = t.heldAt
 	}
@@ -53,7 +67,7 @@ func (t *term) heldRetry() (time.Time, time.Duration) {
 // retryHeld fires the slots waiting for a retry of their claims now, once a claim succeeded:
 // the store is back, and a backlog left to the retry would wait up to maxRetryDelay, and run
 // then behind the slots that came after it.
-func (t *term) retryHeld() {
+func (t *tenure) retryHeld() {
 	held := t.held
 	t.held = nil
 	now := t.r.clock.Now()
@@ -81,7 +95,7 @@ type skipped struct {
 // settleBehind records the slots skipped for a slot that started in the same dispatch, once it
 // runs. If its claim failed instead, they were skipped for nothing: they wait for the store
 // with it, and fire again together.
-func (t *term) settleBehind(ctx context.Context, behind []skipped) error {
+func (t *tenure) settleBehind(ctx context.Context, behind []skipped) error {
 	var records []scheduler.Outcome
 	for _, b := range behind {
 		if len(b.p.js.active) > 0 {
