@@ -104,10 +104,8 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim outbox: limit %d: want > 0", limit)
 	}
-	var msgs []scheduler.Message
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		msgs, err = s.ob().claimOutbox(ctx, token, limit, normTime(now))
-		return err
+	msgs, err := retried(ctx, s, OutboxFence, token, func() ([]scheduler.Message, error) {
+		return s.ob().claimOutbox(ctx, token, limit, normTime(now))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox with token %d: %w", token, err)
@@ -133,11 +131,7 @@ func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d s
 	}
 	d.At, d.Next = normTime(d.At), normTime(d.Next)
 	d.Error = excerptHead(d.Error)
-	var ok bool
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		ok, err = s.ob().recordDelivery(ctx, token, key, d)
-		return err
-	})
+	ok, err := retried(ctx, s, OutboxFence, token, func() (bool, error) { return s.ob().recordDelivery(ctx, token, key, d) })
 	switch {
 	case err != nil:
 		return fmt.Errorf("record delivery of message %q with token %d: %w", key, token, err)
@@ -180,10 +174,6 @@ func (s *Store) RetryOutbox(ctx context.Context, key string) error {
 	s.lg.Info("message retried", zap.String("key", key))
 	return nil
 }
-
-// outboxCols are the columns scanOutbox reads, in order.
-const outboxCols = `key, job, scheduled_at, manual, token, kind, destination, subject, body,
-	status, attempts, next_attempt_at, claim_token, last_error, created_at, updated_at, delivered_at`
 
 // Statements the two backends share; {s} is the schema prefix, {ts} and
 // {text} the Postgres casts of parameters whose type it cannot deduce.

@@ -156,12 +156,17 @@ func (p *pgBackend) resetHint() string {
 // errNeedRaise reports a fence below the writer's token (or none).
 var errNeedRaise = errors.New("fence below token")
 
-// fenced runs fn in a transaction fenced with token (see pgFencedTx). A
-// fence below token is raised first in a short transaction of its own,
-// which waits for the writers with older tokens as RaiseAll does, and fn
-// runs again.
+// fenced runs fn in a transaction fenced with token (see pgFencedTx).
 func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
-	err := p.fencedOnce(ctx, job, token, fn)
+	return p.raising(ctx, job, token, func() error { return p.fencedOnce(ctx, job, token, fn) })
+}
+
+// raising runs once, a fenced transaction of job that returns errNeedRaise
+// when the fence is below token. The fence is then raised in a short
+// transaction of its own, which waits for the writers with older tokens as
+// RaiseAll does, and once runs again.
+func (p *pgBackend) raising(ctx context.Context, job string, token int64, once func() error) error {
+	err := once()
 	if !errors.Is(err, errNeedRaise) {
 		return err
 	}
@@ -172,11 +177,38 @@ func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func
 	if f := fences[job]; f > token {
 		return staleError(job, token, f)
 	}
-	err = p.fencedOnce(ctx, job, token, fn)
+	err = once()
 	if errors.Is(err, errNeedRaise) {
 		return fmt.Errorf("fence of job %q fell below token %d again: was it reset?", job, token)
 	}
 	return err
+}
+
+// refused returns the verdict on a fenced transaction of job whose gate
+// refused token: a stale error when the fence is above token, else
+// errNeedRaise (the fence is below token, or missing).
+func (p *pgBackend) refused(ctx context.Context, job string, token int64) error {
+	fences, err := p.fences(ctx, []string{job})
+	switch f, ok := fences[job]; {
+	case err != nil:
+		return fmt.Errorf("read fence of job %q: %w", job, err)
+	case ok && f > token:
+		return staleError(job, token, f)
+	}
+	return errNeedRaise
+}
+
+// gateRefused reports an error of entering a fence that means the fence
+// differs from the token: the gate's division by zero, no fence row, or
+// fence_verify's JF001.
+func gateRefused(err error) bool {
+	return errors.Is(err, pgx.ErrNoRows) || isCode(err, "22012") || isCode(err, StaleErrorCode)
+}
+
+// isCode reports a Postgres error with SQLSTATE code.
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
 }
 
 // fencedOnce runs fn once and commits if both fn and the fence agree. The

@@ -2,11 +2,8 @@ package fence
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
 )
@@ -65,20 +62,10 @@ func (t *pgFencedTx) enter(ctx context.Context, sql string, args []any) (pgx.Bat
 func (t *pgFencedTx) refuse(ctx context.Context, err error) error {
 	t.finish()
 	t.rollback(ctx)
-	var pe *pgconn.PgError
-	if !errors.Is(err, pgx.ErrNoRows) && !(errors.As(err, &pe) && pe.Code == "22012") {
+	if isCode(err, StaleErrorCode) || !gateRefused(err) { // fence_check (a test variant) names the fence itself
 		t.verdict = pgFenceErr(t.token, err)
-		return t.verdict
-	}
-	// The gate refused (or found no fence): the fence differs from token.
-	fences, ferr := t.p.fences(ctx, []string{t.job})
-	switch f, ok := fences[t.job]; {
-	case ferr != nil:
-		t.verdict = fmt.Errorf("read fence of job %q: %w", t.job, ferr)
-	case ok && f > t.token:
-		t.verdict = staleError(t.job, t.token, f)
-	default:
-		t.verdict = errNeedRaise
+	} else {
+		t.verdict = t.p.refused(ctx, t.job, t.token)
 	}
 	return t.verdict
 }
