@@ -13,6 +13,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/testenv"
+	"scheduler/migrations"
 )
 
 // jobRoleRecipe is the job-role recipe of the README, with {role} for the role.
@@ -257,14 +258,14 @@ func migrateTo(t *testing.T, s *Store, version int64) {
 	if _, err := p.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := renderPostgres(p.schema)
+	fsys, err := migrations.PostgresIn(p.schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := stdlib.OpenDBFromPool(p.pool)
 	defer func() { _ = db.Close() }()
 	prov, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(p.schema+"."+versionTable), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(p.schema+"."+migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
