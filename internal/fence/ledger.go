@@ -39,11 +39,16 @@ type ledger interface {
 // with Reclaim.
 func (s *Store) Claim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
 	res, err := s.ClaimMany(ctx, token, node, []scheduler.SlotKey{slot})
-	if err != nil {
+	return onlyRun("claim", res, err)
+}
+
+// onlyRun returns the run of a batch of one slot, written or taken.
+func onlyRun(what string, res []scheduler.Result, err error) (scheduler.Run, error) {
+	switch {
+	case err != nil:
 		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
+	case !res[0].Written:
+		return scheduler.Run{}, fmt.Errorf("%s: %w", what, &SlotTakenError{Run: res[0].Run})
 	}
 	return res[0].Run, nil
 }
@@ -90,13 +95,7 @@ func (s *Store) claimMany(ctx context.Context, token int64, node string, slots [
 // *SlotTakenError.
 func (s *Store) Record(ctx context.Context, token int64, node string, out scheduler.Outcome) (scheduler.Run, error) {
 	res, err := s.RecordMany(ctx, token, node, []scheduler.Outcome{out})
-	if err != nil {
-		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
-	}
-	return res[0].Run, nil
+	return onlyRun("record", res, err)
 }
 
 // RecordMany is Record for many slots in one fenced round trip.

@@ -69,16 +69,7 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	if pc.MaxConns < 2 {
 		pc.MaxConns = 2 // Migrate holds one session for its lock and migrates on another
 	}
-	params := pc.ConnConfig.RuntimeParams
-	if params["application_name"] == "" {
-		params["application_name"] = "scheduler"
-	}
-	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
-		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
-	}
-	if cfg.tracer != nil {
-		pc.ConnConfig.Tracer = cfg.tracer
-	}
+	sessionParams(pc, cfg, "scheduler")
 	q := pgSQL(cfg.Schema)
 	pc.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		prepareWrites(ctx, conn, q)
@@ -103,21 +94,26 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	return b, nil
 }
 
-// jobParams sets the job connection's defaults: its sessions are named,
-// and time out idle in a transaction as the store's own do.
+// jobParams sets the job connection's defaults.
 func jobParams(jc *pgxpool.Config, cfg Config) {
 	if !strings.Contains(cfg.JobDSN, "pool_max_conns") {
 		jc.MaxConns = defaultMaxConns
 	}
-	params := jc.ConnConfig.RuntimeParams
+	sessionParams(jc, cfg, "scheduler-jobs")
+}
+
+// sessionParams names a pool's sessions unless its DSN does, and makes them
+// time out idle in a transaction, so that a frozen process frees its locks.
+func sessionParams(pc *pgxpool.Config, cfg Config, name string) {
+	params := pc.ConnConfig.RuntimeParams
 	if params["application_name"] == "" {
-		params["application_name"] = "scheduler-jobs"
+		params["application_name"] = name
 	}
 	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
 		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
 	}
 	if cfg.tracer != nil {
-		jc.ConnConfig.Tracer = cfg.tracer
+		pc.ConnConfig.Tracer = cfg.tracer
 	}
 }
 
