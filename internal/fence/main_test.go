@@ -121,3 +121,15 @@ func pgExec(t testing.TB, ctx context.Context, dsn, sql string, args ...any) {
 		t.Fatalf("exec %q: %v", sql, err)
 	}
 }
+
+// eachStore runs test, in a subtest per backend, on a fresh migrated store
+// opened with cfg.
+func eachStore(t *testing.T, cfg Config, test func(t *testing.T, ctx context.Context, s *Store)) {
+	t.Helper()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.fresh(t)(cfg)
+			test(t, testCtx(t), s)
+		})
+	}
+}
