@@ -81,8 +81,6 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 		rEntered = make(chan struct{})
 		release  = make(chan struct{})
 		rErr     = make(chan error, 1)
-		wErr     = make(chan error, 1)
-		wDone    = make(chan struct{})
 		wRan     atomic.Bool
 	)
 	go func() {
@@ -98,7 +96,7 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 	if err != nil {
 		return err
 	}
-	go func() {
+	wErr, wDone := inBackground(func() error {
 		err := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, job, old, "late"); err != nil {
 				return err
@@ -108,9 +106,8 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 			return nil
 		})
 		ev.add("late writer returned")
-		wErr <- err
-		close(wDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, writer, base, wDone)
 	ev.add("raise released")
 	close(release)
@@ -154,10 +151,6 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 		entered = make(chan struct{})
 		release = make(chan struct{})
 		bErr    = make(chan error, 1)
-		rErr    = make(chan error, 1)
-		rDone   = make(chan struct{})
-		lErr    = make(chan error, 1)
-		lDone   = make(chan struct{})
 		lRan    atomic.Bool
 		once    sync.Once
 	)
@@ -176,11 +169,11 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 	if err != nil {
 		return err
 	}
-	go func() {
-		rErr <- s.RaiseAll(ctx, []string{a, b}, newer)
+	rErr, rDone := inBackground(func() error {
+		err := s.RaiseAll(ctx, []string{a, b}, newer)
 		ev.add("raise returned")
-		close(rDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, s, base, rDone)
 	if err != nil || !blocked {
 		close(release)
@@ -189,8 +182,8 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 	if base, err = lockWaiters(ctx, s); err != nil {
 		return err
 	}
-	go func() {
-		lErr <- s.Fenced(ctx, a, old, func(_ context.Context, tx scheduler.Tx) error {
+	lErr, lDone := inBackground(func() error {
+		return s.Fenced(ctx, a, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, a, old, "late"); err != nil {
 				return err
 			}
@@ -198,8 +191,7 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 			ev.add("late writer wrote")
 			return nil
 		})
-		close(lDone)
-	}()
+	})
 	blocked, err = awaitBlocked(ctx, s, base, lDone)
 	ev.add("writer released")
 	close(release)

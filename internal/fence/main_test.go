@@ -133,3 +133,14 @@ func eachStore(t *testing.T, cfg Config, test func(t *testing.T, ctx context.Con
 		})
 	}
 }
+
+// inBackground runs op in a goroutine; its error arrives on the returned
+// channel, and done is closed, once op has returned.
+func inBackground(op func() error) (errc <-chan error, done <-chan struct{}) {
+	ec, dc := make(chan error, 1), make(chan struct{})
+	go func() {
+		ec <- op()
+		close(dc)
+	}()
+	return ec, dc
+}

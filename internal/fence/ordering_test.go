@@ -89,8 +89,6 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 		once     sync.Once
 		release  = make(chan struct{})
 		wErr     = make(chan error, 1)
-		rErr     = make(chan error, 1)
-		rDone    = make(chan struct{})
 		released atomic.Bool
 	)
 	go func() {
@@ -119,12 +117,11 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	if err != nil {
 		return err
 	}
-	go func() {
+	rErr, rDone := inBackground(func() error {
 		err := raise(ctx)
 		ev.add("raise returned")
-		rErr <- err
-		close(rDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, raiser, base, rDone)
 	if err != nil {
 		close(release)
@@ -190,8 +187,7 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 		ev      events
 		entered = make(chan struct{})
 		release = make(chan struct{})
-		errs    = make(chan error, 2)
-		done2   = make(chan struct{})
+		errs    = make(chan error, 1)
 	)
 	go func() {
 		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
@@ -209,20 +205,19 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 	if err != nil {
 		return err
 	}
-	go func() {
-		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
+	errs2, done2 := inBackground(func() error {
+		return s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}
 			ev.add("second entered")
 			return nil
 		})
-		close(done2)
-	}()
+	})
 	blocked, err := awaitBlocked(ctx, s, base, done2)
 	ev.add("first released")
 	close(release)
-	if err := errors.Join(err, <-errs, <-errs); err != nil {
+	if err := errors.Join(err, <-errs, <-errs2); err != nil {
 		return err
 	}
 	if !blocked || !ev.before("first released", "second entered") {

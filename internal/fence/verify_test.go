@@ -150,23 +150,18 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var raiseErr error
-		go func() {
-			defer close(done)
-			raiseErr = s.RaiseAll(ctx, []string{"nightly"}, 20)
-		}()
+		raised, done := inBackground(func() error { return s.RaiseAll(ctx, []string{"nightly"}, 20) })
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !blocked {
-			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", raiseErr)
+			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", <-raised)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatalf("commit of the checked transaction: %v", err)
 		}
-		<-done
+		raiseErr := <-raised
 		if f, err := s.Fences(ctx, "nightly"); raiseErr != nil || err != nil || f["nightly"] != 20 {
 			t.Fatalf("raise after the commit: err %v; fence %v (err %v), want 20", raiseErr, f, err)
 		}
@@ -187,12 +182,10 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var checkErr error
-		go func() {
-			defer close(done)
-			_, checkErr = conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
-		}()
+		checked, done := inBackground(func() error {
+			_, err := conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
+			return err
+		})
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		close(release)
 		if err != nil {
@@ -201,7 +194,7 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := <-held; err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
-		<-done
+		checkErr := <-checked
 		if !blocked || sqlState(checkErr) != StaleErrorCode {
 			t.Fatalf("check of token 20 during the raise to 30: blocked %v, err %v; want it to wait and get %s", blocked, checkErr, StaleErrorCode)
 		}
