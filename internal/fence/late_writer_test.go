@@ -77,19 +77,16 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 		return fmt.Errorf("setup: fence at %d: %w", old, err)
 	}
 	var (
-		ev       events
-		rEntered = make(chan struct{})
-		release  = make(chan struct{})
-		rErr     = make(chan error, 1)
-		wRan     atomic.Bool
+		ev      events
+		release = make(chan struct{})
+		wRan    atomic.Bool
 	)
-	go func() {
-		rErr <- hold(ctx, job, newer, func() { ev.add("raise holds the fence"); close(rEntered) }, release)
+	rErr, err := untilEntered(func(entered func()) error {
+		err := hold(ctx, job, newer, func() { ev.add("raise holds the fence"); entered() }, release)
 		ev.add("raise committed")
-	}()
-	select {
-	case <-rEntered:
-	case err := <-rErr:
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("raise to %d did not start: %v", newer, err)
 	}
 	base, err := lockWaiters(ctx, writer)
@@ -148,23 +145,22 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 	}
 	var (
 		ev      events
-		entered = make(chan struct{})
 		release = make(chan struct{})
-		bErr    = make(chan error, 1)
 		lRan    atomic.Bool
-		once    sync.Once
 	)
-	go func() {
-		bErr <- s.Fenced(ctx, b, old, func(_ context.Context, tx scheduler.Tx) error {
+	bErr, err := untilEntered(func(entered func()) error {
+		return s.Fenced(ctx, b, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, b, old, "in-flight"); err != nil {
 				return err
 			}
-			once.Do(func() { close(entered) })
+			entered()
 			<-release
 			return nil
 		})
-	}()
-	<-entered
+	})
+	if err != nil {
+		return fmt.Errorf("in-flight writer of %s did not enter: %v", b, err)
+	}
 	base, err := lockWaiters(ctx, s)
 	if err != nil {
 		return err

@@ -2,8 +2,10 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +145,29 @@ func inBackground(op func() error) (errc <-chan error, done <-chan struct{}) {
 		close(dc)
 	}()
 	return ec, dc
+}
+
+// untilEntered runs op in a goroutine and returns once op has called
+// entered (later calls do nothing), with op's error to come on errc; or,
+// if op returns without entering, with that error (or one saying so).
+func untilEntered(op func(entered func()) error) (errc <-chan error, err error) {
+	ec, in := make(chan error, 1), make(chan struct{})
+	var once sync.Once
+	go func() { ec <- op(func() { once.Do(func() { close(in) }) }) }()
+	select {
+	case <-in:
+		return ec, nil
+	case err := <-ec:
+		select {
+		case <-in: // entered, then returned
+			done := make(chan error, 1)
+			done <- err
+			return done, nil
+		default:
+		}
+		if err == nil {
+			err = errors.New("returned without entering")
+		}
+		return nil, err
+	}
 }

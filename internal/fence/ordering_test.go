@@ -85,19 +85,17 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	}
 	var (
 		ev       events
-		entered  = make(chan struct{})
 		once     sync.Once
 		release  = make(chan struct{})
-		wErr     = make(chan error, 1)
 		released atomic.Bool
 	)
-	go func() {
-		wErr <- writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
+	wErr, err := untilEntered(func(entered func()) error {
+		err := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			// The first statement enters the fence.
 			if err := insertProbe(ctx, tx, job, old, "in-flight"); err != nil {
 				return err
 			}
-			once.Do(func() { ev.add("writer entered"); close(entered) })
+			once.Do(func() { ev.add("writer entered"); entered() })
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -106,10 +104,9 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 			return nil
 		})
 		ev.add("writer returned")
-	}()
-	select {
-	case <-entered:
-	case err := <-wErr:
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("writer with token %d did not enter: %v", old, err)
 	}
 
@@ -185,22 +182,22 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 
 	var (
 		ev      events
-		entered = make(chan struct{})
 		release = make(chan struct{})
-		errs    = make(chan error, 1)
 	)
-	go func() {
-		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
+	errs, err := untilEntered(func(entered func()) error {
+		return s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}
 			ev.add("first entered")
-			close(entered)
+			entered()
 			<-release
 			return nil
 		})
-	}()
-	<-entered
+	})
+	if err != nil {
+		return fmt.Errorf("first writer did not enter: %w", err)
+	}
 	base, err := lockWaiters(ctx, s)
 	if err != nil {
 		return err

@@ -170,12 +170,11 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := ensureProbe(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		entered, release := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() { held <- holdRaise(s)(ctx, "nightly", 30, func() { close(entered) }, release) }()
-		select {
-		case <-entered:
-		case err := <-held:
+		release := make(chan struct{})
+		held, err := untilEntered(func(entered func()) error {
+			return holdRaise(s)(ctx, "nightly", 30, entered, release)
+		})
+		if err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
 		base, err := lockWaiters(ctx, s)
