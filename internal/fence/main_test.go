@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"scheduler"
 	"sync"
 	"testing"
 	"time"
@@ -170,4 +171,32 @@ func untilEntered(op func(entered func()) error) (errc <-chan error, err error) 
 		}
 		return nil, err
 	}
+}
+
+// claimAndFinish claims slots on node n1 with token and completes their runs
+// with status.
+func claimAndFinish(t *testing.T, ctx context.Context, s *Store, token int64, slots []scheduler.SlotKey, status scheduler.Status) {
+	t.Helper()
+	res, err := s.ClaimMany(ctx, token, "n1", slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := make([]scheduler.Completion, len(res))
+	for i, r := range res {
+		cs[i] = scheduler.Completion{RunID: r.Run.RunID, Job: r.Run.Job, Status: status}
+	}
+	if _, err := s.CompleteMany(ctx, token, cs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pgCount returns the count that query, a SELECT count(*), reads on s's
+// Postgres pool.
+func pgCount(t *testing.T, ctx context.Context, s *Store, query string) int {
+	t.Helper()
+	var n int
+	if err := s.b.(*pgBackend).pool.QueryRow(ctx, query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

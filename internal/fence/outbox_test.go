@@ -268,17 +268,7 @@ func TestStore_PruneOutbox(t *testing.T) {
 		for h := 1; h <= 3; h++ {
 			slots = append(slots, scheduler.SlotKey{Job: "invoices", At: outboxNow.Add(-time.Duration(h) * time.Hour)})
 		}
-		res, err := s.ClaimMany(ctx, 5, "n1", slots)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cs []scheduler.Completion
-		for _, r := range res {
-			cs = append(cs, scheduler.Completion{RunID: r.Run.RunID, Job: "invoices", Status: scheduler.StatusSucceeded})
-		}
-		if _, err := s.CompleteMany(ctx, 5, cs); err != nil {
-			t.Fatal(err)
-		}
+		claimAndFinish(t, ctx, s, 5, slots, scheduler.StatusSucceeded)
 		// Two messages per slot; the first of each is delivered.
 		var msgs []scheduler.Message
 		for h := 1; h <= 3; h++ {

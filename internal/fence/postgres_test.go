@@ -63,11 +63,7 @@ INSERT INTO public.invoices (client_id, month, amount, token) VALUES (1, '2026-0
 
 func countInvoices(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM public.invoices`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM public.invoices`)
 }
 
 // TestPostgres_JobRole checks that a role granted only EXECUTE on the

@@ -112,17 +112,7 @@ func TestStore_Prune(t *testing.T) {
 			for h := 100; h <= 110; h++ {
 				slots = append(slots, scheduler.SlotKey{Job: "idle", At: hoursAgo(h)})
 			}
-			res, err := s.ClaimMany(ctx, 5, "n1", slots)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cs []scheduler.Completion
-			for _, r := range res {
-				cs = append(cs, scheduler.Completion{RunID: r.Run.RunID, Job: "idle", Status: scheduler.StatusFailed})
-			}
-			if _, err := s.CompleteMany(ctx, 5, cs); err != nil {
-				t.Fatal(err)
-			}
+			claimAndFinish(t, ctx, s, 5, slots, scheduler.StatusFailed)
 			prune(t, scheduler.Retention{Job: "idle", Before: now, Protect: hoursAgo(6), Limit: 3})
 			if got, want := left(t, "idle"), []int{100}; !slices.Equal(got, want) {
 				t.Fatalf("left %v, want %v (the last run)", got, want)

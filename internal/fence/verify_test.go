@@ -46,11 +46,7 @@ func sqlState(err error) string {
 // fenceRows counts the rows of job_fence.
 func fenceRows(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM scheduler.job_fence`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM scheduler.job_fence`)
 }
 
 // TestPostgres_FenceVerify: a login role set up by the README's recipe checks its token with
