@@ -53,21 +53,37 @@ func (c *rtCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepare
 func parallel(b *testing.B, writers, n int, unit string, rt *rtCounter, op func(ctx context.Context, i int64) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	b.ResetTimer()
+	elapsed, trips, err := spread(writers, int64(b.N), rt, func(i int64) error { return op(ctx, i) })
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	units := float64(b.N * n)
+	b.ReportMetric(units/elapsed.Seconds(), unit+"/s")
+	if rt != nil {
+		b.ReportMetric(float64(trips)/units, "rt/"+unit)
+	}
+}
+
+// spread makes count calls of op, numbered from 1, over writers goroutines,
+// and returns how long they took, the round trips rt (if any) counted
+// meanwhile, and the first error, after which a goroutine stops.
+func spread(writers int, count int64, rt *rtCounter, op func(i int64) error) (time.Duration, int64, error) {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
 		errs = make(chan error, writers)
+		rt0  int64
 	)
-	var rt0 int64
 	if rt != nil {
 		rt0 = rt.n.Load()
 	}
-	b.ResetTimer()
 	start := time.Now()
 	for range writers {
 		wg.Go(func() {
-			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				if err := op(ctx, i); err != nil {
+			for i := next.Add(1); i <= count; i = next.Add(1) {
+				if err := op(i); err != nil {
 					errs <- err
 					return
 				}
@@ -76,16 +92,12 @@ func parallel(b *testing.B, writers, n int, unit string, rt *rtCounter, op func(
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	units := float64(b.N * n)
-	b.ReportMetric(units/elapsed.Seconds(), unit+"/s")
+	var trips int64
 	if rt != nil {
-		b.ReportMetric(float64(rt.n.Load()-rt0)/units, "rt/"+unit)
+		trips = rt.n.Load() - rt0
 	}
+	close(errs)
+	return elapsed, trips, <-errs
 }
 
 // BenchmarkWrite compares transactions that insert one row, all writers
@@ -205,35 +217,17 @@ func interleave(b *testing.B, writers int, rt *rtCounter, variants []variant) {
 		left -= slice
 		for k := range variants {
 			i := (round + k) % len(variants)
-			var (
-				next atomic.Int64
-				wg   sync.WaitGroup
-				errs = make(chan error, writers)
-			)
-			var rt0 int64
-			if rt != nil {
-				rt0 = rt.n.Load()
-			}
-			start := time.Now()
-			for range writers {
-				wg.Go(func() {
-					for next.Add(1) <= int64(slice) {
-						if err := variants[i].op(ctx, seq.Add(1)); err != nil {
-							errs <- fmt.Errorf("%s: %w", variants[i].name, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			took[i] += time.Since(start)
-			if rt != nil {
-				trips[i] += rt.n.Load() - rt0
-			}
-			close(errs)
-			for err := range errs {
+			d, tr, err := spread(writers, int64(slice), rt, func(int64) error {
+				if err := variants[i].op(ctx, seq.Add(1)); err != nil {
+					return fmt.Errorf("%s: %w", variants[i].name, err)
+				}
+				return nil
+			})
+			if err != nil {
 				b.Fatal(err)
 			}
+			took[i] += d
+			trips[i] += tr
 		}
 	}
 	b.StopTimer()

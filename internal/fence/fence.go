@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"scheduler"
@@ -77,27 +76,16 @@ func (s *Store) RaiseAll(ctx context.Context, jobs []string, token int64) error 
 	if err := s.checkRegression(jobs, fences, token); err != nil {
 		return err
 	}
-	// Chunks keep the number of locks one transaction holds bounded: the
-	// shared lock table holds about 6,400 by default (max_locks_per_
-	// transaction 64 × max_connections 100), and a takeover raises in a few
-	// parallel calls. 256 jobs a round trip raised 10,000 fences in about
-	// 150 ms where 32 took about 240 ms.
+	// Chunks bound the locks one transaction holds, which share the server's
+	// lock table with every other session; BENCHMARKS.md has the sizes tried.
 	const chunk = 256
-	for lo := 0; lo < len(jobs); lo += chunk {
-		part := jobs[lo:min(lo+chunk, len(jobs))]
-		var fences map[string]int64
-		err := s.retry(ctx, part[0], token, func() (err error) {
-			fences, err = s.b.raise(ctx, part, token)
-			return err
-		})
+	return inBatches(jobs, chunk, func(part []string) error {
+		fences, err := retried(ctx, s, part[0], token, func() (map[string]int64, error) { return s.b.raise(ctx, part, token) })
 		if err != nil {
 			return fmt.Errorf("raise fences of %d jobs to %d: %w", len(part), token, err)
 		}
-		if err := s.checkRegression(part, fences, token); err != nil {
-			return err
-		}
-	}
-	return nil
+		return s.checkRegression(part, fences, token)
+	})
 }
 
 // checkRegression returns a regression error (a *scheduler.FenceError)
@@ -176,11 +164,29 @@ func (s *Store) retry(ctx context.Context, job string, token int64, op func() er
 	}
 }
 
-// retryable reports a Postgres serialization failure or deadlock.
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+// retried is retry for an op that returns a value.
+func retried[T any](ctx context.Context, s *Store, job string, token int64, op func() (T, error)) (T, error) {
+	var v T
+	err := s.retry(ctx, job, token, func() (err error) {
+		v, err = op()
+		return err
+	})
+	return v, err
 }
+
+// inBatches calls op with successive parts of items of at most size items,
+// and stops at the first error.
+func inBatches[T any](items []T, size int, op func(part []T) error) error {
+	for lo := 0; lo < len(items); lo += size {
+		if err := op(items[lo:min(lo+size, len(items))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryable reports a Postgres serialization failure or deadlock.
+func retryable(err error) bool { return isCode(err, "40001") || isCode(err, "40P01") }
 
 func checkJobToken(job string, token int64) error {
 	if job == "" {

@@ -39,11 +39,16 @@ type ledger interface {
 // with Reclaim.
 func (s *Store) Claim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
 	res, err := s.ClaimMany(ctx, token, node, []scheduler.SlotKey{slot})
-	if err != nil {
+	return onlyRun("claim", res, err)
+}
+
+// onlyRun returns the run of a batch of one slot, written or taken.
+func onlyRun(what string, res []scheduler.Result, err error) (scheduler.Run, error) {
+	switch {
+	case err != nil:
 		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
+	case !res[0].Written:
+		return scheduler.Run{}, fmt.Errorf("%s: %w", what, &SlotTakenError{Run: res[0].Run})
 	}
 	return res[0].Run, nil
 }
@@ -60,20 +65,27 @@ func (s *Store) Claim(ctx context.Context, token int64, node string, slot schedu
 // started_at back to the finish time, so that no run finishes before it
 // started.
 func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	return s.claimMany(ctx, token, node, slots, false)
+}
+
+// claimMany is ClaimMany, or ClaimAheadMany when ahead.
+func (s *Store) claimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
+	aheadOf := ""
+	if ahead {
+		aheadOf = " ahead"
+	}
 	if err := checkSlots(token, node, slots); err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return nil, fmt.Errorf("claim%s: %w", aheadOf, err)
 	}
 	if len(slots) == 0 {
 		return nil, nil
 	}
 	all := withNormTimes(slots)
-	var res []scheduler.Result
-	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
-		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), false)
-		return err
+	res, err := retried(ctx, s, slots[0].Job, token, func() ([]scheduler.Result, error) {
+		return s.b.claim(ctx, token, node, s.now(), normSlots(all), ahead)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim %d slots with token %d: %w", len(slots), token, err)
+		return nil, fmt.Errorf("claim %d slots%s with token %d: %w", len(slots), aheadOf, token, err)
 	}
 	return expand(all, res), nil
 }
@@ -83,13 +95,7 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 // *SlotTakenError.
 func (s *Store) Record(ctx context.Context, token int64, node string, out scheduler.Outcome) (scheduler.Run, error) {
 	res, err := s.RecordMany(ctx, token, node, []scheduler.Outcome{out})
-	if err != nil {
-		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
-	}
-	return res[0].Run, nil
+	return onlyRun("record", res, err)
 }
 
 // RecordMany is Record for many slots in one fenced round trip.
@@ -110,10 +116,8 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	var res []scheduler.Result
-	err := s.retry(ctx, outs[0].Slot.Job, token, func() (err error) {
-		res, err = s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
-		return err
+	res, err := retried(ctx, s, outs[0].Slot.Job, token, func() ([]scheduler.Result, error) {
+		return s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record %d slots with token %d: %w", len(outs), token, err)
@@ -164,10 +168,8 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Co
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	var res []scheduler.Result
-	err := s.retry(ctx, cs[0].Job, token, func() (err error) {
-		res, err = s.b.complete(ctx, token, s.now(), norm)
-		return err
+	res, err := retried(ctx, s, cs[0].Job, token, func() ([]scheduler.Result, error) {
+		return s.b.complete(ctx, token, s.now(), norm)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d runs with token %d: %w", len(cs), token, err)
@@ -189,11 +191,7 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("next attempt of run %d: %w", runID, err)
 	}
-	var n int
-	err := s.retry(ctx, job, token, func() (err error) {
-		n, err = s.b.nextAttempt(ctx, token, job, runID)
-		return err
-	})
+	n, err := retried(ctx, s, job, token, func() (int, error) { return s.b.nextAttempt(ctx, token, job, runID) })
 	if err != nil {
 		return 0, fmt.Errorf("next attempt of run %d of job %q: %w", runID, job, err)
 	}
@@ -201,11 +199,10 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 }
 
 // Window returns the scheduled (not manual) runs of jobs with slots in
-// [from, to], in one query and in no particular order (a takeover reads an
-// hour of a large table with it: 110,000 runs for 10,000 jobs every five
-// minutes, which a sort would spill to disk): what a new leader compares
-// with the slots it computes for catch-up. Each run is its key, as in a
-// scheduler.Result.
+// [from, to], in one query, each as its key (as in a scheduler.Result): what
+// a new leader compares with the slots it computes for catch-up. The runs
+// come in no particular order, because a takeover reads a large part of the
+// table with it and a sort would spill to disk.
 func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -272,7 +269,6 @@ func checkSlots(token int64, node string, slots []scheduler.SlotKey) error {
 	return nil
 }
 
-// normSlots returns slots without duplicates.
 // withNormTimes returns a copy of slots with their times as the store keeps them.
 func withNormTimes(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	all := make([]scheduler.SlotKey, len(slots))
@@ -283,6 +279,7 @@ func withNormTimes(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	return all
 }
 
+// normSlots returns slots without duplicates.
 func normSlots(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	out := make([]scheduler.SlotKey, 0, len(slots))
 	seen := make(map[slotKey]bool, len(slots))

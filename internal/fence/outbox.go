@@ -53,7 +53,7 @@ func (s *Store) ob() outboxBackend { return s.b.(outboxBackend) }
 // m.Token, so that the message commits with the run's results or not at
 // all. It reports whether it queued m: false when a message with m.Key
 // exists already (a redo of the slot), whatever that message holds. A
-// token that is not m.Job's fence fails with a *StaleError (on Postgres
+// token that is not m.Job's fence fails with ErrStale (on Postgres
 // the fence is checked again with fence_verify, on SQLite in the same
 // IMMEDIATE transaction), and the caller's transaction must not commit.
 // Status and the delivery fields of m are ignored: a new message is
@@ -96,7 +96,7 @@ func checkMessage(m scheduler.Message) error {
 // token on OutboxFence, before any of them is sent. The same transaction
 // hands the messages that older terms left sending back to pending, due at
 // once (a leadership change passes in-flight messages on). A token older
-// than the fence claims nothing and fails with a *StaleError.
+// than the fence claims nothing and fails with ErrStale.
 func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
@@ -104,10 +104,8 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim outbox: limit %d: want > 0", limit)
 	}
-	var msgs []scheduler.Message
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		msgs, err = s.ob().claimOutbox(ctx, token, limit, normTime(now))
-		return err
+	msgs, err := retried(ctx, s, OutboxFence, token, func() ([]scheduler.Message, error) {
+		return s.ob().claimOutbox(ctx, token, limit, normTime(now))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox with token %d: %w", token, err)
@@ -120,7 +118,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 // DeliveryOK marks it delivered, DeliveryRetry pending again and due at
 // d.Next, DeliveryDead dead, the
 // last two with d.Error. A token older than the fence records nothing
-// (*StaleError); a message not sending under token fails with ErrNotClaimed.
+// (ErrStale); a message not sending under token fails with ErrNotClaimed.
 func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return fmt.Errorf("record delivery of message %q: %w", key, err)
@@ -133,11 +131,7 @@ func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d s
 	}
 	d.At, d.Next = normTime(d.At), normTime(d.Next)
 	d.Error = excerptHead(d.Error)
-	var ok bool
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		ok, err = s.ob().recordDelivery(ctx, token, key, d)
-		return err
-	})
+	ok, err := retried(ctx, s, OutboxFence, token, func() (bool, error) { return s.ob().recordDelivery(ctx, token, key, d) })
 	switch {
 	case err != nil:
 		return fmt.Errorf("record delivery of message %q with token %d: %w", key, token, err)
@@ -180,10 +174,6 @@ func (s *Store) RetryOutbox(ctx context.Context, key string) error {
 	s.lg.Info("message retried", zap.String("key", key))
 	return nil
 }
-
-// outboxCols are the columns scanOutbox reads, in order.
-const outboxCols = `key, job, scheduled_at, manual, token, kind, destination, subject, body,
-	status, attempts, next_attempt_at, claim_token, last_error, created_at, updated_at, delivered_at`
 
 // Statements the two backends share; {s} is the schema prefix, {ts} and
 // {text} the Postgres casts of parameters whose type it cannot deduce.

@@ -40,7 +40,7 @@ func (p *pgBackend) claimOutbox(ctx context.Context, token int64, limit int, now
 			WHERE o.id = d.id
 			RETURNING `+prefixCols("o.", outboxCols)), token, now, limit).Query(func(rows pgx.Rows) error {
 			var err error
-			msgs, err = pgx.CollectRows(rows, scanPgMessage)
+			msgs, err = pgx.CollectRows(rows, pgMessage)
 			return err
 		})
 	})
@@ -68,32 +68,10 @@ func (p *pgBackend) outbox(ctx context.Context, status scheduler.MessageStatus, 
 	if err != nil {
 		return nil, err
 	}
-	return collectPgMessages(rows)
-}
-
-// collectPgMessages reads and closes rows of outboxCols.
-func collectPgMessages(rows pgx.Rows) ([]scheduler.Message, error) {
-	return pgx.CollectRows(rows, scanPgMessage)
+	return pgx.CollectRows(rows, pgMessage)
 }
 
 func (p *pgBackend) retryOutbox(ctx context.Context, key string, now time.Time) (bool, error) {
 	ct, err := p.pool.Exec(ctx, p.outboxSQL(outboxRetrySQL), key, now)
 	return ct.RowsAffected() == 1, err
-}
-
-func scanPgMessage(row pgx.CollectableRow) (scheduler.Message, error) {
-	var (
-		m            scheduler.Message
-		kind, status string
-		delivered    *time.Time
-		attempts     int32
-	)
-	err := row.Scan(&m.Key, &m.Job, &m.ScheduledAt, &m.Manual, &m.Token, &kind, &m.Destination, &m.Subject, &m.Body,
-		&status, &attempts, &m.NextAttempt, &m.ClaimToken, &m.LastError, &m.Created, &m.Updated, &delivered)
-	m.Kind, m.Status, m.Attempts = scheduler.MessageKind(kind), scheduler.MessageStatus(status), int(attempts)
-	m.ScheduledAt, m.NextAttempt, m.Created, m.Updated = m.ScheduledAt.UTC(), m.NextAttempt.UTC(), m.Created.UTC(), m.Updated.UTC()
-	if delivered != nil {
-		m.Delivered = delivered.UTC()
-	}
-	return m, err
 }

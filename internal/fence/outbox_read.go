@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"scheduler"
 )
 
@@ -41,19 +43,15 @@ func (s *Store) SlotMessages(ctx context.Context, job string, scheduledAt time.T
 	at := normTime(scheduledAt)
 	switch b := s.b.(type) {
 	case *pgBackend:
-		rows, qerr := b.pool.Query(ctx, b.outboxSQL(outboxSlotSQL), job, at, manual)
-		if qerr != nil {
-			err = qerr
-			break
+		var rows pgx.Rows
+		if rows, err = b.pool.Query(ctx, b.outboxSQL(outboxSlotSQL), job, at, manual); err == nil {
+			msgs, err = pgx.CollectRows(rows, pgMessage)
 		}
-		msgs, err = collectPgMessages(rows)
 	case *liteBackend:
-		rows, qerr := b.r.QueryContext(ctx, liteOutboxSQL(outboxSlotSQL), job, at.UnixMicro(), manual)
-		if qerr != nil {
-			err = qerr
-			break
+		var rows *sql.Rows
+		if rows, err = b.r.QueryContext(ctx, liteOutboxSQL(outboxSlotSQL), job, at.UnixMicro(), manual); err == nil {
+			msgs, err = collectSQL(rows, scanMessage)
 		}
-		msgs, err = scanLiteMessages(rows)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list messages of job %q slot %s: %w", job, at.Format(time.RFC3339), err)
@@ -65,28 +63,18 @@ func (s *Store) SlotMessages(ctx context.Context, job string, scheduledAt time.T
 func (s *Store) OutboxStats(ctx context.Context) (OutboxStats, error) {
 	var (
 		st     OutboxStats
-		oldest sql.NullTime
-		err    error
+		oldest dbTime
+		row    rowScanner
 	)
 	switch b := s.b.(type) {
 	case *pgBackend:
-		var t *time.Time
-		err = b.pool.QueryRow(ctx, b.outboxSQL(outboxStatsSQL)).Scan(&st.Pending, &t, &st.Dead)
-		if t != nil {
-			oldest = sql.NullTime{Time: *t, Valid: true}
-		}
+		row = b.pool.QueryRow(ctx, b.outboxSQL(outboxStatsSQL))
 	case *liteBackend:
-		var micros sql.NullInt64
-		err = b.r.QueryRowContext(ctx, liteOutboxSQL(outboxStatsSQL)).Scan(&st.Pending, &micros, &st.Dead)
-		if micros.Valid {
-			oldest = sql.NullTime{Time: time.UnixMicro(micros.Int64), Valid: true}
-		}
+		row = b.r.QueryRowContext(ctx, liteOutboxSQL(outboxStatsSQL))
 	}
-	if err != nil {
+	if err := row.Scan(&st.Pending, &oldest, &st.Dead); err != nil {
 		return OutboxStats{}, fmt.Errorf("read outbox stats: %w", err)
 	}
-	if oldest.Valid {
-		st.OldestPending = oldest.Time.UTC()
-	}
+	st.OldestPending = oldest.t
 	return st, nil
 }

@@ -39,10 +39,7 @@ func (l *liteBackend) enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.
 
 func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
 	var msgs []scheduler.Message
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{OutboxFence}, token); err != nil {
-			return err
-		}
+	err := l.fencedWrite(ctx, []string{OutboxFence}, token, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, liteOutboxSQL(outboxReleaseSQL), token, now.UnixMicro()); err != nil {
 			return err
 		}
@@ -54,7 +51,7 @@ func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, n
 		if err != nil {
 			return err
 		}
-		msgs, err = scanLiteMessages(rows)
+		msgs, err = collectSQL(rows, scanMessage)
 		return err
 	})
 	if err != nil {
@@ -66,10 +63,7 @@ func (l *liteBackend) claimOutbox(ctx context.Context, token int64, limit int, n
 
 func (l *liteBackend) recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error) {
 	var n int64
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{OutboxFence}, token); err != nil {
-			return err
-		}
+	err := l.fencedWrite(ctx, []string{OutboxFence}, token, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, liteOutboxSQL(outboxRecordSQL), key, token, string(recordStatus(d.Outcome)),
 			d.At.UnixMicro(), d.Next.UnixMicro(), cleanText(d.Error))
 		if err != nil {
@@ -86,7 +80,7 @@ func (l *liteBackend) outbox(ctx context.Context, status scheduler.MessageStatus
 	if err != nil {
 		return nil, err
 	}
-	return scanLiteMessages(rows)
+	return collectSQL(rows, scanMessage)
 }
 
 func (l *liteBackend) retryOutbox(ctx context.Context, key string, now time.Time) (bool, error) {
@@ -100,30 +94,4 @@ func (l *liteBackend) retryOutbox(ctx context.Context, key string, now time.Time
 		return err
 	})
 	return n == 1, err
-}
-
-// scanLiteMessages reads and closes rows of outboxCols.
-func scanLiteMessages(rows *sql.Rows) ([]scheduler.Message, error) {
-	defer func() { _ = rows.Close() }()
-	var msgs []scheduler.Message
-	for rows.Next() {
-		var (
-			m                           scheduler.Message
-			kind, status                string
-			slot, next, created, update int64
-			delivered                   sql.NullInt64
-		)
-		if err := rows.Scan(&m.Key, &m.Job, &slot, &m.Manual, &m.Token, &kind, &m.Destination, &m.Subject, &m.Body,
-			&status, &m.Attempts, &next, &m.ClaimToken, &m.LastError, &created, &update, &delivered); err != nil {
-			return nil, err
-		}
-		m.Kind, m.Status = scheduler.MessageKind(kind), scheduler.MessageStatus(status)
-		m.ScheduledAt, m.NextAttempt = time.UnixMicro(slot).UTC(), time.UnixMicro(next).UTC()
-		m.Created, m.Updated = time.UnixMicro(created).UTC(), time.UnixMicro(update).UTC()
-		if delivered.Valid {
-			m.Delivered = time.UnixMicro(delivered.Int64).UTC()
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, errors.Join(rows.Err(), rows.Close())
 }

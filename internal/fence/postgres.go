@@ -69,16 +69,7 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	if pc.MaxConns < 2 {
 		pc.MaxConns = 2 // Migrate holds one session for its lock and migrates on another
 	}
-	params := pc.ConnConfig.RuntimeParams
-	if params["application_name"] == "" {
-		params["application_name"] = "scheduler"
-	}
-	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
-		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
-	}
-	if cfg.tracer != nil {
-		pc.ConnConfig.Tracer = cfg.tracer
-	}
+	sessionParams(pc, cfg, "scheduler")
 	q := pgSQL(cfg.Schema)
 	pc.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		prepareWrites(ctx, conn, q)
@@ -103,21 +94,26 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 	return b, nil
 }
 
-// jobParams sets the job connection's defaults: its sessions are named,
-// and time out idle in a transaction as the store's own do.
+// jobParams sets the job connection's defaults.
 func jobParams(jc *pgxpool.Config, cfg Config) {
 	if !strings.Contains(cfg.JobDSN, "pool_max_conns") {
 		jc.MaxConns = defaultMaxConns
 	}
-	params := jc.ConnConfig.RuntimeParams
+	sessionParams(jc, cfg, "scheduler-jobs")
+}
+
+// sessionParams names a pool's sessions unless its DSN does, and makes them
+// time out idle in a transaction, so that a frozen process frees its locks.
+func sessionParams(pc *pgxpool.Config, cfg Config, name string) {
+	params := pc.ConnConfig.RuntimeParams
 	if params["application_name"] == "" {
-		params["application_name"] = "scheduler-jobs"
+		params["application_name"] = name
 	}
 	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
 		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
 	}
 	if cfg.tracer != nil {
-		jc.ConnConfig.Tracer = cfg.tracer
+		pc.ConnConfig.Tracer = cfg.tracer
 	}
 }
 
@@ -156,12 +152,17 @@ func (p *pgBackend) resetHint() string {
 // errNeedRaise reports a fence below the writer's token (or none).
 var errNeedRaise = errors.New("fence below token")
 
-// fenced runs fn in a transaction fenced with token (see pgFencedTx). A
-// fence below token is raised first in a short transaction of its own,
-// which waits for the writers with older tokens as RaiseAll does, and fn
-// runs again.
+// fenced runs fn in a transaction fenced with token (see pgFencedTx).
 func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
-	err := p.fencedOnce(ctx, job, token, fn)
+	return p.raising(ctx, job, token, func() error { return p.fencedOnce(ctx, job, token, fn) })
+}
+
+// raising runs once, a fenced transaction of job that returns errNeedRaise
+// when the fence is below token. The fence is then raised in a short
+// transaction of its own, which waits for the writers with older tokens as
+// RaiseAll does, and once runs again.
+func (p *pgBackend) raising(ctx context.Context, job string, token int64, once func() error) error {
+	err := once()
 	if !errors.Is(err, errNeedRaise) {
 		return err
 	}
@@ -172,11 +173,38 @@ func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func
 	if f := fences[job]; f > token {
 		return staleError(job, token, f)
 	}
-	err = p.fencedOnce(ctx, job, token, fn)
+	err = once()
 	if errors.Is(err, errNeedRaise) {
 		return fmt.Errorf("fence of job %q fell below token %d again: was it reset?", job, token)
 	}
 	return err
+}
+
+// refused returns the verdict on a fenced transaction of job whose gate
+// refused token: a stale error when the fence is above token, else
+// errNeedRaise (the fence is below token, or missing).
+func (p *pgBackend) refused(ctx context.Context, job string, token int64) error {
+	fences, err := p.fences(ctx, []string{job})
+	switch f, ok := fences[job]; {
+	case err != nil:
+		return fmt.Errorf("read fence of job %q: %w", job, err)
+	case ok && f > token:
+		return staleError(job, token, f)
+	}
+	return errNeedRaise
+}
+
+// gateRefused reports an error of entering a fence that means the fence
+// differs from the token: the gate's division by zero, no fence row, or
+// fence_verify's JF001.
+func gateRefused(err error) bool {
+	return errors.Is(err, pgx.ErrNoRows) || isCode(err, "22012") || isCode(err, StaleErrorCode)
+}
+
+// isCode reports a Postgres error with SQLSTATE code.
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
 }
 
 // fencedOnce runs fn once and commits if both fn and the fence agree. The

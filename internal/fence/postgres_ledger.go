@@ -23,16 +23,9 @@ type ledgerStatements struct {
 	claimAhead, start                                                string // start.go
 }
 
-// keyCols are the columns scanPgKeyRun reads, in order: a run's key (see
-// scheduler.Result). runCols are every column, which scanPgRun reads.
-const (
-	keyCols = `r.run_id, r.job, r.scheduled_at, r.manual, r.status, r.token, r.attempt`
-	runCols = keyCols + `, r.node, r.started_at, r.finished_at, r.error, r.output, r.reason`
-)
-
 func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 	q := func(s string) string {
-		return r.Replace(strings.NewReplacer("{cols}", runCols, "{keycols}", keyCols).Replace(s))
+		return r.Replace(strings.NewReplacer("{cols}", prefixCols("r.", runCols), "{keycols}", prefixCols("r.", keyCols)).Replace(s))
 	}
 	return ledgerStatements{
 		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
@@ -159,20 +152,11 @@ func (p *pgBackend) fencedBatch(ctx context.Context, jobs []string, token int64,
 	return nil
 }
 
-// collectRuns is a batch callback that appends the rows to runs.
-func collectRuns(runs *[]scheduler.Run) func(pgx.Rows) error {
-	return func(rows pgx.Rows) error {
-		rs, err := pgx.CollectRows(rows, scanPgRun)
-		*runs = append(*runs, rs...)
-		return err
-	}
-}
-
-// collectKeyRuns is a batch callback that appends the rows of keyCols to
+// collectRuns is a batch callback that appends the rows, read by scan, to
 // runs.
-func collectKeyRuns(runs *[]scheduler.Run) func(pgx.Rows) error {
+func collectRuns(runs *[]scheduler.Run, scan pgx.RowToFunc[scheduler.Run]) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
-		rs, err := pgx.CollectRows(rows, scanPgKeyRun)
+		rs, err := pgx.CollectRows(rows, scan)
 		*runs = append(*runs, rs...)
 		return err
 	}
@@ -241,8 +225,8 @@ func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, a
 	written := make([]scheduler.Run, 0, len(jobs))
 	var found []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
-		b.Queue(write, args...).Query(collectKeyRuns(&written))
-		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectKeyRuns(&found))
+		b.Queue(write, args...).Query(collectRuns(&written, pgKeyRun))
+		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&found, pgKeyRun))
 	})
 	if err != nil {
 		return nil, err
@@ -285,7 +269,7 @@ func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs
 	var runs []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
 		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now, attempts).Query(collectIDs(ids))
-		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs))
+		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs, pgRun))
 	})
 	if err != nil {
 		return nil, err
@@ -307,76 +291,33 @@ func (p *pgBackend) nextAttempt(ctx context.Context, token int64, job string, ru
 	return attempt, err
 }
 
-func (p *pgBackend) queryRuns(ctx context.Context, sql string, args ...any) ([]scheduler.Run, error) {
+// queryRuns reads the runs a query returns with scan.
+func (p *pgBackend) queryRuns(ctx context.Context, scan pgx.RowToFunc[scheduler.Run], sql string, args ...any) ([]scheduler.Run, error) {
 	rows, err := p.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanPgRun)
+	return pgx.CollectRows(rows, scan)
 }
 
 func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
-	rows, err := p.pool.Query(ctx, p.q.window, jobs, from, to)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, scanPgKeyRun)
+	return p.queryRuns(ctx, pgKeyRun, p.q.window, jobs, from, to)
 }
 
 func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
-	return p.queryRuns(ctx, p.q.history, job, limit)
+	return p.queryRuns(ctx, pgRun, p.q.history, job, limit)
 }
 
 func (p *pgBackend) last(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
-		return p.queryRuns(ctx, p.q.lastAll)
+		return p.queryRuns(ctx, pgRun, p.q.lastAll)
 	}
-	return p.queryRuns(ctx, p.q.lastOf, distinct(jobs))
+	return p.queryRuns(ctx, pgRun, p.q.lastOf, distinct(jobs))
 }
 
 func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
-		return p.queryRuns(ctx, p.q.orphansAll)
+		return p.queryRuns(ctx, pgRun, p.q.orphansAll)
 	}
-	return p.queryRuns(ctx, p.q.orphansOf, distinct(jobs))
-}
-
-// scanPgRun reads the columns of runCols.
-func scanPgRun(row pgx.CollectableRow) (scheduler.Run, error) {
-	var (
-		r                 scheduler.Run
-		status            string
-		started, finished *time.Time
-	)
-	err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt,
-		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
-	if err != nil {
-		return scheduler.Run{}, fmt.Errorf("scan run: %w", err)
-	}
-	r.Status = scheduler.Status(status)
-	r.ScheduledAt = r.ScheduledAt.UTC()
-	r.StartedAt, r.FinishedAt = utcPtr(started), utcPtr(finished)
-	return r, nil
-}
-
-// scanPgKeyRun reads the columns of keyCols.
-func scanPgKeyRun(row pgx.CollectableRow) (scheduler.Run, error) {
-	var (
-		r      scheduler.Run
-		status string
-	)
-	if err := row.Scan(&r.RunID, &r.Job, &r.ScheduledAt, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
-		return scheduler.Run{}, fmt.Errorf("scan run: %w", err)
-	}
-	r.Status = scheduler.Status(status)
-	r.ScheduledAt = r.ScheduledAt.UTC()
-	return r, nil
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+	return p.queryRuns(ctx, pgRun, p.q.orphansOf, distinct(jobs))
 }

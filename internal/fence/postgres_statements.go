@@ -7,7 +7,6 @@ import (
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // dmlTag matches the command tags whose count is of rows written.
@@ -16,24 +15,13 @@ var dmlTag = regexp.MustCompile(`^(INSERT|UPDATE|DELETE|MERGE) `)
 // errTxEnded reports statements that ended the fenced transaction.
 var errTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran before a COMMIT is committed, and what ran after it was not fenced")
 
-// statements runs st as FencedStatements documents, raising a fence below
-// token with the store's own role and trying once more.
-func (p *pgBackend) statements(ctx context.Context, job string, token int64, st statements) (int64, error) {
-	n, err := p.statementsOnce(ctx, job, token, st)
-	if !errors.Is(err, errNeedRaise) {
-		return n, err
-	}
-	fences, err := p.raise(ctx, []string{job}, token)
-	if err != nil {
-		return 0, err
-	}
-	if f := fences[job]; f > token {
-		return 0, staleError(job, token, f)
-	}
-	n, err = p.statementsOnce(ctx, job, token, st)
-	if errors.Is(err, errNeedRaise) {
-		return 0, fmt.Errorf("fence of job %q fell below token %d again: was it reset?", job, token)
-	}
+// statements runs st as FencedStatements documents; a fence below token
+// is raised with the store's own role (see raising).
+func (p *pgBackend) statements(ctx context.Context, job string, token int64, st statements) (n int64, err error) {
+	err = p.raising(ctx, job, token, func() (err error) {
+		n, err = p.statementsOnce(ctx, job, token, st)
+		return err
+	})
 	return n, err
 }
 
@@ -104,22 +92,11 @@ func (p *pgBackend) enterOn(ctx context.Context, tx pgx.Tx, job string, token in
 		var one int32
 		err = tx.QueryRow(ctx, p.q.gate, job, token).Scan(&one)
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
-	}
-	var pe *pgconn.PgError
-	gateRefused := errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pe) && (pe.Code == "22012" || pe.Code == StaleErrorCode))
-	if !gateRefused {
+	case !gateRefused(err):
 		return pgFenceErr(token, fmt.Errorf("enter fence of job %q: %w", job, err))
 	}
-	// The fence differs from token: stale, or below it (or missing), which
-	// the store's own role raises.
-	fences, ferr := p.fences(ctx, []string{job})
-	switch f, ok := fences[job]; {
-	case ferr != nil:
-		return fmt.Errorf("read fence of job %q: %w", job, ferr)
-	case ok && f > token:
-		return staleError(job, token, f)
-	}
-	return errNeedRaise
+	return p.refused(ctx, job, token)
 }

@@ -63,11 +63,7 @@ INSERT INTO public.invoices (client_id, month, amount, token) VALUES (1, '2026-0
 
 func countInvoices(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM public.invoices`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM public.invoices`)
 }
 
 // TestPostgres_JobRole checks that a role granted only EXECUTE on the
@@ -308,6 +304,13 @@ func runPsql(t *testing.T, ctx context.Context, dsn, script, token string) (stri
 	t.Helper()
 	cmd := osexec.CommandContext(ctx, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
 		"-v", "VERBOSITY=verbose", "-v", "tok="+token, "-f", script, dsn)
+	return outputAndStatus(t, cmd)
+}
+
+// outputAndStatus runs cmd and returns its output and exit status; a
+// command that cannot run fails the test.
+func outputAndStatus(t *testing.T, cmd *osexec.Cmd) (string, int) {
+	t.Helper()
 	out, err := cmd.CombinedOutput()
 	var ee *osexec.ExitError
 	switch {
@@ -316,6 +319,6 @@ func runPsql(t *testing.T, ctx context.Context, dsn, script, token string) (stri
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
 	}
-	t.Fatalf("run psql: %v (%s)", err, out)
+	t.Fatalf("run %s: %v (%s)", cmd.Path, err, out)
 	return "", -1
 }

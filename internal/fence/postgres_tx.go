@@ -2,11 +2,8 @@ package fence
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
 )
@@ -65,33 +62,31 @@ func (t *pgFencedTx) enter(ctx context.Context, sql string, args []any) (pgx.Bat
 func (t *pgFencedTx) refuse(ctx context.Context, err error) error {
 	t.finish()
 	t.rollback(ctx)
-	var pe *pgconn.PgError
-	if !errors.Is(err, pgx.ErrNoRows) && !(errors.As(err, &pe) && pe.Code == "22012") {
+	if isCode(err, StaleErrorCode) || !gateRefused(err) { // fence_check (a test variant) names the fence itself
 		t.verdict = pgFenceErr(t.token, err)
-		return t.verdict
-	}
-	// The gate refused (or found no fence): the fence differs from token.
-	fences, ferr := t.p.fences(ctx, []string{t.job})
-	switch f, ok := fences[t.job]; {
-	case ferr != nil:
-		t.verdict = fmt.Errorf("read fence of job %q: %w", t.job, ferr)
-	case ok && f > t.token:
-		t.verdict = staleError(t.job, t.token, f)
-	default:
-		t.verdict = errNeedRaise
+	} else {
+		t.verdict = t.p.refused(ctx, t.job, t.token)
 	}
 	return t.verdict
 }
 
 // finish closes the entering batch if fn left it open.
 func (t *pgFencedTx) finish() {
-	if t.open != nil {
-		err := t.open.Close()
+	if err := t.closeOpen(nil); err != nil && t.verdict == nil {
+		t.verdict = err
+	}
+}
+
+// closeOpen closes the entering batch if it is open and returns err, or
+// else the batch's error.
+func (t *pgFencedTx) closeOpen(err error) error {
+	if br := t.open; br != nil {
 		t.open = nil
-		if err != nil && t.verdict == nil {
-			t.verdict = err
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
 	}
+	return err
 }
 
 func (t *pgFencedTx) rollback(ctx context.Context) {
@@ -119,11 +114,7 @@ func (t *pgFencedTx) Exec(ctx context.Context, sql string, args ...any) (int64, 
 		return 0, err
 	}
 	tag, err := br.Exec()
-	t.open = nil
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag.RowsAffected(), err
+	return tag.RowsAffected(), t.closeOpen(err)
 }
 
 func (t *pgFencedTx) Query(ctx context.Context, sql string, args ...any) (scheduler.Rows, error) {
@@ -168,16 +159,7 @@ type batchRows struct {
 	t *pgFencedTx
 }
 
-func (r batchRows) Close() error {
-	err := r.pgRows.Close()
-	if br := r.t.open; br != nil {
-		r.t.open = nil
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+func (r batchRows) Close() error { return r.t.closeOpen(r.pgRows.Close()) }
 
 // batchRow is the row of fn's first statement; scanning it closes the
 // entering batch.
@@ -186,16 +168,7 @@ type batchRow struct {
 	t   *pgFencedTx
 }
 
-func (r batchRow) Scan(dest ...any) error {
-	err := r.row.Scan(dest...)
-	if br := r.t.open; br != nil {
-		r.t.open = nil
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+func (r batchRow) Scan(dest ...any) error { return r.t.closeOpen(r.row.Scan(dest...)) }
 
 // errRow is a Row whose Scan fails with err.
 type errRow struct{ err error }

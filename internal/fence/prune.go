@@ -32,11 +32,7 @@ func (s *Store) Prune(ctx context.Context, token int64, r scheduler.Retention) (
 		return 0, fmt.Errorf("prune runs of job %q: no protected window", r.Job)
 	}
 	r.Before, r.Protect = normTime(r.Before), normTime(r.Protect)
-	var n int
-	err := s.retry(ctx, r.Job, token, func() (err error) {
-		n, err = s.b.prune(ctx, token, r)
-		return err
-	})
+	n, err := retried(ctx, s, r.Job, token, func() (int, error) { return s.b.prune(ctx, token, r) })
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of job %q with token %d: %w", r.Job, token, err)
 	}
@@ -79,10 +75,7 @@ func (p *pgBackend) prune(ctx context.Context, token int64, r scheduler.Retentio
 func (l *liteBackend) prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
 	q := strings.NewReplacer("{s}", "", "{keepOffset}", "MAX($3 - 1, 0)").Replace(pruneSQL)
 	var n int64
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{r.Job}, token); err != nil {
-			return err
-		}
+	err := l.fencedWrite(ctx, []string{r.Job}, token, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, q, r.Job, r.Before.UnixMicro(), r.Keep, r.Protect.UnixMicro(), r.Limit)
 		if err != nil {
 			return err

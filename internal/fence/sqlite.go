@@ -84,6 +84,17 @@ func (l *liteBackend) write(ctx context.Context, fn func(tx *sql.Tx) error) erro
 	return nil
 }
 
+// fencedWrite runs fn in one IMMEDIATE transaction that entered the fences
+// of jobs with token, and commits it.
+func (l *liteBackend) fencedWrite(ctx context.Context, jobs []string, token int64, fn func(tx *sql.Tx) error) error {
+	return l.write(ctx, func(tx *sql.Tx) error {
+		if err := l.enter(ctx, tx, jobs, token); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // enter checks, and raises if lower, the fences of jobs inside tx. The
 // fences are read in one query; only those below token are written.
 func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, token int64) error {
@@ -96,19 +107,8 @@ func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, toke
 	if err != nil {
 		return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
 	}
-	fences := make(map[string]int64, len(jobs))
-	for rows.Next() {
-		var (
-			j   string
-			cur int64
-		)
-		if err := rows.Scan(&j, &cur); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
-		}
-		fences[j] = cur
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+	fences, err := readFences(rows, nil)
+	if err != nil {
 		return fmt.Errorf("read fences of %d jobs: %w", len(jobs), err)
 	}
 	for _, j := range jobs {
@@ -129,12 +129,7 @@ func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, toke
 }
 
 func (l *liteBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
-	return l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
-			return err
-		}
-		return fn(sqlTx{tx})
-	})
+	return l.fencedWrite(ctx, []string{job}, token, func(tx *sql.Tx) error { return fn(sqlTx{tx}) })
 }
 
 // errRegressed makes write roll back when raise finds a higher fence.
@@ -182,25 +177,31 @@ func txFences(ctx context.Context, tx *sql.Tx, jobs []string) (map[string]int64,
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = rows.Close() }()
+	return readFences(rows, jobs)
+}
+
+// readFences reads and closes rows of (job, token): those of jobs, or every
+// row when jobs is empty.
+func readFences(rows *sql.Rows, jobs []string) (map[string]int64, error) {
+	type fence struct {
+		job   string
+		token int64
+	}
+	all, err := collectSQL(rows, func(row rowScanner) (f fence, err error) { return f, row.Scan(&f.job, &f.token) })
+	if err != nil {
+		return nil, err
+	}
 	want := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
 		want[j] = true
 	}
-	fences := make(map[string]int64)
-	for rows.Next() {
-		var (
-			job   string
-			token int64
-		)
-		if err := rows.Scan(&job, &token); err != nil {
-			return nil, err
-		}
-		if len(jobs) == 0 || want[job] {
-			fences[job] = token
+	fences := make(map[string]int64, len(all))
+	for _, f := range all {
+		if len(jobs) == 0 || want[f.job] {
+			fences[f.job] = f.token
 		}
 	}
-	return fences, rows.Err()
+	return fences, nil
 }
 
 func (l *liteBackend) resetFence(ctx context.Context, job string) error {
@@ -218,10 +219,7 @@ func (l *liteBackend) statements(ctx context.Context, job string, token int64, s
 		return 0, fmt.Errorf("role %q: %w", st.Role, errNoRoles)
 	}
 	var n int64
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
-			return err
-		}
+	err := l.fencedWrite(ctx, []string{job}, token, func(tx *sql.Tx) error {
 		// The driver's RowsAffected is the last statement's; the
 		// connection's running total covers them all.
 		var before, after int64

@@ -13,85 +13,89 @@ import (
 )
 
 // The ledger on SQLite: the same statements as on Postgres, one row at a
-// time inside one IMMEDIATE transaction (a loop costs no round trips here).
-// Times are Unix microseconds.
-
-// liteKeyCols are the columns liteKeyRun reads: a run's key (see scheduler.Result).
-// liteRunCols are every column, which liteRun reads.
-const (
-	liteKeyCols = `run_id, job, scheduled_at, manual, status, token, attempt`
-	liteRunCols = liteKeyCols + `, node, started_at, finished_at, error, output, reason`
-)
+// time inside one IMMEDIATE transaction, as a loop costs no round trips
+// here. Times are Unix microseconds.
 
 // The statements of the write loops, each prepared once per transaction.
 const (
-	liteSlotRow = `SELECT ` + liteKeyCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
+	liteSlotRow = `SELECT ` + keyCols + ` FROM runs WHERE job = $1 AND scheduled_at = $2 AND manual = $3`
 	liteClaim   = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, started_at)
 		VALUES ($1, $2, $3, 'running', $4, $5, 1, MAX($6, $2))
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
-		RETURNING ` + liteKeyCols
+		RETURNING ` + keyCols
 	// A claim ahead: the run has not started, it has no attempt and no start time.
 	liteClaimAhead = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt)
 		VALUES ($1, $2, $3, 'running', $4, $5, 0)
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
-		RETURNING ` + liteKeyCols
+		RETURNING ` + keyCols
 	liteRecord = `INSERT INTO runs (job, scheduled_at, manual, status, token, node, attempt, finished_at, reason)
 		VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)
 		ON CONFLICT (job, scheduled_at, manual) DO NOTHING
-		RETURNING ` + liteKeyCols
+		RETURNING ` + keyCols
 	liteReclaim = `UPDATE runs SET token = $4, node = $5, attempt = attempt + 1, started_at = MAX($6, scheduled_at)
 		WHERE job = $1 AND scheduled_at = $2 AND manual = $3 AND status = 'running' AND token < $4
-		RETURNING ` + liteKeyCols
+		RETURNING ` + keyCols
 	liteComplete = `UPDATE runs SET status = $3, finished_at = $4, error = $5, output = $6, reason = $7,
 		attempt = MAX(attempt, $8), started_at = CASE WHEN started_at IS NULL AND $8 > 0 THEN MIN(scheduled_at, $4)
 			WHEN started_at > $4 THEN $4 ELSE started_at END
 		WHERE run_id = $1 AND job = $2 AND status = 'running'
-		RETURNING ` + liteRunCols
+		RETURNING ` + runCols
 	liteStart = `UPDATE runs SET attempt = MAX(attempt, 1), started_at = $3
 		WHERE run_id = $1 AND job = $2 AND status = 'running' AND started_at IS NULL AND token = $4`
-	liteRunRow = `SELECT ` + liteRunCols + ` FROM runs WHERE run_id = $1`
+	liteRunRow = `SELECT ` + runCols + ` FROM runs WHERE run_id = $1`
 )
 
-// slotWrite runs, inside a transaction that entered the fences of slots'
-// jobs, a write statement per slot that returns the row it wrote (if any)
-// and, when it wrote none, reads the slot's row; a slot without a row is
-// left out. Both statements are prepared once for the whole loop.
+// writeOrRead runs in tx, for each of n items, write, a statement that
+// returns the row it wrote (if any), and, when it wrote none, read, which
+// reads the item's row; an item without a row is left out. Rows are read
+// with scanRun (full or the key). Both statements are prepared once for
+// the whole loop.
+func writeOrRead(ctx context.Context, tx *sql.Tx, write, read string, full bool, n int,
+	args func(i int) (writeArgs, readArgs []any)) ([]scheduler.Result, error) {
+	w, err := tx.PrepareContext(ctx, write)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Close() }()
+	sel, err := tx.PrepareContext(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sel.Close() }()
+	res := make([]scheduler.Result, 0, n)
+	for i := range n {
+		wa, ra := args(i)
+		r, err := scanRun(w.QueryRowContext(ctx, wa...), full)
+		if err == nil {
+			res = append(res, scheduler.Result{Run: r, Written: true})
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		r, err = scanRun(sel.QueryRowContext(ctx, ra...), full)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		res = append(res, scheduler.Result{Run: r})
+	}
+	return res, nil
+}
+
+// slotWrite runs write for each slot, with the arguments args returns,
+// inside a transaction that entered the fences of the slots' jobs, and
+// reads the rows of the slots it wrote none for (see writeOrRead).
 func (l *liteBackend) slotWrite(ctx context.Context, token int64, slots []scheduler.SlotKey, write string, args func(i int) []any) ([]scheduler.Result, error) {
-	res := make([]scheduler.Result, 0, len(slots))
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		res = res[:0]
-		if err := l.enter(ctx, tx, slotJobs(slots), token); err != nil {
-			return err
-		}
-		w, err := tx.PrepareContext(ctx, write)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = w.Close() }()
-		sel, err := tx.PrepareContext(ctx, liteSlotRow)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = sel.Close() }()
-		for i, s := range slots {
-			r, err := liteKeyRun(w.QueryRowContext(ctx, args(i)...))
-			if err == nil {
-				res = append(res, scheduler.Result{Run: r, Written: true})
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			r, err = liteKeyRun(sel.QueryRowContext(ctx, s.Job, s.At.UnixMicro(), s.Manual))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				continue
-			case err != nil:
-				return err
-			}
-			res = append(res, scheduler.Result{Run: r})
-		}
-		return nil
+	var res []scheduler.Result
+	err := l.fencedWrite(ctx, slotJobs(slots), token, func(tx *sql.Tx) (err error) {
+		res, err = writeOrRead(ctx, tx, write, liteSlotRow, false, len(slots), func(i int) ([]any, []any) {
+			s := slots[i]
+			return args(i), []any{s.Job, s.At.UnixMicro(), s.Manual}
+		})
+		return err
 	})
 	return res, err
 }
@@ -110,16 +114,13 @@ func (l *liteBackend) claim(ctx context.Context, token int64, node string, now t
 }
 
 func (l *liteBackend) start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error) {
+	jobs := make([]string, len(refs))
+	for i, r := range refs {
+		jobs[i] = r.Job
+	}
 	marked := 0
-	err := l.write(ctx, func(tx *sql.Tx) error {
+	err := l.fencedWrite(ctx, jobs, token, func(tx *sql.Tx) error {
 		marked = 0
-		jobs := make([]string, len(refs))
-		for i, r := range refs {
-			jobs[i] = r.Job
-		}
-		if err := l.enter(ctx, tx, jobs, token); err != nil {
-			return err
-		}
 		upd, err := tx.PrepareContext(ctx, liteStart)
 		if err != nil {
 			return err
@@ -160,56 +161,25 @@ func (l *liteBackend) reclaim(ctx context.Context, token int64, node string, now
 }
 
 func (l *liteBackend) complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error) {
-	res := make([]scheduler.Result, 0, len(cs))
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		res = res[:0]
-		jobs := make([]string, len(cs))
-		for i, c := range cs {
-			jobs[i] = c.Job
-		}
-		if err := l.enter(ctx, tx, jobs, token); err != nil {
-			return err
-		}
-		upd, err := tx.PrepareContext(ctx, liteComplete)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = upd.Close() }()
-		sel, err := tx.PrepareContext(ctx, liteRunRow)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = sel.Close() }()
-		for _, c := range cs {
-			r, err := liteRun(upd.QueryRowContext(ctx, c.RunID, c.Job, string(c.Status), now.UnixMicro(),
-				c.Error, c.Output, c.Reason, c.Attempt))
-			if err == nil {
-				res = append(res, scheduler.Result{Run: r, Written: true})
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			r, err = liteRun(sel.QueryRowContext(ctx, c.RunID))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				continue
-			case err != nil:
-				return err
-			}
-			res = append(res, scheduler.Result{Run: r})
-		}
-		return nil
+	jobs := make([]string, len(cs))
+	for i, c := range cs {
+		jobs[i] = c.Job
+	}
+	var res []scheduler.Result
+	err := l.fencedWrite(ctx, jobs, token, func(tx *sql.Tx) (err error) {
+		res, err = writeOrRead(ctx, tx, liteComplete, liteRunRow, true, len(cs), func(i int) ([]any, []any) {
+			c := cs[i]
+			return []any{c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason, c.Attempt},
+				[]any{c.RunID}
+		})
+		return err
 	})
 	return res, err
 }
 
 func (l *liteBackend) nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
 	attempt := 0
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{job}, token); err != nil {
-			return err
-		}
+	err := l.fencedWrite(ctx, []string{job}, token, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET attempt = attempt + 1
 			WHERE run_id = $1 AND job = $2 AND status = 'running' AND token = $3
 			RETURNING attempt`, runID, job, token).Scan(&attempt)
@@ -221,21 +191,13 @@ func (l *liteBackend) nextAttempt(ctx context.Context, token int64, job string, 
 	return attempt, err
 }
 
-func (l *liteBackend) queryRuns(ctx context.Context, query string, args ...any) ([]scheduler.Run, error) {
+// queryRuns reads the runs a query returns, every column or the key.
+func (l *liteBackend) queryRuns(ctx context.Context, full bool, query string, args ...any) ([]scheduler.Run, error) {
 	rows, err := l.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = rows.Close() }()
-	var runs []scheduler.Run
-	for rows.Next() {
-		r, err := liteRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
+	return collectSQL(rows, func(row rowScanner) (scheduler.Run, error) { return scanRun(row, full) })
 }
 
 func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
@@ -243,25 +205,13 @@ func (l *liteBackend) window(ctx context.Context, jobs []string, from, to time.T
 	if err != nil {
 		return nil, err
 	}
-	rows, err := l.r.QueryContext(ctx, `SELECT `+liteKeyCols+` FROM runs
-		WHERE job IN (SELECT value FROM json_each($1)) AND scheduled_at BETWEEN $2 AND $3 AND manual = 0`, string(list), from.UnixMicro(), to.UnixMicro())
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = rows.Close() }()
-	var runs []scheduler.Run
-	for rows.Next() {
-		r, err := liteKeyRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
+	return l.queryRuns(ctx, false, `SELECT `+keyCols+` FROM runs
+		WHERE job IN (SELECT value FROM json_each($1)) AND scheduled_at BETWEEN $2 AND $3 AND manual = 0`,
+		string(list), from.UnixMicro(), to.UnixMicro())
 }
 
 func (l *liteBackend) history(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
-	return l.queryRuns(ctx, `SELECT `+liteRunCols+` FROM runs WHERE job = $1
+	return l.queryRuns(ctx, true, `SELECT `+runCols+` FROM runs WHERE job = $1
 		ORDER BY scheduled_at DESC, manual DESC LIMIT $2`, job, limit)
 }
 
@@ -289,20 +239,11 @@ func (l *liteBackend) ledgerJobs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = rows.Close() }()
-	var jobs []string
-	for rows.Next() {
-		var j string
-		if err := rows.Scan(&j); err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, rows.Err()
+	return collectSQL(rows, func(row rowScanner) (j string, err error) { return j, row.Scan(&j) })
 }
 
 func (l *liteBackend) orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
-	runs, err := l.queryRuns(ctx, `SELECT `+prefixCols("r.", liteRunCols)+` FROM runs AS r
+	runs, err := l.queryRuns(ctx, true, `SELECT `+prefixCols("r.", runCols)+` FROM runs AS r
 		LEFT JOIN job_fence AS f ON f.job = r.job
 		WHERE r.status = 'running' AND (f.token IS NULL OR r.token <> f.token)
 		ORDER BY r.scheduled_at, r.run_id`)
@@ -337,46 +278,4 @@ func slotJobs(slots []scheduler.SlotKey) []string {
 		jobs[i] = s.Job
 	}
 	return jobs
-}
-
-// liteRun reads the columns of liteRunCols.
-func liteRun(row interface{ Scan(...any) error }) (scheduler.Run, error) {
-	var (
-		r                 scheduler.Run
-		at                int64
-		status            string
-		started, finished sql.NullInt64
-	)
-	err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt,
-		&r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
-	if err != nil {
-		return scheduler.Run{}, err
-	}
-	r.Status = scheduler.Status(status)
-	r.ScheduledAt = time.UnixMicro(at).UTC()
-	r.StartedAt, r.FinishedAt = microPtr(started), microPtr(finished)
-	return r, nil
-}
-
-// liteKeyRun reads the columns of liteKeyCols.
-func liteKeyRun(row interface{ Scan(...any) error }) (scheduler.Run, error) {
-	var (
-		r      scheduler.Run
-		at     int64
-		status string
-	)
-	if err := row.Scan(&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt); err != nil {
-		return scheduler.Run{}, err
-	}
-	r.Status = scheduler.Status(status)
-	r.ScheduledAt = time.UnixMicro(at).UTC()
-	return r, nil
-}
-
-func microPtr(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := time.UnixMicro(v.Int64).UTC()
-	return &t
 }

@@ -57,10 +57,5 @@ func (s *Store) FencedStatements(ctx context.Context, job string, token int64, r
 	if st.Role != "" && !rolePattern.MatchString(st.Role) {
 		return 0, fmt.Errorf("fenced statements of job %q: role %q: want a lower-case identifier matching %s", job, st.Role, rolePattern)
 	}
-	var n int64
-	err := s.retry(ctx, job, token, func() (err error) {
-		n, err = s.b.statements(ctx, job, token, st)
-		return err
-	})
-	return n, err
+	return retried(ctx, s, job, token, func() (int64, error) { return s.b.statements(ctx, job, token, st) })
 }

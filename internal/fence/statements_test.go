@@ -14,66 +14,62 @@ import (
 // fenced transaction, the rows written are summed, a failing statement rolls back the others,
 // and a stale token writes nothing.
 func TestFencedStatements(t *testing.T) {
-	for _, bc := range backends() {
-		t.Run(bc.name, func(t *testing.T) {
-			s := bc.fresh(t)(Config{})
-			ctx := testCtx(t)
-			scans := func() int {
-				var n int
-				if err := s.Fenced(ctx, "reader", 1, func(_ context.Context, tx scheduler.Tx) error {
-					return tx.QueryRow(ctx, `SELECT count(*) FROM stock_scans`).Scan(&n)
-				}); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			n, err := s.FencedStatements(ctx, "job", 10, "", `
-				INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1), ('b', 2);
-				SELECT count(*) FROM stock_scans;
-				UPDATE stock_scans SET quantity = 5 WHERE sku = 'a';
-				DELETE FROM stock_scans WHERE sku = 'b'`)
-			if err != nil || n != 4 {
-				t.Fatalf("FencedStatements = %d, %v; want 4 rows (2 inserted, 1 updated, 1 deleted)", n, err)
-			}
-			if got := scans(); got != 1 {
-				t.Fatalf("%d scans, want 1", got)
-			}
-			if _, err := s.FencedStatements(ctx, "job", 10, "", `
-				INSERT INTO stock_scans (sku, quantity) VALUES ('c', 1);
-				INSERT INTO stock_scans (sku) VALUES ('d')`); err == nil {
-				t.Fatal("a text whose second statement fails succeeded")
-			}
-			if got := scans(); got != 1 {
-				t.Fatalf("%d scans after a failed text, want 1: its first statement was kept", got)
-			}
-			if err := s.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+	eachStore(t, Config{}, func(t *testing.T, ctx context.Context, s *Store) {
+		scans := func() int {
+			var n int
+			if err := s.Fenced(ctx, "reader", 1, func(_ context.Context, tx scheduler.Tx) error {
+				return tx.QueryRow(ctx, `SELECT count(*) FROM stock_scans`).Scan(&n)
+			}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`)
-			var se *scheduler.FenceError
-			if !errors.As(err, &se) || se.Fence != 20 || se.Token != 10 {
-				t.Fatalf("stale token: err %v, want a FenceError with fence 20", err)
+			return n
+		}
+		n, err := s.FencedStatements(ctx, "job", 10, "", `
+			INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1), ('b', 2);
+			SELECT count(*) FROM stock_scans;
+			UPDATE stock_scans SET quantity = 5 WHERE sku = 'a';
+			DELETE FROM stock_scans WHERE sku = 'b'`)
+		if err != nil || n != 4 {
+			t.Fatalf("FencedStatements = %d, %v; want 4 rows (2 inserted, 1 updated, 1 deleted)", n, err)
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("%d scans, want 1", got)
+		}
+		if _, err := s.FencedStatements(ctx, "job", 10, "", `
+			INSERT INTO stock_scans (sku, quantity) VALUES ('c', 1);
+			INSERT INTO stock_scans (sku) VALUES ('d')`); err == nil {
+			t.Fatal("a text whose second statement fails succeeded")
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("%d scans after a failed text, want 1: its first statement was kept", got)
+		}
+		if err := s.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`)
+		var se *scheduler.FenceError
+		if !errors.As(err, &se) || se.Fence != 20 || se.Token != 10 {
+			t.Fatalf("stale token: err %v, want a FenceError with fence 20", err)
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("a stale token wrote: %d scans, want 1", got)
+		}
+		// A text that ends the transaction itself fails the run with errTxEnded, on
+		// either store.
+		for _, text := range []string{
+			`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
+			`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
+		} {
+			if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, errTxEnded) {
+				t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
 			}
-			if got := scans(); got != 1 {
-				t.Fatalf("a stale token wrote: %d scans, want 1", got)
+		}
+		for _, st := range []statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
+			if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
+				t.Errorf("FencedStatements(%+v) succeeded", st)
 			}
-			// A text that ends the transaction itself fails the run with errTxEnded, on
-			// either store.
-			for _, text := range []string{
-				`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
-				`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
-			} {
-				if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, errTxEnded) {
-					t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
-				}
-			}
-			for _, st := range []statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
-				if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
-					t.Errorf("FencedStatements(%+v) succeeded", st)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestFencedStatements_SQLiteRefusesRole: SQLite has no roles; a role is an error, not ignored.

@@ -68,9 +68,7 @@ func TestPostgres_Traps(t *testing.T) {
 		if err := checkRaiseWaits(ctx, v, v, "e", 10, raiseByWrite(v, "e", 20)); err != nil {
 			t.Fatalf("raise-waits check, raise by fence_check: %v", err)
 		}
-		if err := checkRaiseWaits(ctx, v, s, "f", 10, func(ctx context.Context) error {
-			return s.RaiseAll(ctx, []string{"f"}, 20)
-		}); err != nil {
+		if err := checkRaiseWaits(ctx, v, s, "f", 10, raiseAllTo(s, 20, "f")); err != nil {
 			t.Fatalf("raise-waits check, raise by RaiseAll: %v", err)
 		}
 		if err := checkLateWriter(ctx, s, v, holdRaise(v), "g", 10, 20); err != nil {
@@ -86,9 +84,7 @@ func TestPostgres_Traps(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := checkRaiseWaits(ctx, v, s, "h", 10, func(ctx context.Context) error {
-			return s.RaiseAll(ctx, []string{"h"}, 20)
-		}); err != nil {
+		if err := checkRaiseWaits(ctx, v, s, "h", 10, raiseAllTo(s, 20, "h")); err != nil {
 			t.Fatalf("raise-waits check: %v", err)
 		}
 		if err := checkLateWriter(ctx, s, v, holdRaise(s), "i", 10, 20); err != nil {
@@ -142,6 +138,11 @@ func TestPostgres_Traps(t *testing.T) {
 			t.Fatalf("%d functions (err %v), want 4", n, err)
 		}
 	})
+}
+
+// raiseAllTo returns a raise of jobs to newer by RaiseAll.
+func raiseAllTo(s *Store, newer int64, jobs ...string) func(context.Context) error {
+	return func(ctx context.Context) error { return s.RaiseAll(ctx, jobs, newer) }
 }
 
 // raiseByWrite returns a raise done by a fenced write with the newer token.

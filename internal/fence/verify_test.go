@@ -13,6 +13,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/testenv"
+	"scheduler/migrations"
 )
 
 // jobRoleRecipe is the job-role recipe of the README, with {role} for the role.
@@ -45,11 +46,7 @@ func sqlState(err error) string {
 // fenceRows counts the rows of job_fence.
 func fenceRows(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM scheduler.job_fence`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM scheduler.job_fence`)
 }
 
 // TestPostgres_FenceVerify: a login role set up by the README's recipe checks its token with
@@ -149,23 +146,18 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var raiseErr error
-		go func() {
-			defer close(done)
-			raiseErr = s.RaiseAll(ctx, []string{"nightly"}, 20)
-		}()
+		raised, done := inBackground(func() error { return s.RaiseAll(ctx, []string{"nightly"}, 20) })
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !blocked {
-			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", raiseErr)
+			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", <-raised)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatalf("commit of the checked transaction: %v", err)
 		}
-		<-done
+		raiseErr := <-raised
 		if f, err := s.Fences(ctx, "nightly"); raiseErr != nil || err != nil || f["nightly"] != 20 {
 			t.Fatalf("raise after the commit: err %v; fence %v (err %v), want 20", raiseErr, f, err)
 		}
@@ -174,24 +166,21 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := ensureProbe(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		entered, release := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() { held <- holdRaise(s)(ctx, "nightly", 30, func() { close(entered) }, release) }()
-		select {
-		case <-entered:
-		case err := <-held:
+		release := make(chan struct{})
+		held, err := untilEntered(func(entered func()) error {
+			return holdRaise(s)(ctx, "nightly", 30, entered, release)
+		})
+		if err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var checkErr error
-		go func() {
-			defer close(done)
-			_, checkErr = conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
-		}()
+		checked, done := inBackground(func() error {
+			_, err := conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
+			return err
+		})
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		close(release)
 		if err != nil {
@@ -200,7 +189,7 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := <-held; err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
-		<-done
+		checkErr := <-checked
 		if !blocked || sqlState(checkErr) != StaleErrorCode {
 			t.Fatalf("check of token 20 during the raise to 30: blocked %v, err %v; want it to wait and get %s", blocked, checkErr, StaleErrorCode)
 		}
@@ -257,14 +246,14 @@ func migrateTo(t *testing.T, s *Store, version int64) {
 	if _, err := p.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := renderPostgres(p.schema)
+	fsys, err := migrations.PostgresIn(p.schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := stdlib.OpenDBFromPool(p.pool)
 	defer func() { _ = db.Close() }()
 	prov, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(p.schema+"."+versionTable), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(p.schema+"."+migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
