@@ -219,7 +219,9 @@ func runCase(b *testing.B, n int, recv, send string) {
 	}
 	rc.mu.Unlock()
 	slices.Sort(delays)
-	q := func(p int) float64 { return float64(delays[min(len(delays)-1, len(delays)*p/100)].Microseconds()) / 1000 }
+	q := func(p int) float64 {
+		return float64(delays[min(len(delays)-1, len(delays)*p/100)].Microseconds()) / 1000
+	}
 	b.ReportMetric(jobTook.Seconds(), "job-s")
 	b.ReportMetric(float64(n)/last.Sub(commits[1]).Seconds(), "msgs/s")
 	b.ReportMetric(float64(n-1)/last.Sub(first).Seconds(), "drain-msgs/s")
