@@ -184,7 +184,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	if d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.reg, d.store, d.lg)); err != nil {
+	if d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.reg, d.store, d.lg, time.Now)); err != nil {
 		return err
 	}
 	events := d.m.electionEvents()

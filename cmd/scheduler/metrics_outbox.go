@@ -20,9 +20,9 @@ type outboxStatser interface {
 const outboxStatsTimeout = 2 * time.Second
 
 // registerOutboxMetrics registers the outbox's metrics on reg and returns the dispatcher's
-// observer of each attempt. The pending and oldest-pending gauges are read from the store at
+// observer of each attempt; now is the clock the oldest message's age is taken by. The pending and oldest-pending gauges are read from the store at
 // each scrape, on every replica: the outbox is the cluster's, not the leader's.
-func registerOutboxMetrics(reg prometheus.Registerer, store outboxStatser, lg *zap.Logger) func(scheduler.Message, scheduler.Delivery) {
+func registerOutboxMetrics(reg prometheus.Registerer, store outboxStatser, lg *zap.Logger, now func() time.Time) func(scheduler.Message, scheduler.Delivery) {
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scheduler_outbox_deliveries_total",
 		Help: "Delivery attempts of outbox messages by this replica's dispatcher, by kind (email, webhook) and result (delivered, retry, dead).",
@@ -32,7 +32,7 @@ func registerOutboxMetrics(reg prometheus.Registerer, store outboxStatser, lg *z
 			deliveries.WithLabelValues(string(k), string(r))
 		}
 	}
-	reg.MustRegister(deliveries, &outboxCollector{store: store, lg: lg, now: time.Now,
+	reg.MustRegister(deliveries, &outboxCollector{store: store, lg: lg, now: now,
 		pending: prometheus.NewDesc("scheduler_outbox_pending",
 			"Outbox messages waiting for delivery (pending or being sent).", nil, nil),
 		oldest: prometheus.NewDesc("scheduler_outbox_oldest_pending_seconds",

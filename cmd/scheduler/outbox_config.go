@@ -54,8 +54,12 @@ func (c *Config) validateOutbox(p *problems) {
 		if msg := checkHostPort(o.SMTP.Addr); msg != "" {
 			p.add("outbox.smtp.addr", "must be host:port (or empty for no SMTP), got %q: %s", o.SMTP.Addr, msg)
 		}
-		if a, err := mail.ParseAddress(o.SMTP.From); err != nil || a.Address != o.SMTP.From {
+		from, err := mail.ParseAddress(o.SMTP.From)
+		if err != nil || from.Address != o.SMTP.From {
 			p.add("outbox.smtp.from", "must be one e-mail address while outbox.smtp.addr is set, got %q", o.SMTP.From)
+		} else if _, err := outbox.NewSMTP(smtpConfig(o.SMTP)); err != nil && checkHostPort(o.SMTP.Addr) == "" {
+			// What run would refuse, validate refuses: the deliverer's own checks, such as port 0.
+			p.add("outbox.smtp.addr", "%v", err)
 		}
 	}
 	if o.SMTP.Password != "" && o.SMTP.Username == "" {
@@ -92,8 +96,7 @@ func newDispatcher(o OutboxConfig, store *fence.Store, lg *zap.Logger, observe f
 	ds := map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageWebhook: hook}
 	switch {
 	case o.SMTP.Addr != "":
-		s, err := outbox.NewSMTP(outbox.SMTPConfig{Addr: o.SMTP.Addr, From: o.SMTP.From, Username: o.SMTP.Username,
-			Password: o.SMTP.Password, TLS: outbox.TLSMode(o.SMTP.TLS)})
+		s, err := outbox.NewSMTP(smtpConfig(o.SMTP))
 		if err != nil {
 			return nil, fmt.Errorf("outbox.smtp: %w", err)
 		}
@@ -107,4 +110,9 @@ func newDispatcher(o OutboxConfig, store *fence.Store, lg *zap.Logger, observe f
 		Fenced:  func(err error) bool { return errors.Is(err, scheduler.ErrFenced) },
 		Observe: observe, Logger: lg,
 	})
+}
+
+// smtpConfig is the SMTP deliverer's configuration of the outbox.smtp keys.
+func smtpConfig(c OutboxSMTPConfig) outbox.SMTPConfig {
+	return outbox.SMTPConfig{Addr: c.Addr, From: c.From, Username: c.Username, Password: c.Password, TLS: outbox.TLSMode(c.TLS)}
 }

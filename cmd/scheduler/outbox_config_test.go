@@ -27,6 +27,8 @@ func TestLoadConfig_Outbox(t *testing.T) {
 		{"EmailToTheLog", invoicesEmailJob + "outbox: {log: true}\n", nil},
 		{"EmailOverSMTP", invoicesEmailJob + "outbox: {smtp: {addr: \"mail:25\", from: billing@example.test, tls: none}}\n", nil},
 		{"NoEmailNoDeliverer", minimalJob, nil},
+		{"PortZero", minimalJob + "outbox: {smtp: {addr: \"mail:0\", from: billing@example.test}}\n",
+			[]string{`outbox.smtp.addr: smtp addr "mail:0": port "0": want 1 to 65535`}},
 		{"BadKeys", minimalJob + `outbox:
   smtp: {addr: "mail", from: "Billing <b@example.test>", password: x, tls: ssl}
   max_attempts: 0
