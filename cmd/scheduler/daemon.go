@@ -20,6 +20,7 @@ import (
 	"scheduler/internal/harden"
 	"scheduler/internal/jobs"
 	"scheduler/internal/kinds"
+	"scheduler/internal/outbox"
 	"scheduler/internal/retention"
 	"scheduler/internal/status"
 )
@@ -42,6 +43,7 @@ type daemon struct {
 	observer *election.Observer
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
+	outbox   *outbox.Dispatcher
 	camp     *election.Campaigner
 	http     *status.Server
 	started  time.Time
@@ -193,6 +195,9 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
+	if d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now)); err != nil {
+		return err
+	}
 	events := electionEvents(d.m)
 	d.camp, err = election.New(d.cli, election.Config{
 		Prefix: d.cfg.Election.Prefix, Node: d.cfg.Node, TTL: d.cfg.Election.TTL, Events: events,
@@ -270,13 +275,17 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 	case <-ctx.Done():
 		return nil
 	}
+	// The runner stops too when the outbox finds the term fenced out.
+	rctx, endRun := context.WithCancel(ctx)
+	defer endRun()
 	errc := make(chan error, 1)
-	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
+	go func() { errc <- d.runner.Lead(rctx, t.Token) }()
 	// The term's helpers live as long as the term, on a context of their own so that they also
 	// stop when the runner returns first; they are joined before the term ends.
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
-	helpers.Add(2)
+	helpers.Add(3)
+	fenced := make(chan error, 1)
 	// Triggers sent while no replica led are waiting in etcd: run them now.
 	go func() {
 		defer helpers.Done()
@@ -288,9 +297,21 @@ func (d *daemon) lead(ctx context.Context, t election.Term) error {
 			d.lg.Warn("pruning stopped for this term", zap.Int64("token", t.Token), zap.Error(err))
 		}
 	}()
+	go func() {
+		defer helpers.Done()
+		if err := d.dispatch(hctx, t.Token); err != nil {
+			fenced <- err
+			endRun()
+		}
+	}()
 	err := <-errc
 	stopHelpers()
 	helpers.Wait()
+	// A refusal of the outbox's fence ended the runner: it is the term's reason.
+	select {
+	case err = <-fenced:
+	default:
+	}
 	return err
 }
 

@@ -22,6 +22,7 @@ func secretKeys() []secretKey {
 		{key: "etcd.password", value: func(c *Config) string { return c.Etcd.Password }},
 		{key: "store.dsn", value: func(c *Config) string { return c.Store.DSN }, parts: dsnSecrets},
 		{key: "store.job_dsn", value: func(c *Config) string { return c.Store.JobDSN }, parts: dsnSecrets},
+		{key: "outbox.smtp.password", value: func(c *Config) string { return c.Outbox.SMTP.Password }},
 	}
 }
 

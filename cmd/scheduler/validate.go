@@ -69,6 +69,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	p.enum("log.format", c.Log.Format, "json", "console")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
 	validateHistory(&p, c.History)
+	c.validateOutbox(&p)
 	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
 	validateDefaults(&p, c.Defaults)
 	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)

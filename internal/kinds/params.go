@@ -29,6 +29,9 @@ type InvoicesParams struct {
 	// Period is "month" (one invoice per client per month of the slot, YYYY-MM) or "slot" (one
 	// per client per slot, its RFC3339 time). Default month.
 	Period string
+	// EmailTo, when set, queues one e-mail per new invoice to this address, "{client}" replaced
+	// by the client's id (such as "client-{client}@example.test"). Default: no e-mail.
+	EmailTo string
 }
 
 // StockParams are the parameters of the stock builtin; it has none today.
@@ -53,6 +56,9 @@ func (p InvoicesParams) Check() []Problem {
 	}
 	if p.Period != "month" && p.Period != "slot" {
 		ps.add("params.period", fmt.Sprintf("must be month or slot, got %v", p.Period))
+	}
+	if msg := checkEmailTo(p.EmailTo); msg != "" {
+		ps.add("params.email_to", msg)
 	}
 	return ps
 }
@@ -85,8 +91,19 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 				continue
 			}
 			p.Period = s
+		case "email_to":
+			s, ok := v.(string)
+			if !ok {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be a string, got %v", v)})
+				continue
+			}
+			if msg := checkEmailTo(s); msg != "" {
+				errs = append(errs, ParamError{k, msg})
+				continue
+			}
+			p.EmailTo = s
 		default:
-			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, period)"})
+			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, email_to, period)"})
 		}
 	}
 	for _, pr := range p.Check() {
