@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -105,7 +106,14 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox with token %d: %w", token, err)
 	}
+	sortMessages(msgs)
 	return msgs, nil
+}
+
+// sortMessages orders claimed messages as they were due: the order of an
+// UPDATE's RETURNING rows is not defined.
+func sortMessages(msgs []scheduler.Message) {
+	slices.SortStableFunc(msgs, func(a, b scheduler.Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
 }
 
 // RecordDelivery records the outcome of an attempt of the message key,

@@ -48,11 +48,7 @@ func (p *Backend) ClaimOutbox(ctx context.Context, token int64, limit int, now t
 			return err
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	tables.SortMessages(msgs)
-	return msgs, nil
+	return msgs, err
 }
 
 // RecordDelivery records an attempt of the message key claimed with token,

@@ -59,16 +59,12 @@ func (l *Backend) ClaimOutbox(ctx context.Context, token int64, limit int, now t
 		msgs, err = tables.CollectSQL(rows, tables.ScanMessage)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	tables.SortMessages(msgs)
-	return msgs, nil
+	return msgs, err
 }
 
-// RecordDelivery records an attempt of the message key claimed with token,
-// fenced with token on the outbox's fence; false when it is not sending
-// under token.
+// RecordDelivery records, in one IMMEDIATE transaction that entered the
+// outbox's fence with token, an attempt of the message key claimed with
+// that token; false when the message is not sending under it.
 func (l *Backend) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error) {
 	var n int64
 	err := l.fencedWrite(ctx, []string{tables.OutboxFence}, token, func(tx *sql.Tx) error {

@@ -71,12 +71,6 @@ const PruneSQL = `WITH last AS (
 		ORDER BY r.scheduled_at, r.manual LIMIT $5)
 	DELETE FROM {s}runs WHERE run_id IN (SELECT run_id FROM doomed)`
 
-// SortMessages orders claimed messages as they were due: the order of an
-// UPDATE's RETURNING rows is not defined.
-func SortMessages(msgs []scheduler.Message) {
-	slices.SortStableFunc(msgs, func(a, b scheduler.Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
-}
-
 // RecordStatus is the status an outcome leaves a message in.
 func RecordStatus(o scheduler.DeliveryOutcome) scheduler.MessageStatus {
 	switch o {
