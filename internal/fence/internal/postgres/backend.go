@@ -341,7 +341,7 @@ func (p *Backend) ResetFence(ctx context.Context, job string) error {
 // staleDetail parses the DETAIL of fence_check's JF001 error.
 var staleDetail = regexp.MustCompile(`^job=(.*) token=(-?\d+) fence=(\d*)$`)
 
-// pgFenceErr turns the fence's SQLSTATEs into the package's errors.
+// pgFenceErr turns the fence's SQLSTATEs into the verdict errors.
 func pgFenceErr(token int64, err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
