@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
 )
 
@@ -113,7 +114,7 @@ func BenchmarkWrite(b *testing.B) {
 	rt := &rtCounter{}
 	s := mustOpen(b, Config{DSN: dsn, MaxConns: 20, tracer: rt})
 	ctx := context.Background()
-	p := s.b.(*pgBackend)
+	p := s.b.(*postgres.Backend)
 	for _, sql := range []string{
 		`CREATE TABLE bench_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, job text NOT NULL, token bigint NOT NULL, n bigint NOT NULL)`,
 		`CREATE TABLE bench_fence (job text PRIMARY KEY, last_token bigint NOT NULL)`,
@@ -129,19 +130,19 @@ func BenchmarkWrite(b *testing.B) {
 				RETURN cur;
 			END $$`,
 	} {
-		if _, err := p.pool.Exec(ctx, sql); err != nil {
+		if _, err := p.Pool().Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
 	}
 	forShare := mustOpen(b, Config{DSN: dsn, MaxConns: 20, tracer: rt})
-	forShare.b.(*pgBackend).q.check = `SELECT mutant.for_share($1, $2)`
+	forShare.b.(*postgres.Backend).EnterWith(`SELECT mutant.for_share($1, $2)`)
 	if err := s.RaiseAll(ctx, []string{"bench"}, 1); err != nil {
 		b.Fatal(err)
 	}
 	const insert = `INSERT INTO bench_rows (job, token, n) VALUES ($1, $2, $3)`
 	variants := []variant{
 		{"plain", func(ctx context.Context, i int64) error {
-			return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			return pgx.BeginTxFunc(ctx, p.Pool(), pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, insert, "bench", 1, i)
 				return err
 			})
@@ -167,7 +168,7 @@ func BenchmarkWrite(b *testing.B) {
 			bt.Queue(`UPDATE bench_fence SET last_token = $1 WHERE job = $2 AND last_token <= $1`, 1, "bench").
 				Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
 			bt.Queue(insert, "bench", 1, i)
-			br := p.pool.SendBatch(ctx, bt)
+			br := p.Pool().SendBatch(ctx, bt)
 			tx := br.Tx()
 			defer func() { _ = tx.Rollback(ctx) }()
 			if err := br.Close(); err != nil {
@@ -184,7 +185,7 @@ func BenchmarkWrite(b *testing.B) {
 			bt := &pgx.Batch{}
 			bt.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 			bt.Queue(insert, "bench", 1, i)
-			br := p.pool.SendBatch(ctx, bt)
+			br := p.Pool().SendBatch(ctx, bt)
 			tx := br.Tx()
 			defer func() { _ = tx.Rollback(ctx) }()
 			if err := br.Close(); err != nil {

@@ -3,6 +3,7 @@ package fence
 import (
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,19 +16,17 @@ import (
 // separators.
 var measured = regexp.MustCompile(`about [0-9]|[0-9]+(\.[0-9]+)? ?(ms|µs)\b|×|[0-9],[0-9]{3}`)
 
-// TestComments_HaveNoFigures keeps measured figures out of the package's
-// comments, where they would rot: they belong in BENCHMARKS.md.
+// TestComments_HaveNoFigures keeps measured figures out of the comments of
+// the package and of its backends, where they would rot: they belong in
+// BENCHMARKS.md.
 func TestComments_HaveNoFigures(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	files, err := sourceFiles(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
 	checked := 0
 	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -48,4 +47,17 @@ func TestComments_HaveNoFigures(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no source files found")
 	}
+}
+
+// sourceFiles returns the non-test Go files under dir, its subpackages'
+// included.
+func sourceFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return err
+	})
+	return files, err
 }

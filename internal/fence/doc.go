@@ -3,6 +3,16 @@
 // messages, on Postgres (pgx) or on an embedded SQLite file. One *Store
 // serves both; Dialect and ParallelWriters say which one it is.
 //
+// This package holds the Store: it validates input, retries serialization
+// failures, wraps errors and states the guarantees below. Each backend is a
+// private package beside it that makes one attempt per call: postgres (the
+// fence of advisory locks and gates, the ledger's batches, the outbox, sql
+// jobs' statements, on pgx) and sqlite (the single writer). They share
+// tables (the columns of a run and of a message, their scanners, and the
+// statements written once for both dialects) and verdict (the refusals, the
+// values this package exports as ErrStale, ErrRaiseTimeout and the others).
+// None of them imports this package.
+//
 // # The fence
 //
 // Every leader term has a fencing token: the create revision of its etcd

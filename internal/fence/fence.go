@@ -43,7 +43,7 @@ func (s *Store) Fenced(ctx context.Context, job string, token int64, fn func(ctx
 		return fmt.Errorf("fenced write: %w", err)
 	}
 	in := func(tx scheduler.Tx) error { return fn(ctx, tx) }
-	return s.retry(ctx, job, token, func() error { return s.b.fenced(ctx, job, token, in) })
+	return s.retry(ctx, job, token, func() error { return s.b.Fenced(ctx, job, token, in) })
 }
 
 // RaiseAll raises the fence of every job in jobs to token, waiting for the
@@ -69,7 +69,7 @@ func (s *Store) RaiseAll(ctx context.Context, jobs []string, token int64) error 
 	jobs = slices.Clone(jobs)
 	slices.Sort(jobs)
 	jobs = slices.Compact(jobs)
-	fences, err := s.b.fences(ctx, jobs)
+	fences, err := s.b.Fences(ctx, jobs)
 	if err != nil {
 		return fmt.Errorf("raise fences of %d jobs to %d: %w", len(jobs), token, err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) RaiseAll(ctx context.Context, jobs []string, token int64) error 
 	// lock table with every other session; BENCHMARKS.md has the sizes tried.
 	const chunk = 256
 	return inBatches(jobs, chunk, func(part []string) error {
-		fences, err := retried(ctx, s, part[0], token, func() (map[string]int64, error) { return s.b.raise(ctx, part, token) })
+		fences, err := retried(ctx, s, part[0], token, func() (map[string]int64, error) { return s.b.Raise(ctx, part, token) })
 		if err != nil {
 			return fmt.Errorf("raise fences of %d jobs to %d: %w", len(part), token, err)
 		}
@@ -100,13 +100,13 @@ func (s *Store) checkRegression(jobs []string, fences map[string]int64, token in
 	if worst == "" {
 		return nil
 	}
-	return regressionError(worst, token, fence, s.b.resetHint())
+	return regressionError(worst, token, fence, s.b.ResetHint())
 }
 
 // CheckToken reports a regression error if any stored fence is above token,
 // without raising anything. A replica can call it before campaigning.
 func (s *Store) CheckToken(ctx context.Context, token int64) error {
-	fences, err := s.b.fences(ctx, nil)
+	fences, err := s.b.Fences(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("check token %d against fences: %w", token, err)
 	}
@@ -121,7 +121,7 @@ func (s *Store) CheckToken(ctx context.Context, token int64) error {
 // Fences returns the stored fence of each job in jobs, or of every job when
 // jobs is empty. A job that never had a fence is absent from the map.
 func (s *Store) Fences(ctx context.Context, jobs ...string) (map[string]int64, error) {
-	fences, err := s.b.fences(ctx, jobs)
+	fences, err := s.b.Fences(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("read fences: %w", err)
 	}
@@ -136,7 +136,7 @@ func (s *Store) ResetFence(ctx context.Context, job string) error {
 	if job == "" {
 		return errors.New("reset fence: empty job name")
 	}
-	if err := s.b.resetFence(ctx, job); err != nil {
+	if err := s.b.ResetFence(ctx, job); err != nil {
 		return fmt.Errorf("reset fence of job %q: %w", job, err)
 	}
 	s.lg.Warn("fence reset", zap.String("job", job))
@@ -148,7 +148,7 @@ func (s *Store) ResetFence(ctx context.Context, job string) error {
 func (s *Store) retry(ctx context.Context, job string, token int64, op func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || attempt == maxAttempts || !retryable(err) {
+		if err == nil || attempt == maxAttempts || !s.b.Retryable(err) {
 			return err
 		}
 		s.lg.Debug("fenced transaction retried", zap.String("job", job), zap.Int64("token", token),
@@ -184,9 +184,6 @@ func inBatches[T any](items []T, size int, op func(part []T) error) error {
 	}
 	return nil
 }
-
-// retryable reports a Postgres serialization failure or deadlock.
-func retryable(err error) bool { return isCode(err, "40001") || isCode(err, "40P01") }
 
 func checkJobToken(job string, token int64) error {
 	if job == "" {

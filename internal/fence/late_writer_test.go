@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // raiseHold raises job's fence to newer in a transaction that stays open,
@@ -23,14 +24,14 @@ type raiseHold func(ctx context.Context, job string, newer int64, entered func()
 // way a script holds it: fence_check as the first statement of an open
 // transaction.
 func holdRaise(s *Store) raiseHold {
-	if p, ok := s.b.(*pgBackend); ok && p.q.check == "" {
+	if p, ok := s.b.(*postgres.Backend); ok && p.EntersWith() == "" {
 		return func(ctx context.Context, job string, newer int64, entered func(), release <-chan struct{}) error {
-			tx, err := p.pool.Begin(ctx)
+			tx, err := p.Pool().Begin(ctx)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = tx.Rollback(ctx) }()
-			if _, err := tx.Exec(ctx, `SELECT `+pgx.Identifier{p.schema}.Sanitize()+`.fence_check($1, $2)`, job, newer); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT `+pgx.Identifier{p.Schema()}.Sanitize()+`.fence_check($1, $2)`, job, newer); err != nil {
 				return err
 			}
 			entered()
@@ -39,7 +40,7 @@ func holdRaise(s *Store) raiseHold {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if err := insertProbe(ctx, pgTx{tx}, job, newer, "raiser"); err != nil {
+			if err := insertProbe(ctx, postgres.WrapTx(tx), job, newer, "raiser"); err != nil {
 				return err
 			}
 			return tx.Commit(ctx)

@@ -8,28 +8,29 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // ledger is the backend half of the run ledger. Writes are fenced with
 // token on the jobs they touch, in one transaction.
 type ledger interface {
-	// claim creates the runs of slots; ahead leaves them not started
-	// (attempt 0, no start time) until start marks them.
-	claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error)
-	// start marks the not-started runs among refs as started at now and
+	// Claim creates the runs of slots; ahead leaves them not started
+	// (attempt 0, no start time) until Start marks them.
+	Claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error)
+	// Start marks the not-started runs among refs as started at now and
 	// returns how many it marked.
-	start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error)
-	record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error)
-	// reclaim takes over the orphans among slots and returns the runs of
+	Start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error)
+	Record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error)
+	// Reclaim takes over the orphans among slots and returns the runs of
 	// the slots that have one, each with whether it took it over.
-	reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error)
-	complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error)
-	nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
-	window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
-	history(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
-	last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
-	orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
-	prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
+	Reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error)
+	Complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error)
+	NextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
+	Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
+	History(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
+	Last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	Orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
 }
 
 // Claim creates the running run of slot, attempt 1, in one fenced round
@@ -82,7 +83,7 @@ func (s *Store) claimMany(ctx context.Context, token int64, node string, slots [
 	}
 	all := withNormTimes(slots)
 	res, err := retried(ctx, s, slots[0].Job, token, func() ([]scheduler.Result, error) {
-		return s.b.claim(ctx, token, node, s.now(), normSlots(all), ahead)
+		return s.b.Claim(ctx, token, node, s.now(), normSlots(all), ahead)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim %d slots%s with token %d: %w", len(slots), aheadOf, token, err)
@@ -106,7 +107,7 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 		if !o.Status.Terminal() {
 			return nil, fmt.Errorf("record slot %s of job %q: status %q: want a terminal status", o.Slot.At.Format(timeLayout), o.Slot.Job, o.Status)
 		}
-		o.Slot.At = normTime(o.Slot.At)
+		o.Slot.At = tables.NormTime(o.Slot.At)
 		slots[i] = o.Slot
 		norm[i] = scheduler.Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
 	}
@@ -117,7 +118,7 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 		return nil, nil
 	}
 	res, err := retried(ctx, s, outs[0].Slot.Job, token, func() ([]scheduler.Result, error) {
-		return s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
+		return s.b.Record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record %d slots with token %d: %w", len(outs), token, err)
@@ -169,7 +170,7 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Co
 		return nil, nil
 	}
 	res, err := retried(ctx, s, cs[0].Job, token, func() ([]scheduler.Result, error) {
-		return s.b.complete(ctx, token, s.now(), norm)
+		return s.b.Complete(ctx, token, s.now(), norm)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d runs with token %d: %w", len(cs), token, err)
@@ -191,7 +192,7 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("next attempt of run %d: %w", runID, err)
 	}
-	n, err := retried(ctx, s, job, token, func() (int, error) { return s.b.nextAttempt(ctx, token, job, runID) })
+	n, err := retried(ctx, s, job, token, func() (int, error) { return s.b.NextAttempt(ctx, token, job, runID) })
 	if err != nil {
 		return 0, fmt.Errorf("next attempt of run %d of job %q: %w", runID, job, err)
 	}
@@ -207,7 +208,7 @@ func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) (
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	runs, err := s.b.window(ctx, distinct(jobs), normTime(from), normTime(to))
+	runs, err := s.b.Window(ctx, tables.Distinct(jobs), tables.NormTime(from), tables.NormTime(to))
 	if err != nil {
 		return nil, fmt.Errorf("runs of %d jobs from %s to %s: %w", len(jobs), from.Format(timeLayout), to.Format(timeLayout), err)
 	}
@@ -220,7 +221,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler
 	if limit <= 0 {
 		limit = 20
 	}
-	runs, err := s.b.history(ctx, job, limit)
+	runs, err := s.b.History(ctx, job, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history of job %q: %w", job, err)
 	}
@@ -230,7 +231,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler
 // Last returns the newest run (by slot) of each job in jobs, or of every job
 // in the ledger when jobs is empty. Jobs without runs are absent.
 func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
-	runs, err := s.b.last(ctx, jobs)
+	runs, err := s.b.Last(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("last runs: %w", err)
 	}
@@ -247,7 +248,7 @@ func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.
 // earlier terms: their leaders can no longer write, so nothing will finish
 // them but the new leader (Reclaim or Complete).
 func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]scheduler.Run, error) {
-	runs, err := s.b.orphans(ctx, jobs)
+	runs, err := s.b.Orphans(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("orphaned runs: %w", err)
 	}
@@ -273,7 +274,7 @@ func checkSlots(token int64, node string, slots []scheduler.SlotKey) error {
 func withNormTimes(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	all := make([]scheduler.SlotKey, len(slots))
 	for i, sl := range slots {
-		sl.At = normTime(sl.At)
+		sl.At = tables.NormTime(sl.At)
 		all[i] = sl
 	}
 	return all

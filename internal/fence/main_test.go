@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"scheduler"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
+	"scheduler/internal/fence/internal/sqlite"
 	"scheduler/internal/testenv"
 )
 
@@ -79,13 +81,13 @@ func testCtx(t testing.TB) context.Context {
 // single write connection so far.
 func lockWaiters(ctx context.Context, s *Store) (int64, error) {
 	switch b := s.b.(type) {
-	case *pgBackend:
+	case *postgres.Backend:
 		var n int64
-		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
 		return n, err
-	case *liteBackend:
-		return b.w.Stats().WaitCount, nil
+	case *sqlite.Backend:
+		return b.Writer().Stats().WaitCount, nil
 	}
 	return 0, fmt.Errorf("unknown backend %T", s.b)
 }
@@ -195,7 +197,7 @@ func claimAndFinish(t *testing.T, ctx context.Context, s *Store, token int64, sl
 func pgCount(t *testing.T, ctx context.Context, s *Store, query string) int {
 	t.Helper()
 	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, query).Scan(&n); err != nil {
+	if err := s.b.(*postgres.Backend).Pool().QueryRow(ctx, query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -2,11 +2,8 @@ package fence
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
-
-	"go.uber.org/zap"
 
 	"scheduler"
 	"scheduler/migrations"
@@ -19,8 +16,8 @@ import (
 // to do; on SQLite the write lock serializes them and every statement is
 // IF NOT EXISTS.
 func (s *Store) Migrate(ctx context.Context) error {
-	if err := s.b.migrate(ctx, s.lg); err != nil {
-		return fmt.Errorf("migrate %s store: %w", s.b.dialect(), err)
+	if err := s.b.Migrate(ctx, s.lg); err != nil {
+		return fmt.Errorf("migrate %s store: %w", s.b.Dialect(), err)
 	}
 	return nil
 }
@@ -29,7 +26,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // `scheduler migrate`, if the store lacks a migration this binary needs. A
 // store migrated further by a newer binary passes: migrations only add.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	applied, err := s.b.appliedVersions(ctx)
+	applied, err := s.b.AppliedVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("check store schema: %w", err)
 	}
@@ -47,39 +44,17 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		return nil
 	}
 	where := fmt.Sprintf("schema %q", s.cfg.Schema)
-	if s.b.dialect() == scheduler.SQLite {
+	if s.b.Dialect() == scheduler.SQLite {
 		where = fmt.Sprintf("database %s", s.cfg.Path)
 	}
 	return fmt.Errorf("%w: %s store, %s: migrations %v of %v are not applied: run `scheduler migrate` first",
-		ErrSchemaBehind, s.b.dialect(), where, missing, want)
+		ErrSchemaBehind, s.b.Dialect(), where, missing, want)
 }
 
 // versions returns the migration versions this binary embeds.
 func (s *Store) versions() ([]int64, error) {
-	if s.b.dialect() == scheduler.SQLite {
+	if s.b.Dialect() == scheduler.SQLite {
 		return migrations.Versions(migrations.SQLite())
 	}
 	return migrations.Versions(migrations.Postgres())
-}
-
-func (p *pgBackend) migrate(ctx context.Context, lg *zap.Logger) error {
-	return migrations.UpPostgres(ctx, lg, p.pool, p.schema)
-}
-
-func (p *pgBackend) appliedVersions(ctx context.Context) ([]int64, error) {
-	return migrations.AppliedPostgres(ctx, p.pool, p.schema)
-}
-
-func (l *liteBackend) migrate(ctx context.Context, lg *zap.Logger) error {
-	// A separate handle: goose needs more than the writer's one connection.
-	db, err := sql.Open("sqlite", l.dsn+"&_txlock=immediate")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = db.Close() }()
-	return migrations.UpSQLite(ctx, lg, db)
-}
-
-func (l *liteBackend) appliedVersions(ctx context.Context) ([]int64, error) {
-	return migrations.AppliedSQLite(ctx, l.r)
 }

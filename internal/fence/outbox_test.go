@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/sqlite"
 )
 
 // outboxNow is the store's clock in the outbox tests.
@@ -313,7 +314,7 @@ func TestSQLite_OutboxKeyCheck(t *testing.T) {
 	s := mustOpen(t, Config{Path: t.TempDir() + "/scheduler.db"})
 	ctx := testCtx(t)
 	insert := func(key string) error {
-		_, err := s.b.(*liteBackend).w.ExecContext(ctx, `INSERT INTO outbox (key, job, scheduled_at, token, kind,
+		_, err := s.b.(*sqlite.Backend).Writer().ExecContext(ctx, `INSERT INTO outbox (key, job, scheduled_at, token, kind,
 			destination, next_attempt_at, created_at, updated_at) VALUES ($1, 'invoices', 1, 1, 'email', 'a@b', 1, 1, 1)`, key)
 		return err
 	}

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"scheduler"
-
 	"github.com/jackc/pgx/v5"
+
+	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // TestPostgres_BatchFence checks the set-based path of fence_check_all, which the ledger's
@@ -21,7 +22,7 @@ func TestPostgres_BatchFence(t *testing.T) {
 	t.Run("WriterArrivingDuringRaiseIsRefused", func(t *testing.T) {
 		// A raise of b to 20 holds b's lock, uncommitted: the batch's first read still sees
 		// every fence at 10 and takes the set-based path.
-		ctx, s, tx := raisedWithOpenTx(t, `SELECT scheduler.fence_check('b', 20)`)
+		ctx, s, tx := raisedWithOpenTx(t, func(*postgres.Backend) string { return `SELECT scheduler.fence_check('b', 20)` })
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
@@ -51,8 +52,8 @@ func TestPostgres_BatchFence(t *testing.T) {
 
 	t.Run("RaiseWaitsForBatchWriter", func(t *testing.T) {
 		// A batch writer with token 10 inside its transaction, past the fence.
-		ctx, s, tx := raisedWithOpenTx(t, pgSQL(DefaultSchema).checkAll, []string{"b", "a"}, int64(10))
-		p := s.b.(*pgBackend)
+		ctx, s, tx := raisedWithOpenTx(t, (*postgres.Backend).CheckAllSQL, []string{"b", "a"}, int64(10))
+		p := s.b.(*postgres.Backend)
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +66,7 @@ func TestPostgres_BatchFence(t *testing.T) {
 		if !blocked {
 			t.Fatalf("the raise did not wait for the batch writer in flight (err %v)", <-raiseErr)
 		}
-		if _, err := tx.Exec(ctx, p.q.claim, []string{"a"}, []time.Time{at}, []bool{false}, int64(10), "old", at); err != nil {
+		if _, err := tx.Exec(ctx, p.ClaimSQL(), []string{"a"}, []time.Time{at}, []bool{false}, int64(10), "old", at); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -104,21 +105,23 @@ func TestPostgres_BatchFence(t *testing.T) {
 }
 
 // raisedWithOpenTx returns a Postgres store whose jobs a and b are fenced at
-// 10, and a transaction on its pool that has run sql and stays open until
-// the caller commits it or the test ends.
-func raisedWithOpenTx(t *testing.T, sql string, args ...any) (context.Context, *Store, pgx.Tx) {
+// 10, and a transaction on its pool that has run the statement sql returns
+// for its backend and stays open until the caller commits it or the test
+// ends.
+func raisedWithOpenTx(t *testing.T, sql func(*postgres.Backend) string, args ...any) (context.Context, *Store, pgx.Tx) {
 	t.Helper()
 	s, _ := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
 	if err := s.RaiseAll(ctx, []string{"a", "b"}, 10); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := s.b.(*pgBackend).pool.Begin(ctx)
+	p := s.b.(*postgres.Backend)
+	tx, err := p.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+	if _, err := tx.Exec(ctx, sql(p), args...); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, s, tx

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // maxReclaimBatch is the most slots one ReclaimMany transaction takes over:
@@ -22,9 +23,9 @@ func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot sche
 	if err := checkSlots(token, node, []scheduler.SlotKey{slot}); err != nil {
 		return scheduler.Run{}, fmt.Errorf("reclaim: %w", err)
 	}
-	slot.At = normTime(slot.At)
+	slot.At = tables.NormTime(slot.At)
 	res, err := retried(ctx, s, slot.Job, token, func() ([]scheduler.Result, error) {
-		return s.b.reclaim(ctx, token, node, s.now(), []scheduler.SlotKey{slot})
+		return s.b.Reclaim(ctx, token, node, s.now(), []scheduler.SlotKey{slot})
 	})
 	switch {
 	case err != nil:
@@ -59,7 +60,7 @@ func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots
 	res := make([]scheduler.Result, 0, len(uniq))
 	err := inBatches(uniq, maxReclaimBatch, func(part []scheduler.SlotKey) error {
 		got, err := retried(ctx, s, part[0].Job, token, func() ([]scheduler.Result, error) {
-			return s.b.reclaim(ctx, token, node, s.now(), part)
+			return s.b.Reclaim(ctx, token, node, s.now(), part)
 		})
 		if err != nil {
 			return fmt.Errorf("reclaim %d slots with token %d: %w", len(part), token, err)

@@ -34,7 +34,7 @@ func (s *Store) StartMany(ctx context.Context, token int64, refs []scheduler.Run
 	}
 	marked := 0
 	err := inBatches(refs, maxStartBatch, func(part []scheduler.RunRef) error {
-		n, err := retried(ctx, s, part[0].Job, token, func() (int, error) { return s.b.start(ctx, token, s.now(), part) })
+		n, err := retried(ctx, s, part[0].Job, token, func() (int, error) { return s.b.Start(ctx, token, s.now(), part) })
 		if err != nil {
 			return fmt.Errorf("start %d runs with token %d: %w", len(part), token, err)
 		}

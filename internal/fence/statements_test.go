@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
+	"scheduler/internal/fence/internal/sqlite"
+	"scheduler/internal/fence/internal/verdict"
 	"scheduler/internal/testenv"
 )
 
@@ -54,17 +57,17 @@ func TestFencedStatements(t *testing.T) {
 		if got := scans(); got != 1 {
 			t.Fatalf("a stale token wrote: %d scans, want 1", got)
 		}
-		// A text that ends the transaction itself fails the run with errTxEnded, on
+		// A text that ends the transaction itself fails the run with ErrTxEnded, on
 		// either store.
 		for _, text := range []string{
 			`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
 			`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
 		} {
-			if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, errTxEnded) {
-				t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
+			if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, verdict.ErrTxEnded) {
+				t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, verdict.ErrTxEnded)
 			}
 		}
-		for _, st := range []statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
+		for _, st := range []struct{ Text, Role string }{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
 			if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
 				t.Errorf("FencedStatements(%+v) succeeded", st)
 			}
@@ -76,8 +79,8 @@ func TestFencedStatements(t *testing.T) {
 func TestFencedStatements_SQLiteRefusesRole(t *testing.T) {
 	s := backends()[1].fresh(t)(Config{})
 	_, err := s.FencedStatements(testCtx(t), "job", 1, "nightly", "SELECT 1")
-	if !errors.Is(err, errNoRoles) {
-		t.Fatalf("err %v, want %v", err, errNoRoles)
+	if !errors.Is(err, sqlite.ErrNoRoles) {
+		t.Fatalf("err %v, want %v", err, sqlite.ErrNoRoles)
 	}
 	if _, err := Open(testCtx(t), Config{Path: t.TempDir() + "/s.db", JobDSN: "postgres://x@y/z"}, nil); err == nil {
 		t.Fatal("a job DSN with a SQLite store was accepted")
@@ -114,8 +117,8 @@ func TestPostgres_FencedStatementsOnJobDSN(t *testing.T) {
 		t.Fatalf("stale token: err %v, want a FenceError with fence 11", err)
 	}
 	_, err = s.FencedStatements(ctx, "new", 11, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 1); COMMIT`)
-	if !errors.Is(err, errTxEnded) {
-		t.Fatalf("a text with COMMIT: err %v, want %v", err, errTxEnded)
+	if !errors.Is(err, verdict.ErrTxEnded) {
+		t.Fatalf("a text with COMMIT: err %v, want %v", err, verdict.ErrTxEnded)
 	}
 	_, err = s.FencedStatements(ctx, "new", 11, "pg_write_all_data", `SELECT 1`)
 	if err == nil || !strings.Contains(err.Error(), "set role") {
@@ -145,7 +148,7 @@ func TestPostgres_FencedStatementsRole(t *testing.T) {
 		t.Fatalf("RESET ROLE on the store's own connection: %v (documented as no boundary)", err)
 	}
 	var who string
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT sku FROM stock_scans`).Scan(&who); err != nil || who != role {
+	if err := s.b.(*postgres.Backend).Pool().QueryRow(ctx, `SELECT sku FROM stock_scans`).Scan(&who); err != nil || who != role {
 		t.Fatalf("the statements ran as %q (err %v), want %q", who, err, role)
 	}
 }

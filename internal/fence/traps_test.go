@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // withCheck returns a second store on dsn whose fenced transactions enter
@@ -17,7 +18,7 @@ import (
 func withCheck(t *testing.T, dsn, checkFunc string) *Store {
 	t.Helper()
 	s := mustOpen(t, Config{DSN: dsn})
-	s.b.(*pgBackend).q.check = `SELECT ` + checkFunc + `($1, $2)`
+	s.b.(*postgres.Backend).EnterWith(`SELECT ` + checkFunc + `($1, $2)`)
 	return s
 }
 
@@ -32,7 +33,7 @@ func TestPostgres_Traps(t *testing.T) {
 	// The real fence_check, made STABLE: its reads then use the snapshot of
 	// the calling statement, taken before the lock wait.
 	var def string
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx,
+	if err := s.b.(*postgres.Backend).Pool().QueryRow(ctx,
 		`SELECT pg_get_functiondef('scheduler.fence_check(text, bigint)'::regprocedure)`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestPostgres_Traps(t *testing.T) {
 		t.Logf("caught: %v", err)
 	})
 	t.Run("RealFunctionIsVolatileSecurityDefiner", func(t *testing.T) {
-		rows, err := s.b.(*pgBackend).pool.Query(ctx, `SELECT p.proname, p.provolatile::text, p.prosecdef
+		rows, err := s.b.(*postgres.Backend).Pool().Query(ctx, `SELECT p.proname, p.provolatile::text, p.prosecdef
 			FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 			WHERE n.nspname = 'scheduler' AND p.proname IN ('fence_check', 'fence_check_all', 'fence_raise', 'fence_verify')`)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
 	"scheduler/migrations"
 )
@@ -241,19 +242,19 @@ func TestPostgres_FenceVerifyRepeatableRead(t *testing.T) {
 // migrateTo applies the Postgres migrations up to version, as an older release did.
 func migrateTo(t *testing.T, s *Store, version int64) {
 	t.Helper()
-	p := s.b.(*pgBackend)
+	p := s.b.(*postgres.Backend)
 	ctx := testCtx(t)
-	if _, err := p.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
+	if _, err := p.Pool().Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := migrations.PostgresIn(p.schema)
+	fsys, err := migrations.PostgresIn(p.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := stdlib.OpenDBFromPool(p.pool)
+	db := stdlib.OpenDBFromPool(p.Pool())
 	defer func() { _ = db.Close() }()
 	prov, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(p.schema+"."+migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(p.Schema()+"."+migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestPostgres_MigrateRevokesRaisingFunctions(t *testing.T) {
 	if err := s.Fenced(ctx, "nightly", 10, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatalf("owner's fenced write after migrate: %v", err)
 	}
-	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `SELECT scheduler.fence_check_all(ARRAY['nightly'], 10)`); err != nil {
+	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `SELECT scheduler.fence_check_all(ARRAY['nightly'], 10)`); err != nil {
 		t.Fatalf("owner's fence_check_all after migrate: %v", err)
 	}
 	// The former fence_check grantee only changes the function its scripts call.
@@ -335,7 +336,7 @@ func TestPostgres_MigrateRevokesRaisingFunctions(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.b.(*pgBackend).q.verify, "fence_verify") {
+	if !strings.Contains(s.b.(*postgres.Backend).VerifySQL(), "fence_verify") {
 		t.Fatal("the store does not know fence_verify")
 	}
 }

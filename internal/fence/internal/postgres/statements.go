@@ -1,31 +1,31 @@
-package fence
+package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
+
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // dmlTag matches the command tags whose count is of rows written.
 var dmlTag = regexp.MustCompile(`^(INSERT|UPDATE|DELETE|MERGE) `)
 
-// errTxEnded reports statements that ended the fenced transaction.
-var errTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran before a COMMIT is committed, and what ran after it was not fenced")
-
-// statements runs st as FencedStatements documents; a fence below token
-// is raised with the store's own role (see raising).
-func (p *pgBackend) statements(ctx context.Context, job string, token int64, st statements) (n int64, err error) {
+// Statements runs text, a sql job's, under role when it is set, in one
+// transaction fenced with token for job, as fence.Store.FencedStatements
+// documents, and returns the rows it wrote; a fence below token is raised
+// with the store's own role (see raising).
+func (p *Backend) Statements(ctx context.Context, job string, token int64, role, text string) (n int64, err error) {
 	err = p.raising(ctx, job, token, func() (err error) {
-		n, err = p.statementsOnce(ctx, job, token, st)
+		n, err = p.statementsOnce(ctx, job, token, role, text)
 		return err
 	})
 	return n, err
 }
 
-func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64, st statements) (int64, error) {
+func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, role, text string) (int64, error) {
 	pool := p.pool
 	if p.jobPool != nil {
 		pool = p.jobPool
@@ -47,12 +47,12 @@ func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64,
 	if err := p.enterOn(ctx, tx, job, token); err != nil {
 		return 0, err
 	}
-	if st.Role != "" {
-		if _, err := tx.Exec(ctx, `SET LOCAL ROLE `+pgx.Identifier{st.Role}.Sanitize()); err != nil {
-			return 0, fmt.Errorf("set role %s: %w", st.Role, err)
+	if role != "" {
+		if _, err := tx.Exec(ctx, `SET LOCAL ROLE `+pgx.Identifier{role}.Sanitize()); err != nil {
+			return 0, fmt.Errorf("set role %s: %w", role, err)
 		}
 	}
-	results, err := conn.PgConn().Exec(ctx, st.Text).ReadAll()
+	results, err := conn.PgConn().Exec(ctx, text).ReadAll()
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +63,7 @@ func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64,
 		}
 	}
 	if conn.PgConn().TxStatus() != 'T' {
-		return 0, errTxEnded
+		return 0, verdict.ErrTxEnded
 	}
 	// Check again, as the session's own role, right before the commit: the
 	// lock taken now is held until the commit, whatever the text did to
@@ -84,7 +84,7 @@ func (p *pgBackend) statementsOnce(ctx context.Context, job string, token int64,
 // job connection, whose role may not raise, or with the lock and the gate
 // of Fenced on the store's own. It returns errNeedRaise when the fence is
 // below token or missing.
-func (p *pgBackend) enterOn(ctx context.Context, tx pgx.Tx, job string, token int64) error {
+func (p *Backend) enterOn(ctx context.Context, tx pgx.Tx, job string, token int64) error {
 	var err error
 	if p.jobPool != nil {
 		_, err = tx.Exec(ctx, p.q.verify, job, token)

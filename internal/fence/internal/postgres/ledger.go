@@ -1,4 +1,4 @@
-package fence
+package postgres
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // ledgerStatements are the ledger's Postgres statements. Every write is one
@@ -20,12 +22,12 @@ import (
 type ledgerStatements struct {
 	claim, record, slotRows, reclaim, complete, runRows, nextAttempt string
 	window, history, lastOf, lastAll, orphansOf, orphansAll          string
-	claimAhead, start                                                string // start.go
+	claimAhead, start                                                string // claims ahead and their start
 }
 
 func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 	q := func(s string) string {
-		return r.Replace(strings.NewReplacer("{cols}", prefixCols("r.", runCols), "{keycols}", prefixCols("r.", keyCols)).Replace(s))
+		return r.Replace(strings.NewReplacer("{cols}", tables.PrefixCols("r.", tables.RunCols), "{keycols}", tables.PrefixCols("r.", tables.KeyCols)).Replace(s))
 	}
 	return ledgerStatements{
 		claim: q(`INSERT INTO {s}.runs AS r (job, scheduled_at, manual, status, token, node, attempt, started_at)
@@ -127,20 +129,13 @@ func slotArrays(slots []scheduler.SlotKey) (jobs []string, ats []time.Time, manu
 	return jobs, ats, manual
 }
 
-// distinct returns the sorted distinct values of jobs.
-func distinct(jobs []string) []string {
-	jobs = slices.Clone(jobs)
-	slices.Sort(jobs)
-	return slices.Compact(jobs)
-}
-
 // fencedBatch sends b, which begins a read-committed transaction, enters
 // the fences of jobs with token and then holds the statements queued by
 // queue, followed by COMMIT: one round trip. A failure rolls back.
-func (p *pgBackend) fencedBatch(ctx context.Context, jobs []string, token int64, queue func(b *pgx.Batch)) error {
+func (p *Backend) fencedBatch(ctx context.Context, jobs []string, token int64, queue func(b *pgx.Batch)) error {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	b.Queue(p.q.checkAll, distinct(jobs), token)
+	b.Queue(p.q.checkAll, tables.Distinct(jobs), token)
 	queue(b)
 	b.Queue("COMMIT")
 	br := p.pool.SendBatch(ctx, b)
@@ -174,7 +169,9 @@ func collectIDs(ids map[int64]bool) func(pgx.Rows) error {
 	}
 }
 
-func (p *pgBackend) claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
+// Claim creates the runs of slots in one fenced batch; ahead leaves them not
+// started (attempt 0, no start time).
+func (p *Backend) Claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
 	jobs, ats, manual := slotArrays(slots)
 	if ahead {
 		return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claimAhead, jobs, ats, manual, token, node)
@@ -182,7 +179,9 @@ func (p *pgBackend) claim(ctx context.Context, token int64, node string, now tim
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.claim, jobs, ats, manual, token, node, now)
 }
 
-func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error) {
+// Start marks the not-started runs among refs as started at now and
+// returns how many it marked.
+func (p *Backend) Start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error) {
 	ids := make([]int64, len(refs))
 	jobs := make([]string, len(refs))
 	for i, r := range refs {
@@ -195,7 +194,8 @@ func (p *pgBackend) start(ctx context.Context, token int64, now time.Time, refs 
 	return len(marked), err
 }
 
-func (p *pgBackend) record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error) {
+// Record stores slots that ended without running, with their reasons.
+func (p *Backend) Record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error) {
 	slices.SortFunc(outs, func(a, b scheduler.Outcome) int { return strings.Compare(a.Slot.Job, b.Slot.Job) })
 	var (
 		jobs, statuses, reasons []string
@@ -212,16 +212,18 @@ func (p *pgBackend) record(ctx context.Context, token int64, node string, now ti
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.record, jobs, ats, manual, statuses, reasons, token, node, now)
 }
 
-func (p *pgBackend) reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+// Reclaim takes over the orphans among slots and returns the runs of the
+// slots that have one, each with whether it took it over.
+func (p *Backend) Reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
 	jobs, ats, manual := slotArrays(slots)
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.reclaim, jobs, ats, manual, token, node, now)
 }
 
 // slotWrite runs write, a statement over the slots (jobs, ats, manual) that
-// returns the keyCols of the rows it wrote, in one fenced batch, followed by
+// returns the tables.KeyCols of the rows it wrote, in one fenced batch, followed by
 // a read of the slots' other rows: found by the write in its way, or
 // committed by a concurrent writer while the write waited for it.
-func (p *pgBackend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]scheduler.Result, error) {
+func (p *Backend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]scheduler.Result, error) {
 	written := make([]scheduler.Run, 0, len(jobs))
 	var found []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
@@ -250,7 +252,9 @@ func results(runs []scheduler.Run, written map[int64]bool) []scheduler.Result {
 	return res
 }
 
-func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error) {
+// Complete finishes the running runs among cs and returns every run of cs
+// that exists, each with whether it finished it.
+func (p *Backend) Complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error) {
 	var (
 		runIDs                                 []int64
 		jobs, statuses, errs, outputs, reasons []string
@@ -277,7 +281,8 @@ func (p *pgBackend) complete(ctx context.Context, token int64, now time.Time, cs
 	return results(runs, ids), nil
 }
 
-func (p *pgBackend) nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
+// NextAttempt increases the attempt of a run running under token.
+func (p *Backend) NextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error) {
 	attempt := 0
 	err := p.fencedBatch(ctx, []string{job}, token, func(b *pgx.Batch) {
 		b.Queue(p.q.nextAttempt, runID, job, token).Query(func(rows pgx.Rows) error {
@@ -286,13 +291,13 @@ func (p *pgBackend) nextAttempt(ctx context.Context, token int64, job string, ru
 		})
 	})
 	if err == nil && attempt == 0 {
-		err = fmt.Errorf("run %d is not running under token %d: %w", runID, token, ErrNotRunning)
+		err = fmt.Errorf("run %d is not running under token %d: %w", runID, token, verdict.ErrNotRunning)
 	}
 	return attempt, err
 }
 
 // queryRuns reads the runs a query returns with scan.
-func (p *pgBackend) queryRuns(ctx context.Context, scan pgx.RowToFunc[scheduler.Run], sql string, args ...any) ([]scheduler.Run, error) {
+func (p *Backend) queryRuns(ctx context.Context, scan pgx.RowToFunc[scheduler.Run], sql string, args ...any) ([]scheduler.Run, error) {
 	rows, err := p.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -300,24 +305,33 @@ func (p *pgBackend) queryRuns(ctx context.Context, scan pgx.RowToFunc[scheduler.
 	return pgx.CollectRows(rows, scan)
 }
 
-func (p *pgBackend) window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
+// Window returns the keys of the scheduled runs of jobs with slots in [from, to].
+func (p *Backend) Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	return p.queryRuns(ctx, pgKeyRun, p.q.window, jobs, from, to)
 }
 
-func (p *pgBackend) history(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
+// History returns job's newest limit runs, newest slot first.
+func (p *Backend) History(ctx context.Context, job string, limit int) ([]scheduler.Run, error) {
 	return p.queryRuns(ctx, pgRun, p.q.history, job, limit)
 }
 
-func (p *pgBackend) last(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
+// Last returns the newest run of each job of jobs, or of every job when empty.
+func (p *Backend) Last(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return p.queryRuns(ctx, pgRun, p.q.lastAll)
 	}
-	return p.queryRuns(ctx, pgRun, p.q.lastOf, distinct(jobs))
+	return p.queryRuns(ctx, pgRun, p.q.lastOf, tables.Distinct(jobs))
 }
 
-func (p *pgBackend) orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
+// Orphans returns the runs left running under a token other than their
+// job's fence, of jobs or of every job when empty, oldest slot first.
+func (p *Backend) Orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return p.queryRuns(ctx, pgRun, p.q.orphansAll)
 	}
-	return p.queryRuns(ctx, pgRun, p.q.orphansOf, distinct(jobs))
+	return p.queryRuns(ctx, pgRun, p.q.orphansOf, tables.Distinct(jobs))
 }
+
+// pgRun and pgKeyRun are tables.ScanRun for pgx.CollectRows.
+func pgRun(row pgx.CollectableRow) (scheduler.Run, error)    { return tables.ScanRun(row, true) }
+func pgKeyRun(row pgx.CollectableRow) (scheduler.Run, error) { return tables.ScanRun(row, false) }

@@ -1,4 +1,4 @@
-package fence
+package postgres
 
 import (
 	"context"
@@ -14,14 +14,41 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/verdict"
 )
 
-// pgBackend is the Postgres store: the fence functions of migration 1 and
-// the ledger statements of postgres_ledger.go, on a pgx pool.
-type pgBackend struct {
+// Config is what the Postgres backend needs of the store's configuration,
+// with the store's defaults applied and validated (see fence.Config).
+type Config struct {
+	// DSN is the connection string of the scheduler's own role.
+	DSN string
+	// JobDSN, optional, is where sql jobs' statements run.
+	JobDSN string
+	// Schema is the schema of the scheduler's tables and functions, a
+	// validated lower-case identifier.
+	Schema string
+	// RaiseTimeout is the raise's lock_timeout.
+	RaiseTimeout time.Duration
+	// IdleInTransactionTimeout is set on the store's sessions unless the
+	// DSN sets it; not positive leaves the server's setting.
+	IdleInTransactionTimeout time.Duration
+	// MaxConns is the pool size; zero takes the DSN's pool_max_conns, else
+	// the default.
+	MaxConns int32
+	// Tracer, when set, traces every query of both pools.
+	Tracer pgx.QueryTracer
+}
+
+// defaultMaxConns is the pool size when neither Config nor the DSN sets one.
+const defaultMaxConns = 16
+
+// Backend is the Postgres store: the fence functions of migration 1 and
+// the ledger statements of ledger.go, on a pgx pool. Its methods make one
+// attempt; fence.Store validates input, retries and wraps errors.
+type Backend struct {
 	pool *pgxpool.Pool
 	// jobPool, when Config.JobDSN is set, is where sql jobs' statements
-	// run (see FencedStatements).
+	// run (see Statements).
 	jobPool      *pgxpool.Pool
 	schema       string // plain schema name (validated)
 	raiseTimeout time.Duration
@@ -48,7 +75,9 @@ type pgStatements struct {
 	ledgerStatements
 }
 
-func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
+// Open connects to the Postgres store cfg names and prepares the fence's
+// and the ledger's statements on every new session.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres dsn: %w", err) // pgx redacts the password
@@ -83,7 +112,7 @@ func openPostgres(ctx context.Context, cfg Config) (*pgBackend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
 	}
-	b := &pgBackend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q}
+	b := &Backend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q}
 	if jc != nil {
 		// Not pinged: commands that never run a job do not connect with it.
 		if b.jobPool, err = pgxpool.NewWithConfig(ctx, jc); err != nil {
@@ -112,8 +141,8 @@ func sessionParams(pc *pgxpool.Config, cfg Config, name string) {
 	if _, set := params["idle_in_transaction_session_timeout"]; !set && cfg.IdleInTransactionTimeout > 0 {
 		params["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.IdleInTransactionTimeout.Milliseconds(), 10)
 	}
-	if cfg.tracer != nil {
-		pc.ConnConfig.Tracer = cfg.tracer
+	if cfg.Tracer != nil {
+		pc.ConnConfig.Tracer = cfg.Tracer
 	}
 }
 
@@ -134,17 +163,22 @@ func pgSQL(schema string) pgStatements {
 	}
 }
 
-func (p *pgBackend) dialect() scheduler.Dialect { return scheduler.Postgres }
-func (p *pgBackend) parallelWriters() bool      { return true }
+// Dialect reports scheduler.Postgres.
+func (p *Backend) Dialect() scheduler.Dialect { return scheduler.Postgres }
 
-func (p *pgBackend) close() {
+// ParallelWriters reports true: writers with the same token share the fence.
+func (p *Backend) ParallelWriters() bool { return true }
+
+// Close closes the pools.
+func (p *Backend) Close() {
 	p.pool.Close()
 	if p.jobPool != nil {
 		p.jobPool.Close()
 	}
 }
 
-func (p *pgBackend) resetHint() string {
+// ResetHint says how an operator removes every fence of this store.
+func (p *Backend) ResetHint() string {
 	s := pgx.Identifier{p.schema}.Sanitize()
 	return fmt.Sprintf("SELECT %s.fence_admin_reset(job) FROM %s.job_fence", s, s)
 }
@@ -152,8 +186,9 @@ func (p *pgBackend) resetHint() string {
 // errNeedRaise reports a fence below the writer's token (or none).
 var errNeedRaise = errors.New("fence below token")
 
-// fenced runs fn in a transaction fenced with token (see pgFencedTx).
-func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
+// Fenced runs fn in a transaction fenced with token (see pgFencedTx), and
+// raises the fence first when it is below token.
+func (p *Backend) Fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	return p.raising(ctx, job, token, func() error { return p.fencedOnce(ctx, job, token, fn) })
 }
 
@@ -161,17 +196,17 @@ func (p *pgBackend) fenced(ctx context.Context, job string, token int64, fn func
 // when the fence is below token. The fence is then raised in a short
 // transaction of its own, which waits for the writers with older tokens as
 // RaiseAll does, and once runs again.
-func (p *pgBackend) raising(ctx context.Context, job string, token int64, once func() error) error {
+func (p *Backend) raising(ctx context.Context, job string, token int64, once func() error) error {
 	err := once()
 	if !errors.Is(err, errNeedRaise) {
 		return err
 	}
-	fences, err := p.raise(ctx, []string{job}, token)
+	fences, err := p.Raise(ctx, []string{job}, token)
 	if err != nil {
 		return err
 	}
 	if f := fences[job]; f > token {
-		return staleError(job, token, f)
+		return verdict.Stale(job, token, f)
 	}
 	err = once()
 	if errors.Is(err, errNeedRaise) {
@@ -183,13 +218,13 @@ func (p *pgBackend) raising(ctx context.Context, job string, token int64, once f
 // refused returns the verdict on a fenced transaction of job whose gate
 // refused token: a stale error when the fence is above token, else
 // errNeedRaise (the fence is below token, or missing).
-func (p *pgBackend) refused(ctx context.Context, job string, token int64) error {
-	fences, err := p.fences(ctx, []string{job})
+func (p *Backend) refused(ctx context.Context, job string, token int64) error {
+	fences, err := p.Fences(ctx, []string{job})
 	switch f, ok := fences[job]; {
 	case err != nil:
 		return fmt.Errorf("read fence of job %q: %w", job, err)
 	case ok && f > token:
-		return staleError(job, token, f)
+		return verdict.Stale(job, token, f)
 	}
 	return errNeedRaise
 }
@@ -198,8 +233,12 @@ func (p *pgBackend) refused(ctx context.Context, job string, token int64) error 
 // differs from the token: the gate's division by zero, no fence row, or
 // fence_verify's JF001.
 func gateRefused(err error) bool {
-	return errors.Is(err, pgx.ErrNoRows) || isCode(err, "22012") || isCode(err, StaleErrorCode)
+	return errors.Is(err, pgx.ErrNoRows) || isCode(err, "22012") || isCode(err, verdict.StaleErrorCode)
 }
+
+// Retryable reports a serialization failure or deadlock (SQLSTATE 40001,
+// 40P01), which the store retries.
+func (p *Backend) Retryable(err error) bool { return isCode(err, "40001") || isCode(err, "40P01") }
 
 // isCode reports a Postgres error with SQLSTATE code.
 func isCode(err error, code string) bool {
@@ -209,7 +248,7 @@ func isCode(err error, code string) bool {
 
 // fencedOnce runs fn once and commits if both fn and the fence agree. The
 // fence's verdict wins over fn's error: fn may have wrapped or dropped it.
-func (p *pgBackend) fencedOnce(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
+func (p *Backend) fencedOnce(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	t := &pgFencedTx{p: p, job: job, token: token}
 	defer t.rollback(ctx) // returns the connection; a no-op after commit
 	err := fn(t)
@@ -232,9 +271,9 @@ func (p *pgBackend) fencedOnce(ctx context.Context, job string, token int64, fn 
 	return nil
 }
 
-// raise runs fence_raise under the raise timeout and commits only if every
+// Raise runs fence_raise under the raise timeout and commits only if every
 // fence now equals token.
-func (p *pgBackend) raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
+func (p *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(p.raiseTimeout.Milliseconds(), 10))
@@ -267,7 +306,8 @@ func (p *pgBackend) raise(ctx context.Context, jobs []string, token int64) (map[
 	return fences, nil
 }
 
-func (p *pgBackend) fences(ctx context.Context, jobs []string) (map[string]int64, error) {
+// Fences returns the stored fences of jobs, or of every job when empty.
+func (p *Backend) Fences(ctx context.Context, jobs []string) (map[string]int64, error) {
 	var (
 		rows pgx.Rows
 		err  error
@@ -292,7 +332,8 @@ func (p *pgBackend) fences(ctx context.Context, jobs []string) (map[string]int64
 	return fences, err
 }
 
-func (p *pgBackend) resetFence(ctx context.Context, job string) error {
+// ResetFence removes job's fence with fence_admin_reset.
+func (p *Backend) ResetFence(ctx context.Context, job string) error {
 	_, err := p.pool.Exec(ctx, p.q.reset, job)
 	return err
 }
@@ -300,14 +341,14 @@ func (p *pgBackend) resetFence(ctx context.Context, job string) error {
 // staleDetail parses the DETAIL of fence_check's JF001 error.
 var staleDetail = regexp.MustCompile(`^job=(.*) token=(-?\d+) fence=(\d*)$`)
 
-// pgFenceErr turns the fence's SQLSTATEs into the package's errors.
+// pgFenceErr turns the fence's SQLSTATEs into the verdict errors.
 func pgFenceErr(token int64, err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return err
 	}
 	switch pe.Code {
-	case StaleErrorCode:
+	case verdict.StaleErrorCode:
 		var (
 			job   string
 			fence int64
@@ -316,9 +357,9 @@ func pgFenceErr(token int64, err error) error {
 			job = m[1]
 			fence, _ = strconv.ParseInt(m[3], 10, 64)
 		}
-		return staleError(job, token, fence)
+		return verdict.Stale(job, token, fence)
 	case "55P03": // lock_not_available: the raise's lock_timeout
-		return fmt.Errorf("%w: %w", ErrRaiseTimeout, err)
+		return fmt.Errorf("%w: %w", verdict.ErrRaiseTimeout, err)
 	}
 	return err
 }

@@ -1,8 +1,7 @@
-package fence
+package postgres
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/jackc/pgx/v5"
 
@@ -46,23 +45,6 @@ func (r pgRows) Close() error {
 	return r.rows.Err()
 }
 
-// sqlTx adapts a database/sql transaction to Tx.
-type sqlTx struct{ tx *sql.Tx }
-
-func (t sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (t sqlTx) Query(ctx context.Context, query string, args ...any) (scheduler.Rows, error) {
-	return t.tx.QueryContext(ctx, query, args...)
-}
-
-func (t sqlTx) QueryRow(ctx context.Context, query string, args ...any) scheduler.Row {
-	return t.tx.QueryRowContext(ctx, query, args...)
-}
-
-func (sqlTx) Dialect() scheduler.Dialect { return scheduler.SQLite }
+// WrapTx returns tx, a transaction of the backend's pool, as a
+// scheduler.Tx, for a test that holds a fence open the way a script does.
+func WrapTx(tx pgx.Tx) scheduler.Tx { return pgTx{tx} }

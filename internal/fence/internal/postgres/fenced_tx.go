@@ -1,4 +1,4 @@
-package fence
+package postgres
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // pgFencedTx is the Tx of a fenced transaction on Postgres. Nothing is sent
@@ -17,7 +18,7 @@ import (
 // and every later one fail with the verdict (a stale error, or errNeedRaise
 // when the fence is below the token) and nothing commits.
 type pgFencedTx struct {
-	p       *pgBackend
+	p       *Backend
 	job     string
 	token   int64
 	tx      pgx.Tx           // the transaction, once entered
@@ -62,7 +63,7 @@ func (t *pgFencedTx) enter(ctx context.Context, sql string, args []any) (pgx.Bat
 func (t *pgFencedTx) refuse(ctx context.Context, err error) error {
 	t.finish()
 	t.rollback(ctx)
-	if isCode(err, StaleErrorCode) || !gateRefused(err) { // fence_check (a test variant) names the fence itself
+	if isCode(err, verdict.StaleErrorCode) || !gateRefused(err) { // fence_check (a test variant) names the fence itself
 		t.verdict = pgFenceErr(t.token, err)
 	} else {
 		t.verdict = t.p.refused(ctx, t.job, t.token)

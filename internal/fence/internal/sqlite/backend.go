@@ -1,4 +1,4 @@
-package fence
+package sqlite
 
 import (
 	"context"
@@ -12,15 +12,17 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
+	"scheduler/internal/fence/internal/verdict"
 )
 
-// liteBackend is the embedded store: one SQLite file in WAL mode. Writes go
+// Backend is the embedded store: one SQLite file in WAL mode. Writes go
 // through a pool of one connection whose transactions are BEGIN IMMEDIATE,
 // so they take SQLite's write lock at BEGIN and run one at a time in this
 // process (and, through busy_timeout, with other processes). The fence check
 // is done in Go inside that transaction: nothing can write between the
 // check and the commit. Reads use a separate pool and are not blocked.
-type liteBackend struct {
+type Backend struct {
 	w, r *sql.DB
 	dsn  string // of the writer, without _txlock
 	now  func() time.Time
@@ -30,7 +32,17 @@ type liteBackend struct {
 // the write lock, in milliseconds.
 const sqliteBusyTimeout = 10000
 
-func openSQLite(ctx context.Context, cfg Config) (*liteBackend, error) {
+// Config is what the SQLite backend needs of the store's configuration.
+type Config struct {
+	// Path is the database file; it is created if missing.
+	Path string
+	// Now returns the current time, for the times a fence is raised at.
+	Now func() time.Time
+}
+
+// Open opens the database at cfg.Path: a writer of one connection and a
+// pool of readers. It does not migrate.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if strings.ContainsAny(cfg.Path, "?#") {
 		return nil, fmt.Errorf("sqlite path %q: must not contain '?' or '#'", cfg.Path)
 	}
@@ -53,23 +65,32 @@ func openSQLite(ctx context.Context, cfg Config) (*liteBackend, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
 	r.SetMaxOpenConns(4)
-	return &liteBackend{w: w, r: r, dsn: dsn, now: cfg.Now}, nil
+	return &Backend{w: w, r: r, dsn: dsn, now: cfg.Now}, nil
 }
 
-func (l *liteBackend) dialect() scheduler.Dialect { return scheduler.SQLite }
-func (l *liteBackend) parallelWriters() bool      { return false }
+// Dialect reports scheduler.SQLite.
+func (l *Backend) Dialect() scheduler.Dialect { return scheduler.SQLite }
 
-func (l *liteBackend) close() {
+// ParallelWriters reports false: SQLite has one writer at a time.
+func (l *Backend) ParallelWriters() bool { return false }
+
+// Retryable reports false: a write waits for the write lock instead of
+// failing to serialize.
+func (l *Backend) Retryable(error) bool { return false }
+
+// Close closes the writer and the readers.
+func (l *Backend) Close() {
 	_ = l.r.Close()
 	_ = l.w.Close()
 }
 
-func (l *liteBackend) resetHint() string {
+// ResetHint says how an operator removes every fence of this store.
+func (l *Backend) ResetHint() string {
 	return "SQLite: DELETE FROM job_fence; in the store's database file"
 }
 
 // write runs fn in one IMMEDIATE transaction and commits it.
-func (l *liteBackend) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (l *Backend) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := l.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -86,7 +107,7 @@ func (l *liteBackend) write(ctx context.Context, fn func(tx *sql.Tx) error) erro
 
 // fencedWrite runs fn in one IMMEDIATE transaction that entered the fences
 // of jobs with token, and commits it.
-func (l *liteBackend) fencedWrite(ctx context.Context, jobs []string, token int64, fn func(tx *sql.Tx) error) error {
+func (l *Backend) fencedWrite(ctx context.Context, jobs []string, token int64, fn func(tx *sql.Tx) error) error {
 	return l.write(ctx, func(tx *sql.Tx) error {
 		if err := l.enter(ctx, tx, jobs, token); err != nil {
 			return err
@@ -97,8 +118,8 @@ func (l *liteBackend) fencedWrite(ctx context.Context, jobs []string, token int6
 
 // enter checks, and raises if lower, the fences of jobs inside tx. The
 // fences are read in one query; only those below token are written.
-func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, token int64) error {
-	jobs = distinct(jobs)
+func (l *Backend) enter(ctx context.Context, tx *sql.Tx, jobs []string, token int64) error {
+	jobs = tables.Distinct(jobs)
 	list, err := json.Marshal(jobs)
 	if err != nil {
 		return err
@@ -115,27 +136,31 @@ func (l *liteBackend) enter(ctx context.Context, tx *sql.Tx, jobs []string, toke
 		cur, ok := fences[j]
 		switch {
 		case ok && cur > token:
-			return staleError(j, token, cur)
+			return verdict.Stale(j, token, cur)
 		case ok && cur == token:
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO job_fence (job, token, raised_at) VALUES ($1, $2, $3)
 			ON CONFLICT (job) DO UPDATE SET token = excluded.token, raised_at = excluded.raised_at
-			WHERE job_fence.token < excluded.token`, j, token, normTime(l.now()).UnixMicro()); err != nil {
+			WHERE job_fence.token < excluded.token`, j, token, tables.NormTime(l.now()).UnixMicro()); err != nil {
 			return fmt.Errorf("raise fence of job %q to %d: %w", j, token, err)
 		}
 	}
 	return nil
 }
 
-func (l *liteBackend) fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
+// Fenced runs fn in one IMMEDIATE transaction that entered job's fence
+// with token, raising it when it is below.
+func (l *Backend) Fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error {
 	return l.fencedWrite(ctx, []string{job}, token, func(tx *sql.Tx) error { return fn(sqlTx{tx}) })
 }
 
 // errRegressed makes write roll back when raise finds a higher fence.
 var errRegressed = errors.New("fence above token")
 
-func (l *liteBackend) raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
+// Raise raises the fences of jobs to token in one transaction, unless one
+// is above token, and returns each job's fence afterwards.
+func (l *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
 	fences := make(map[string]int64, len(jobs))
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		f, err := txFences(ctx, tx, jobs)
@@ -162,7 +187,8 @@ func (l *liteBackend) raise(ctx context.Context, jobs []string, token int64) (ma
 	return fences, err
 }
 
-func (l *liteBackend) fences(ctx context.Context, jobs []string) (map[string]int64, error) {
+// Fences returns the stored fences of jobs, or of every job when empty.
+func (l *Backend) Fences(ctx context.Context, jobs []string) (map[string]int64, error) {
 	tx, err := l.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -187,7 +213,7 @@ func readFences(rows *sql.Rows, jobs []string) (map[string]int64, error) {
 		job   string
 		token int64
 	}
-	all, err := collectSQL(rows, func(row rowScanner) (f fence, err error) { return f, row.Scan(&f.job, &f.token) })
+	all, err := tables.CollectSQL(rows, func(row tables.RowScanner) (f fence, err error) { return f, row.Scan(&f.job, &f.token) })
 	if err != nil {
 		return nil, err
 	}
@@ -204,19 +230,23 @@ func readFences(rows *sql.Rows, jobs []string) (map[string]int64, error) {
 	return fences, nil
 }
 
-func (l *liteBackend) resetFence(ctx context.Context, job string) error {
+// ResetFence removes job's fence.
+func (l *Backend) ResetFence(ctx context.Context, job string) error {
 	return l.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM job_fence WHERE job = $1`, job)
 		return err
 	})
 }
 
-// errNoRoles refuses a role on SQLite.
-var errNoRoles = errors.New("sqlite has no roles: a role needs a Postgres store")
+// ErrNoRoles refuses a role on SQLite.
+var ErrNoRoles = errors.New("sqlite has no roles: a role needs a Postgres store")
 
-func (l *liteBackend) statements(ctx context.Context, job string, token int64, st statements) (int64, error) {
-	if st.Role != "" {
-		return 0, fmt.Errorf("role %q: %w", st.Role, errNoRoles)
+// Statements runs text, a sql job's, inside the single writer's
+// transaction after the fence check and returns the rows it changed. A
+// role is refused: SQLite has none.
+func (l *Backend) Statements(ctx context.Context, job string, token int64, role, text string) (int64, error) {
+	if role != "" {
+		return 0, fmt.Errorf("role %q: %w", role, ErrNoRoles)
 	}
 	var n int64
 	err := l.fencedWrite(ctx, []string{job}, token, func(tx *sql.Tx) error {
@@ -226,7 +256,7 @@ func (l *liteBackend) statements(ctx context.Context, job string, token int64, s
 		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, st.Text); err != nil {
+		if _, err := tx.ExecContext(ctx, text); err != nil {
 			return err
 		}
 		if err := l.stillInTx(ctx, tx); err != nil {
@@ -241,14 +271,14 @@ func (l *liteBackend) statements(ctx context.Context, job string, token int64, s
 	return n, err
 }
 
-// stillInTx returns errTxEnded when the statements ended the transaction themselves (a COMMIT
+// stillInTx returns verdict.ErrTxEnded when the statements ended the transaction themselves (a COMMIT
 // or ROLLBACK in the text): the connection is then in autocommit, where a BEGIN succeeds (and
 // the caller's rollback ends it); inside the transaction SQLite refuses it.
-func (l *liteBackend) stillInTx(ctx context.Context, tx *sql.Tx) error {
+func (l *Backend) stillInTx(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `BEGIN`)
 	switch {
 	case err == nil:
-		return errTxEnded
+		return verdict.ErrTxEnded
 	case strings.Contains(err.Error(), "within a transaction"):
 		return nil
 	}
