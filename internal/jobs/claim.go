@@ -24,14 +24,8 @@ import (
 // Bounds of claiming ahead.
 const (
 	defaultClaimAhead = time.Second
-	maxClaimBatch     = 1000             // slots per ClaimMany or RecordMany: a fenced batch holds a lock per job
-	maxClaimsInFlight = 2                // concurrent ClaimMany calls
-	maxClaimLead      = 30 * time.Second // how far ahead a herd may be claimed
-	initialClaimRate  = 20000.0          // slots per second assumed before the first measurement
-	minRateSample     = 200              // smallest batch whose duration updates the rate
-	// claimSlack is how much slower than the measured rate claims are planned: a herd's claims
-	// may meet a store busier than the batches the rate was measured on.
-	claimSlack = 2
+	maxClaimBatch     = 1000 // slots per ClaimMany or RecordMany: a fenced batch holds a lock per job
+	maxClaimsInFlight = 2    // concurrent ClaimMany calls
 )
 
 // claimsAhead is the tenure's state of claiming ahead.
@@ -62,10 +56,10 @@ func (t *tenure) claimAhead(now time.Time) {
 	if t.ahead < 0 || t.draining {
 		return
 	}
-	by, _ := t.queue.plan(now, t.ahead)
+	by, _ := t.queue.Plan(now, t.ahead)
 	var batch []*fireEntry
-	for len(t.queue.heap) > 0 && t.queue.heap.peek().at.Before(by) {
-		e := t.queue.pop()
+	for t.queue.Len() > 0 && t.queue.Peek().at.Before(by) {
+		e := t.queue.Pop()
 		js := e.js
 		if js.entry != e {
 			continue // superseded by a reload
@@ -144,7 +138,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		t.lg.Warn("claim slots ahead; claiming them when they fire", zap.Int("slots", len(b.entries)), zap.Error(b.err))
 	} else {
 		t.retryHeld() // the store is back
-		t.queue.measure(len(b.entries), b.took)
+		t.queue.Measure(len(b.entries), b.took)
 	}
 	var (
 		due    []pending

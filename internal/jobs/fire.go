@@ -42,8 +42,8 @@ func (t *tenure) fireDue(ctx context.Context) error {
 		fired   []*fireEntry
 		records []scheduler.Outcome
 	)
-	for len(t.heap) > 0 && !t.heap.peek().at.After(now) {
-		e := t.heap.pop()
+	for t.heap.Len() > 0 && !t.heap.Peek().at.After(now) {
+		e := t.heap.Pop()
 		if e.records != nil {
 			if !e.dropped {
 				e.dropped = true

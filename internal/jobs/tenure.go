@@ -225,11 +225,11 @@ func (t *tenure) wake() time.Time {
 		return time.Time{}
 	}
 	var at time.Time
-	if len(t.heap) > 0 {
-		at = t.heap.peek().at
+	if t.heap.Len() > 0 {
+		at = t.heap.Peek().at
 	}
-	if t.ahead >= 0 && len(t.queue.heap) > 0 {
-		if _, w := t.queue.plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
+	if t.ahead >= 0 && t.queue.Len() > 0 {
+		if _, w := t.queue.Plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
 			at = w
 		}
 	}
