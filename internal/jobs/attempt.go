@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/backoff"
 )
 
 // execute runs one claimed slot to its end: attempts with timeouts and retries with backoff.
@@ -68,7 +70,7 @@ func (t *tenure) interrupted(lr scheduler.Run, attempt int, cause error) {
 // goes on with the same number: the next turn of execute reports the cancellation.
 func (t *tenure) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
 	lg := t.runLog(lr)
-	wait := backoff(spec.RetryBackoff, t.r.opts.MaxBackoff, attempt)
+	wait := backoff.Wait(spec.RetryBackoff, t.r.opts.MaxBackoff, attempt)
 	lg.Warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
 	if !t.sleep(rc, wait) {
 		return attempt, nil

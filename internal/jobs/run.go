@@ -33,15 +33,14 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 			return
 		}
 		f.done.js = js
-		t.completer.add(f)
+		t.completer.Add(f)
 	}()
 }
 
 // cancelRuns cancels every run of the tenure with cause, and gives up the outcome writes still
 // being retried.
 func (t *tenure) cancelRuns(cause error) {
-	t.outcomes.stop()
-	t.completer.poke()
+	t.completer.Stop()
 	for _, js := range t.jobs {
 		for _, a := range js.active {
 			a.cancel.do(cause)

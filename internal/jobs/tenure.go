@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/outcomes"
 )
 
 // Causes of a run's cancellation, told apart when the run ends.
@@ -44,14 +46,13 @@ type tenure struct {
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	fence     chan error
-	outcomes  *outcomeStop // stops the retries of outcome writes (outcome.go)
 
 	claimsAhead
 	backlog
 
-	completer *completer     // writes the outcomes of finished runs (completer.go)
-	marks     sync.WaitGroup // writes of runs started (started.go)
-	raises    sync.WaitGroup // raises of blocked jobs' fences (blocked.go), joined by Lead
+	completer *outcomes.Writer[*finished] // writes the outcomes of finished runs (completer.go)
+	marks     sync.WaitGroup              // writes of runs started (started.go)
+	raises    sync.WaitGroup              // raises of blocked jobs' fences (blocked.go), joined by Lead
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
 	// and the writes made for them hang off it. Each run has its own runCancel (in
@@ -114,11 +115,10 @@ func newTenure(r *Runner, token int64) *tenure {
 		done:        make(chan runDone),
 		doneMany:    make(chan []runDone),
 		fence:       make(chan error, 1),
-		outcomes:    newOutcomeStop(),
 		exited:      make(chan struct{}),
 		claimsAhead: newClaimsAhead(r.opts.ClaimAhead),
 	}
-	t.completer = newCompleter(t)
+	t.completer = outcomes.New[*finished](r.clock, completer{t})
 	return t
 }
 
@@ -150,7 +150,7 @@ func (t *tenure) run(ctx context.Context, specs []*Spec) (err error) {
 	t.runsCtx = context.WithoutCancel(ctx)
 	stopCompleter := make(chan struct{})
 	var completerDone sync.WaitGroup
-	completerDone.Go(func() { t.completer.run(stopCompleter) })
+	completerDone.Go(func() { t.completer.Run(stopCompleter) })
 	defer func() {
 		// Leadership is over (or in doubt): stop every run at once and wait for them, and for
 		// the claims in flight. The ledger rows of runs cut off, and of slots claimed ahead,
