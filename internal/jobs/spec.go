@@ -7,6 +7,7 @@ import (
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/attempts"
 	"scheduler/internal/jobs/internal/catchup"
 	"scheduler/internal/schedule"
 )
@@ -51,6 +52,12 @@ type Spec struct {
 // fireAt is when slot fires: the slot plus its deterministic jitter.
 func (s *Spec) fireAt(slot time.Time) time.Time {
 	return slot.Add(schedule.Jitter(s.Name, slot, s.Jitter))
+}
+
+// attemptJob is what running the job's attempts reads of it.
+func (s *Spec) attemptJob() attempts.Job {
+	return attempts.Job{Name: s.Name, Executor: s.Executor, Timeout: s.Timeout, Retries: s.Retries,
+		RetryBackoff: s.RetryBackoff, Location: s.Schedule.Location()}
 }
 
 // catchupJob is what catch-up planning reads of the job.

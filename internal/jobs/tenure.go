@@ -12,15 +12,14 @@ import (
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/attempts"
 	"scheduler/internal/jobs/internal/outcomes"
 )
 
-// Causes of a run's cancellation, told apart when the run ends.
+// Causes of a run's cancellation, told apart when the run ends (and attempts.ErrReplaced).
 var (
-	errShutdown   = errors.New("shutdown grace expired")
-	errReplaced   = errors.New("replaced by a newer slot (overlap: replace)")
-	errTermEnded  = errors.New("leadership term ended")
-	errRunTimeout = errors.New("attempt timed out")
+	errShutdown  = errors.New("shutdown grace expired")
+	errTermEnded = errors.New("leadership term ended")
 )
 
 // tenure is what the runner does with one leadership term (election's Term): its firing loop, the
@@ -28,8 +27,8 @@ var (
 // election hands out but the runner's time in office under it, and ends with it.
 //
 // Its fields are owned by the loop goroutine; other goroutines reach it through send. The fields
-// set before the loop starts (r, token, lg, claimCtx, runsCtx and the channels) are only read
-// afterwards, which is why the goroutines a tenure starts may read them.
+// set before the loop starts (r, token, lg, attempts, claimCtx, runsCtx and the channels) are
+// only read afterwards, which is why the goroutines a tenure starts may read them.
 type tenure struct {
 	r     *Runner
 	token int64
@@ -50,12 +49,13 @@ type tenure struct {
 	claimsAhead
 	backlog
 
+	attempts  attempts.Runner             // runs the attempts of the term's runs (attempt.go)
 	completer *outcomes.Writer[*finished] // writes the outcomes of finished runs (completer.go)
 	marks     sync.WaitGroup              // writes of runs started (started.go)
 	raises    sync.WaitGroup              // raises of blocked jobs' fences (blocked.go), joined by Lead
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
-	// and the writes made for them hang off it. Each run has its own runCancel (in
+	// and the writes made for them hang off it. Each run has its own attempts.Cancel (in
 	// jobState.active), so starting one does not register it with a shared parent.
 	runsCtx context.Context
 
@@ -93,7 +93,7 @@ func (js *jobState) orphanAhead(r scheduler.Run) {
 
 type activeRun struct {
 	runID  int64
-	cancel *runCancel
+	cancel *attempts.Cancel
 }
 
 // runDone reports the end of a run to the loop.
@@ -118,6 +118,8 @@ func newTenure(r *Runner, token int64) *tenure {
 		exited:      make(chan struct{}),
 		claimsAhead: newClaimsAhead(r.opts.ClaimAhead),
 	}
+	t.attempts = attempts.Runner{Clock: r.clock, Ledger: r.opts.Ledger, Token: token, Log: t.lg,
+		MaxBackoff: r.opts.MaxBackoff, WriteTimeout: r.opts.WriteTimeout, Scrub: r.opts.Scrub}
 	t.completer = outcomes.New[*finished](r.clock, completer{t})
 	return t
 }
