@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/parallel"
 )
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
@@ -195,7 +197,7 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 	// launched here, on the loop goroutine, as soon as it is claimed.
 	n := (len(fresh) + maxClaimBatch - 1) / maxClaimBatch
 	claimed, errs := make([][]scheduler.Result, n), make([]error, n)
-	return inBatches(len(fresh), func(k, lo, hi int) {
+	return parallel.Batches(len(fresh), maxClaimBatch, maxClaimsInFlight, func(k, lo, hi int) {
 		claimed[k], errs[k] = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh[lo:hi])
 	}, func(k, lo, hi int) error {
 		return t.claimedNow(ctx, fresh[lo:hi], claimed[k], errs[k])
