@@ -2,17 +2,12 @@ package jobs
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/outcomes"
 )
-
-// maxCompleteBatch bounds the runs finished by one CompleteMany.
-const maxCompleteBatch = outcomes.MaxBatch
 
 // finished is a run whose outcome is to be written; the completer queues pointers to it. It is
 // kept small: a herd's runs may all wait in the completer at once.
@@ -60,38 +55,8 @@ func (c completer) Retrying(f *finished, runs, failures int, wait time.Duration,
 	c.t.outcomeFailed(f, runs, failures, wait, err)
 }
 
-// completeAll finishes runs: one alone with Complete, more in batches of CompleteMany.
-// A batch refused by the fence is retried run by run, so that the runs of jobs whose fences were
-// not raised yet are still recorded. The errors follow cs. Like recordAll it reads only t.token
-// and t.r.opts, so the completer and a takeover call it off the loop.
+// completeAll finishes runs (outcomes.Complete). Like recordAll it reads only t.token and
+// t.r.opts, so the completer and a takeover call it off the loop.
 func (t *tenure) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
-	errs := make([]error, len(cs))
-	if len(cs) == 1 {
-		_, errs[0] = t.r.opts.Ledger.Complete(ctx, t.token, cs[0])
-		return errs
-	}
-	for lo := 0; lo < len(cs); lo += maxCompleteBatch {
-		part := cs[lo:min(lo+maxCompleteBatch, len(cs))]
-		done, err := t.r.opts.Ledger.CompleteMany(ctx, t.token, part)
-		switch {
-		case errors.Is(err, scheduler.ErrFenced):
-			for i, c := range part {
-				_, errs[lo+i] = t.r.opts.Ledger.Complete(ctx, t.token, c)
-			}
-		case err == nil && len(done) != len(part):
-			err = fmt.Errorf("the ledger answered %d completions for %d runs", len(done), len(part))
-			fallthrough
-		case err != nil:
-			for i := range part {
-				errs[lo+i] = err
-			}
-		default:
-			for i := range part {
-				if !done[i].Written {
-					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, scheduler.ErrNotRunning)
-				}
-			}
-		}
-	}
-	return errs
+	return outcomes.Complete(ctx, t.r.opts.Ledger, t.token, cs)
 }
