@@ -18,10 +18,8 @@ import (
 // overlap policy still sees it, and a drain waits for it. Only when the term ends first is the
 // run left running in the ledger, for the next leader, which runs the slot again: for effects the
 // store cannot fence, the guarantee is at least once. The outcomes this process could not write
-// are kept, so that if it leads again it writes them instead of running their slots again.
-
-// maxUnwritten bounds the outcomes kept for a later term of this process.
-const maxUnwritten = 4096
+// are kept (outcomes.Kept), so that if it leads again it writes them instead of running their
+// slots again.
 
 // outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
 // tried again: one line per write, on the first failure and then every tenth, so that neither a
@@ -48,7 +46,7 @@ func (t *tenure) finish(f *finished, err error) {
 			h(f.c.Job, f.c.Status, f.took)
 		}
 	case f.lost():
-		t.r.keepUnwritten(f)
+		t.r.unwritten.Keep(f.c)
 	}
 }
 
@@ -76,42 +74,11 @@ func (t *tenure) logFinished(f *finished) {
 // lost reports whether f's outcome was never written, and the next leader runs its slot again.
 func (f *finished) lost() bool { return outcomes.Retryable(f.err) }
 
-// keepUnwritten remembers the outcome of a run whose write was given up, for a later term of
-// this process; past maxUnwritten, one kept before is dropped (its slot would run again).
-func (r *Runner) keepUnwritten(f *finished) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unwritten == nil {
-		r.unwritten = map[int64]scheduler.Completion{}
-	}
-	if len(r.unwritten) >= maxUnwritten {
-		for id := range r.unwritten {
-			delete(r.unwritten, id)
-			break
-		}
-	}
-	r.unwritten[f.c.RunID] = f.c
-}
-
 // takeUnwritten splits orphans into those to take over and the completions of those whose
 // executors already returned in an earlier term of this process: these are written, not run
 // again.
 func (t *tenure) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run, written []scheduler.Completion) {
-	t.r.mu.Lock()
-	defer t.r.mu.Unlock()
-	if len(t.r.unwritten) == 0 {
-		return orphans, nil
-	}
-	rest = orphans[:0:0]
-	for _, o := range orphans {
-		if c, ok := t.r.unwritten[o.RunID]; ok && c.Job == o.Job {
-			delete(t.r.unwritten, o.RunID)
-			written = append(written, c)
-			continue
-		}
-		rest = append(rest, o)
-	}
-	return rest, written
+	return t.r.unwritten.Take(orphans)
 }
 
 // record stores slots that end without running; a failure other than the fence is retried

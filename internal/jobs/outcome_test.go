@@ -212,9 +212,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 	h.ledger.raise("job", outsideFence)
 	h.lead(token + 1)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "job blocked", func() bool { return len(h.runner.Blocked()) == 1 })
-	h.runner.mu.Lock()
-	kept := len(h.runner.unwritten)
-	h.runner.mu.Unlock()
+	kept := h.runner.unwritten.Len()
 	if kept != 1 {
 		t.Fatalf("kept outcomes=%d while the job is blocked, want 1", kept)
 	}

@@ -1,6 +1,7 @@
 // Package outcomes writes the outcomes of finished runs to the ledger in batches: Complete
 // writes a set of them under a term's token, and a Writer batches the outcomes that runs hand
-// over, behind a Sink the runner provides.
+// over, behind a Sink the runner provides. Kept holds the outcomes a term could not write, for
+// a later term of the same process.
 //
 // A run hands its outcome to a Writer and its goroutine ends; the Writer writes everything
 // handed over since its last write in one call, then hands the outcomes over as done. A lone
