@@ -17,13 +17,16 @@ func (t *tenure) execute(rc *attempts.Cancel, spec *Spec, lr scheduler.Run) (run
 	if h := t.r.opts.Hooks.Fired; h != nil {
 		h(spec.Name, started.Sub(lr.ScheduledAt))
 	}
-	res := t.attempts.Run(t.runsCtx, rc, spec.attemptJob(), lr)
+	job := spec.attemptJob()
+	f := &finished{slot: lr.ScheduledAt}
+	res := t.attempts.Run(t.runsCtx, rc, &job, &lr, &f.c)
 	done := runDone{job: lr.Job, runID: lr.RunID, fenced: res.Fenced}
 	if res.Cut {
 		return done, nil
 	}
-	t.r.scrub(&res.Completion)
-	return done, &finished{c: res.Completion, slot: lr.ScheduledAt, attempt: res.Attempt, took: t.r.clock.Now().Sub(started), done: done}
+	t.r.scrub(&f.c)
+	f.attempt, f.took, f.done = res.Attempt, t.r.clock.Now().Sub(started), done
+	return done, f
 }
 
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an

@@ -56,48 +56,47 @@ type Job struct {
 	Location     *time.Location
 }
 
-// Result is how a run ended.
+// Result is how a run ended; its outcome, unless Cut, is in the Completion Run was given.
 type Result struct {
 	// Cut: the run was cancelled for a cause other than ErrReplaced, and has no outcome.
 	Cut bool
 	// Fenced is the store's refusal of the term's token, when it refused one of the run's
 	// writes; the runner settles it.
 	Fenced error
-	// Completion is the run's outcome to write, unless Cut.
-	Completion scheduler.Completion
 	// Attempt is the number of the run's last attempt.
 	Attempt int
 }
 
 // Run runs the claimed slot lr of job to its end: attempts with timeouts and retries with
-// backoff, until one succeeds, fails for good, or c cancels the run. ctx carries the values of
-// the term and is never cancelled; c is the run's cancellation. What only some runs need
-// (retries, interruptions, their log lines) lives in the methods it calls, off every run's
-// start path.
-func (r *Runner) Run(ctx context.Context, c *Cancel, job Job, lr scheduler.Run) Result {
+// backoff, until one succeeds, fails for good, or c cancels the run. It sets out to the run's
+// outcome unless the run is cut off. ctx carries the values of the term and is never
+// cancelled; c is the run's cancellation. What only some runs need (retries, interruptions,
+// their log lines) lives in the methods it calls, off every run's start path, and the
+// arguments are pointers, so that the run's goroutine keeps a small stack.
+func (r *Runner) Run(ctx context.Context, c *Cancel, job *Job, lr *scheduler.Run, out *scheduler.Completion) Result {
 	attempt := max(lr.Attempt, 1)
 	for {
-		out, err := r.attempt(ctx, c, &job, lr, attempt)
-		res := Result{Attempt: attempt, Completion: scheduler.Completion{RunID: lr.RunID, Job: job.Name, Output: out, Attempt: attempt}}
-		cc := &res.Completion
+		output, err := r.attempt(ctx, c, job, lr, attempt)
+		*out = scheduler.Completion{RunID: lr.RunID, Job: job.Name, Output: output, Attempt: attempt}
+		res := Result{Attempt: attempt}
 		cause := c.Err()
 		switch {
 		case cause != nil && !errors.Is(cause, ErrReplaced):
 			r.interrupted(lr, attempt, cause)
 			return Result{Cut: true, Attempt: attempt}
 		case cause != nil:
-			cc.Status, cc.Error, cc.Reason = scheduler.StatusFailed, ErrReplaced.Error(), "overlap: replace"
+			out.Status, out.Error, out.Reason = scheduler.StatusFailed, ErrReplaced.Error(), "overlap: replace"
 		case err == nil:
-			cc.Status = scheduler.StatusSucceeded
+			out.Status = scheduler.StatusSucceeded
 		case errors.Is(err, scheduler.ErrFenced):
-			cc.Status, cc.Error = scheduler.StatusFenced, err.Error()
+			out.Status, out.Error = scheduler.StatusFenced, err.Error()
 			res.Fenced = err
 		case errors.Is(err, scheduler.ErrRefused):
-			cc.Status, cc.Error, cc.Reason = scheduler.StatusFenced, err.Error(), reasonRefused
+			out.Status, out.Error, out.Reason = scheduler.StatusFenced, err.Error(), reasonRefused
 		case scheduler.IsPermanent(err) || attempt > job.Retries:
-			cc.Status, cc.Error = scheduler.StatusFailed, err.Error()
+			out.Status, out.Error = scheduler.StatusFailed, err.Error()
 		default:
-			next, fenced := r.retry(ctx, c, &job, lr, attempt, err)
+			next, fenced := r.retry(ctx, c, job, lr, attempt, err)
 			if fenced != nil {
 				return Result{Cut: true, Fenced: fenced, Attempt: attempt}
 			}
@@ -109,14 +108,14 @@ func (r *Runner) Run(ctx context.Context, c *Cancel, job Job, lr scheduler.Run) 
 }
 
 // interrupted logs a run cut off by the end of the term or of the shutdown grace.
-func (r *Runner) interrupted(lr scheduler.Run, attempt int, cause error) {
+func (r *Runner) interrupted(lr *scheduler.Run, attempt int, cause error) {
 	r.runLog(lr).Warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
 }
 
 // retry waits before the retry of a failed attempt and records it; it returns the next
 // attempt's number, or the fence's refusal (the term is over). A run cancelled while waiting
 // goes on with the same number: the next turn of Run reports the cancellation.
-func (r *Runner) retry(ctx context.Context, c *Cancel, job *Job, lr scheduler.Run, attempt int, err error) (int, error) {
+func (r *Runner) retry(ctx context.Context, c *Cancel, job *Job, lr *scheduler.Run, attempt int, err error) (int, error) {
 	lg := r.runLog(lr)
 	wait := backoff.Wait(job.RetryBackoff, r.MaxBackoff, attempt)
 	lg.Warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", r.scrub(err.Error())))
@@ -151,12 +150,12 @@ func (r *Runner) scrub(s string) string {
 }
 
 // runLog returns the logger of one run's own lines, with its identifying fields.
-func (r *Runner) runLog(lr scheduler.Run) *zap.Logger {
+func (r *Runner) runLog(lr *scheduler.Run) *zap.Logger {
 	return r.Log.With(zap.String("job", lr.Job), zap.Time("slot", lr.ScheduledAt), zap.Int64("run_id", lr.RunID))
 }
 
 // attempt runs the executor once, bounded by the job's timeout on the runner's clock.
-func (r *Runner) attempt(ctx context.Context, c *Cancel, job *Job, lr scheduler.Run, attempt int) (string, error) {
+func (r *Runner) attempt(ctx context.Context, c *Cancel, job *Job, lr *scheduler.Run, attempt int) (string, error) {
 	actx, cancel, end := c.begin(ctx)
 	defer end()
 	timer := r.Clock.AfterFunc(job.Timeout, func() { cancel(errTimeout) })

@@ -93,15 +93,16 @@ func TestRunner_Run(t *testing.T) {
 				c.Do(tc.cause)
 			}
 			lr := scheduler.Run{RunID: 42, Job: "job", ScheduledAt: t0, Status: scheduler.StatusRunning, Token: 7}
-			res := r.Run(context.Background(), &c, Job{Name: "job", Executor: tc.exec, Timeout: time.Hour, Retries: tc.retries, Location: time.UTC}, lr)
-			if res.Cut != (tc.wantStatus == "") || (!res.Cut && res.Completion.Status != tc.wantStatus) {
-				t.Fatalf("cut=%v status=%s, want status %q (empty: cut)", res.Cut, res.Completion.Status, tc.wantStatus)
+			var out scheduler.Completion
+			res := r.Run(context.Background(), &c, &Job{Name: "job", Executor: tc.exec, Timeout: time.Hour, Retries: tc.retries, Location: time.UTC}, &lr, &out)
+			if res.Cut != (tc.wantStatus == "") || (!res.Cut && out.Status != tc.wantStatus) {
+				t.Fatalf("cut=%v status=%s, want status %q (empty: cut)", res.Cut, out.Status, tc.wantStatus)
 			}
 			if (res.Fenced != nil) != tc.wantFenced || res.Attempt != tc.wantTry || l.calls != tc.wantNext {
 				t.Fatalf("fenced=%v attempt=%d next=%d, want fenced %v, attempt %d, next %d", res.Fenced, res.Attempt, l.calls, tc.wantFenced, tc.wantTry, tc.wantNext)
 			}
-			if !res.Cut && (res.Completion.RunID != 42 || res.Completion.Job != "job" || res.Completion.Attempt != tc.wantTry || res.Completion.Reason != tc.wantReason) {
-				t.Fatalf("completion %+v, want run 42 of job, attempt %d, reason %q", res.Completion, tc.wantTry, tc.wantReason)
+			if !res.Cut && (out.RunID != 42 || out.Job != "job" || out.Attempt != tc.wantTry || out.Reason != tc.wantReason) {
+				t.Fatalf("completion %+v, want run 42 of job, attempt %d, reason %q", out, tc.wantTry, tc.wantReason)
 			}
 		})
 	}
@@ -116,7 +117,7 @@ func TestRunner_AttemptCarriesTheTerm(t *testing.T) {
 	var got scheduler.Attempt
 	exec := execFunc(func(_ context.Context, a scheduler.Attempt) (string, error) { got = a; return "", nil })
 	lr := scheduler.Run{RunID: 42, Job: "job", ScheduledAt: t0, Manual: true}
-	r.Run(context.Background(), &Cancel{}, Job{Name: "job", Executor: exec, Timeout: time.Hour, Location: zone}, lr)
+	r.Run(context.Background(), &Cancel{}, &Job{Name: "job", Executor: exec, Timeout: time.Hour, Location: zone}, &lr, &scheduler.Completion{})
 	if got.Token != 7 || got.RunID != "42" || got.Attempt != 1 || !got.Manual || got.Slot.Location() != zone || !got.Slot.Equal(t0) || got.Fencer != Ledger(l) {
 		t.Fatalf("attempt %+v, want token 7, run id 42, attempt 1, manual, slot %s in X, the ledger as fencer", got, t0)
 	}
@@ -129,13 +130,14 @@ func TestRunner_Timeout(t *testing.T) {
 	r := newRunner(t, clk, &fakeLedger{})
 	exec := execFunc(func(ctx context.Context, _ scheduler.Attempt) (string, error) { <-ctx.Done(); return "", ctx.Err() })
 	got := make(chan Result, 1)
+	var out scheduler.Completion
 	go func() {
-		got <- r.Run(context.Background(), &Cancel{}, Job{Name: "job", Executor: exec, Timeout: time.Minute, Location: time.UTC}, scheduler.Run{RunID: 1, Job: "job", ScheduledAt: t0})
+		got <- r.Run(context.Background(), &Cancel{}, &Job{Name: "job", Executor: exec, Timeout: time.Minute, Location: time.UTC}, &scheduler.Run{RunID: 1, Job: "job", ScheduledAt: t0}, &out)
 	}()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the attempt's timer", func() bool { return clk.Pending() == 1 })
 	clk.Advance(time.Minute)
 	res := <-got
-	if res.Cut || res.Completion.Status != scheduler.StatusFailed || !strings.Contains(res.Completion.Error, "timed out after 1m0s") {
-		t.Fatalf("result %+v, want failed, saying it timed out after 1m0s", res)
+	if res.Cut || out.Status != scheduler.StatusFailed || !strings.Contains(out.Error, "timed out after 1m0s") {
+		t.Fatalf("result %+v %+v, want failed, saying it timed out after 1m0s", res, out)
 	}
 }
