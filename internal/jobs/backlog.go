@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/backoff"
 )
 
 // Slots that fire while the store cannot be reached are held: their claims, and the records of
@@ -55,7 +57,7 @@ func (t *tenure) recordLater(outs []scheduler.Outcome, err error) {
 func (t *tenure) heldRetry() (time.Time, time.Duration) {
 	t.failures++
 	now := t.r.clock.Now()
-	at := now.Add(backoff(retryDelay, maxRetryDelay, t.failures))
+	at := now.Add(backoff.Wait(retryDelay, maxRetryDelay, t.failures))
 	if t.heldAt.After(now) && t.heldAt.Before(at) {
 		at = t.heldAt
 	}

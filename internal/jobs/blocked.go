@@ -176,6 +176,13 @@ func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 	return maxTime(at, now.Add(minBlockedRetry))
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // blockedWake is the earliest time a blocked job's fence is to be raised again; zero: none.
 func (t *tenure) blockedWake() time.Time {
 	var at time.Time

@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/parallel"
 )
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
@@ -24,14 +26,8 @@ import (
 // Bounds of claiming ahead.
 const (
 	defaultClaimAhead = time.Second
-	maxClaimBatch     = 1000             // slots per ClaimMany or RecordMany: a fenced batch holds a lock per job
-	maxClaimsInFlight = 2                // concurrent ClaimMany calls
-	maxClaimLead      = 30 * time.Second // how far ahead a herd may be claimed
-	initialClaimRate  = 20000.0          // slots per second assumed before the first measurement
-	minRateSample     = 200              // smallest batch whose duration updates the rate
-	// claimSlack is how much slower than the measured rate claims are planned: a herd's claims
-	// may meet a store busier than the batches the rate was measured on.
-	claimSlack = 2
+	maxClaimBatch     = 1000 // slots per ClaimMany or RecordMany: a fenced batch holds a lock per job
+	maxClaimsInFlight = 2    // concurrent ClaimMany calls
 )
 
 // claimsAhead is the tenure's state of claiming ahead.
@@ -62,10 +58,10 @@ func (t *tenure) claimAhead(now time.Time) {
 	if t.ahead < 0 || t.draining {
 		return
 	}
-	by, _ := t.queue.plan(now, t.ahead)
+	by, _ := t.queue.Plan(now, t.ahead)
 	var batch []*fireEntry
-	for len(t.queue.heap) > 0 && t.queue.heap.peek().at.Before(by) {
-		e := t.queue.pop()
+	for t.queue.Len() > 0 && t.queue.Peek().at.Before(by) {
+		e := t.queue.Pop()
 		js := e.js
 		if js.entry != e {
 			continue // superseded by a reload
@@ -144,7 +140,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		t.lg.Warn("claim slots ahead; claiming them when they fire", zap.Int("slots", len(b.entries)), zap.Error(b.err))
 	} else {
 		t.retryHeld() // the store is back
-		t.queue.measure(len(b.entries), b.took)
+		t.queue.Measure(len(b.entries), b.took)
 	}
 	var (
 		due    []pending
@@ -201,7 +197,7 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 	// launched here, on the loop goroutine, as soon as it is claimed.
 	n := (len(fresh) + maxClaimBatch - 1) / maxClaimBatch
 	claimed, errs := make([][]scheduler.Result, n), make([]error, n)
-	return inBatches(len(fresh), func(k, lo, hi int) {
+	return parallel.Batches(len(fresh), maxClaimBatch, maxClaimsInFlight, func(k, lo, hi int) {
 		claimed[k], errs[k] = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh[lo:hi])
 	}, func(k, lo, hi int) error {
 		return t.claimedNow(ctx, fresh[lo:hi], claimed[k], errs[k])

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/slotqueue"
 	"scheduler/internal/testenv"
 )
 
@@ -213,41 +214,6 @@ func TestRunner_BatchedCompletions(t *testing.T) {
 	}
 }
 
-func TestClaimQueue_Plan(t *testing.T) {
-	herd := time.Date(2026, 3, 2, 2, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name      string
-		n         int
-		rate      float64
-		wantWake  time.Time
-		claimedAt time.Time // a time at which the herd is claimed
-		earlyAt   time.Time // a time at which it is not yet
-	}{
-		// Planned at half the rate (claimSlack).
-		{"OneSlot", 1, 20000, herd.Add(-time.Second - 100*time.Microsecond), herd.Add(-time.Second), herd.Add(-1100 * time.Millisecond)},
-		{"Herd", 100000, 20000, herd.Add(-11 * time.Second), herd.Add(-11 * time.Second), herd.Add(-11100 * time.Millisecond)},
-		{"HugeHerdIsBounded", 10000000, 20000, herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead), herd.Add(-time.Second - maxClaimLead - time.Millisecond)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			q := newClaimQueue()
-			q.rate = tc.rate
-			for i := range min(tc.n, 10) {
-				q.push(&fireEntry{at: herd, slot: scheduler.SlotKey{Job: fmt.Sprint(i), At: herd}, js: &jobState{ord: i}})
-			}
-			q.count[herd.Unix()] = tc.n
-			if _, wake := q.plan(herd.Add(-time.Hour), time.Second); !wake.Equal(tc.wantWake) {
-				t.Fatalf("wake=%s, want %s", wake, tc.wantWake)
-			}
-			if by, _ := q.plan(tc.claimedAt, time.Second); !herd.Before(by) {
-				t.Fatalf("at %s: claim by %s, want the herd at %s included", tc.claimedAt, by, herd)
-			}
-			if by, _ := q.plan(tc.earlyAt, time.Second); herd.Before(by) {
-				t.Fatalf("at %s: claim by %s, want the herd at %s left for later", tc.earlyAt, by, herd)
-			}
-		})
-	}
-}
-
 func TestRunner_SlotClaimedAheadOfPausedJobIsClosed(t *testing.T) {
 	exec := &countingExec{}
 	job := spec(t, "job", exec, nil)
@@ -349,14 +315,14 @@ func TestClaimQueue_RateOnTheRunnersClock(t *testing.T) {
 		h.runner.mu.Lock()
 		ten := h.runner.current
 		h.runner.mu.Unlock()
-		if ten == nil || !ten.send(func() { got <- ten.queue.rate }) {
+		if ten == nil || !ten.send(func() { got <- ten.queue.Rate() }) {
 			t.Fatal("the tenure ended")
 		}
 		return <-got
 	}
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "a measured claim rate", func() bool { return rate() != initialClaimRate })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "a measured claim rate", func() bool { return rate() != slotqueue.InitialRate })
 	// 300 slots in one second of the runner's clock, averaged with the rate assumed before.
-	if got, want := rate(), 0.5*initialClaimRate+0.5*jobs; got != want {
+	if got, want := rate(), 0.5*slotqueue.InitialRate+0.5*jobs; got != want {
 		t.Fatalf("claim rate=%v slots/s, want %v", got, want)
 	}
 }

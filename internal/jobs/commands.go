@@ -15,8 +15,8 @@ import (
 // drain stops firing; idle is closed once no run is left.
 func (t *tenure) drain(idle chan struct{}) {
 	t.draining = true
-	t.heap = t.heap[:0]
-	t.queue.reset()
+	t.heap.Reset()
+	t.queue.Reset()
 	t.pendingClaims = nil
 	for _, js := range t.jobs {
 		js.entry, js.queue = nil, nil

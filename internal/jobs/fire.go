@@ -7,6 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/attempts"
 )
 
 // Reasons recorded for slots that end without running.
@@ -20,7 +22,6 @@ const (
 	reasonBacklogSkip  = "overlap: another slot of the same backlog runs (their claims waited for the store)"
 	reasonSameTimeSkip = "overlap: another slot of the job due at the same time runs"
 	reasonReloaded     = "the job's schedule changed before the slot"
-	reasonRefused      = "receiver refused the token"
 )
 
 // skippedRun completes a run that is not started after all, saying why.
@@ -42,8 +43,8 @@ func (t *tenure) fireDue(ctx context.Context) error {
 		fired   []*fireEntry
 		records []scheduler.Outcome
 	)
-	for len(t.heap) > 0 && !t.heap.peek().at.After(now) {
-		e := t.heap.pop()
+	for t.heap.Len() > 0 && !t.heap.Peek().at.After(now) {
+		e := t.heap.Pop()
 		if e.records != nil {
 			if !e.dropped {
 				e.dropped = true
@@ -156,7 +157,7 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 				continue
 			case OverlapReplace:
 				for _, a := range js.active {
-					a.cancel.do(errReplaced)
+					a.cancel.Do(attempts.ErrReplaced)
 				}
 			}
 		}

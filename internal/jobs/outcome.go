@@ -3,13 +3,13 @@ package jobs
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/outcomes"
 )
 
 // A run whose executor returned has had its effects: running it again would repeat them. So the
@@ -18,46 +18,8 @@ import (
 // overlap policy still sees it, and a drain waits for it. Only when the term ends first is the
 // run left running in the ledger, for the next leader, which runs the slot again: for effects the
 // store cannot fence, the guarantee is at least once. The outcomes this process could not write
-// are kept, so that if it leads again it writes them instead of running their slots again.
-const (
-	outcomeRetryDelay    = 250 * time.Millisecond
-	maxOutcomeRetryDelay = 5 * time.Second
-	maxUnwritten         = 4096 // outcomes kept for a later term of this process
-)
-
-// outcomeBackoff is the wait before the next write of an outcome after failures consecutive
-// failed ones: doubled per failure, capped, and drawn from its upper half so that the runs cut
-// off together do not retry together.
-func outcomeBackoff(failures int) time.Duration {
-	d := backoff(outcomeRetryDelay, maxOutcomeRetryDelay, failures)
-	return d/2 + rand.N(d/2+1)
-}
-
-// retryable reports whether the failed write of an outcome is to be tried again: the store did
-// not answer, as opposed to refusing the token or finding the run finished.
-func retryable(err error) bool {
-	return err != nil && !errors.Is(err, scheduler.ErrFenced) && !errors.Is(err, scheduler.ErrNotRunning)
-}
-
-// outcomeStop ends the retries of outcome writes: closed when the term's runs are cancelled
-// for good (the term ended, or the shutdown grace expired).
-type outcomeStop struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func newOutcomeStop() *outcomeStop { return &outcomeStop{ch: make(chan struct{})} }
-
-func (s *outcomeStop) stop() { s.once.Do(func() { close(s.ch) }) }
-
-func (s *outcomeStop) stopped() bool {
-	select {
-	case <-s.ch:
-		return true
-	default:
-		return false
-	}
-}
+// are kept (outcomes.Kept), so that if it leads again it writes them instead of running their
+// slots again.
 
 // outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
 // tried again: one line per write, on the first failure and then every tenth, so that neither a
@@ -84,7 +46,7 @@ func (t *tenure) finish(f *finished, err error) {
 			h(f.c.Job, f.c.Status, f.took)
 		}
 	case f.lost():
-		t.r.keepUnwritten(f)
+		t.r.unwritten.Keep(f.c)
 	}
 }
 
@@ -110,44 +72,13 @@ func (t *tenure) logFinished(f *finished) {
 }
 
 // lost reports whether f's outcome was never written, and the next leader runs its slot again.
-func (f *finished) lost() bool { return retryable(f.err) }
-
-// keepUnwritten remembers the outcome of a run whose write was given up, for a later term of
-// this process; past maxUnwritten, one kept before is dropped (its slot would run again).
-func (r *Runner) keepUnwritten(f *finished) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unwritten == nil {
-		r.unwritten = map[int64]scheduler.Completion{}
-	}
-	if len(r.unwritten) >= maxUnwritten {
-		for id := range r.unwritten {
-			delete(r.unwritten, id)
-			break
-		}
-	}
-	r.unwritten[f.c.RunID] = f.c
-}
+func (f *finished) lost() bool { return outcomes.Retryable(f.err) }
 
 // takeUnwritten splits orphans into those to take over and the completions of those whose
 // executors already returned in an earlier term of this process: these are written, not run
 // again.
 func (t *tenure) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run, written []scheduler.Completion) {
-	t.r.mu.Lock()
-	defer t.r.mu.Unlock()
-	if len(t.r.unwritten) == 0 {
-		return orphans, nil
-	}
-	rest = orphans[:0:0]
-	for _, o := range orphans {
-		if c, ok := t.r.unwritten[o.RunID]; ok && c.Job == o.Job {
-			delete(t.r.unwritten, o.RunID)
-			written = append(written, c)
-			continue
-		}
-		rest = append(rest, o)
-	}
-	return rest, written
+	return t.r.unwritten.Take(orphans)
 }
 
 // record stores slots that end without running; a failure other than the fence is retried

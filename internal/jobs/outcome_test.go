@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/outcomes"
 	"scheduler/internal/testenv"
 )
 
@@ -132,7 +133,7 @@ func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 		for i := range failures {
 			// The loop's timer (the next claim) and the outcome's backoff.
 			testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
-			h.clock.Advance(maxOutcomeRetryDelay)
+			h.clock.Advance(outcomes.MaxRetryDelay)
 		}
 		rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 		if n := h.runs.Load(); n != 1 {
@@ -211,9 +212,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 	h.ledger.raise("job", outsideFence)
 	h.lead(token + 1)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "job blocked", func() bool { return len(h.runner.Blocked()) == 1 })
-	h.runner.mu.Lock()
-	kept := len(h.runner.unwritten)
-	h.runner.mu.Unlock()
+	kept := h.runner.unwritten.Len()
 	if kept != 1 {
 		t.Fatalf("kept outcomes=%d while the job is blocked, want 1", kept)
 	}
@@ -251,7 +250,7 @@ func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	h.ledger.down.Store(false)
-	h.clock.Advance(maxOutcomeRetryDelay)
+	h.clock.Advance(outcomes.MaxRetryDelay)
 	<-drained
 	rows := h.ledger.snapshot("job")
 	if len(rows) != 1 || rows[0].Status != scheduler.StatusSucceeded || h.runs.Load() != 1 {

@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/attempts"
 )
 
 // launch starts the run's goroutine. Everything the goroutine reads of the job is taken here, on
@@ -16,9 +18,9 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 	if js == nil {
 		js = t.jobs[run.Job]
 	}
-	rc := &runCancel{}
+	rc := &attempts.Cancel{}
 	if t.ended {
-		rc.do(errTermEnded)
+		rc.Do(errTermEnded)
 	}
 	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc})
 	t.runs++
@@ -33,18 +35,17 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 			return
 		}
 		f.done.js = js
-		t.completer.add(f)
+		t.completer.Add(f)
 	}()
 }
 
 // cancelRuns cancels every run of the tenure with cause, and gives up the outcome writes still
 // being retried.
 func (t *tenure) cancelRuns(cause error) {
-	t.outcomes.stop()
-	t.completer.poke()
+	t.completer.Stop()
 	for _, js := range t.jobs {
 		for _, a := range js.active {
-			a.cancel.do(cause)
+			a.cancel.Do(cause)
 		}
 	}
 }

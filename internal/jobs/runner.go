@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/outcomes"
 )
 
 // ErrNotLeading is returned by Trigger when this replica does not lead.
@@ -70,9 +72,9 @@ type Runner struct {
 	table   []*Spec
 	current *tenure // the term being led; nil while following
 	blocked map[string]Block
-	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
-	// ended before the outcome was written (outcome.go).
-	unwritten map[int64]scheduler.Completion
+	// unwritten holds the outcomes of runs whose executors returned in a term that ended
+	// before the outcome was written (outcome.go).
+	unwritten outcomes.Kept
 }
 
 // New returns a Runner for table.

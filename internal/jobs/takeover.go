@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/parallel"
 )
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
@@ -131,7 +133,7 @@ func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error 
 	}
 	runs := make([]scheduler.Run, len(orphans))
 	errs := make([]error, len(orphans))
-	return inBatches(len(orphans), func(_, lo, hi int) {
+	return parallel.Batches(len(orphans), maxClaimBatch, maxClaimsInFlight, func(_, lo, hi int) {
 		part := orphans[lo:hi]
 		slots := make([]scheduler.SlotKey, len(part))
 		for i, o := range part {

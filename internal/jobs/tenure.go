@@ -11,14 +11,15 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/outcomes"
 )
 
-// Causes of a run's cancellation, told apart when the run ends.
+// Causes of a run's cancellation, told apart when the run ends (and attempts.ErrReplaced).
 var (
-	errShutdown   = errors.New("shutdown grace expired")
-	errReplaced   = errors.New("replaced by a newer slot (overlap: replace)")
-	errTermEnded  = errors.New("leadership term ended")
-	errRunTimeout = errors.New("attempt timed out")
+	errShutdown  = errors.New("shutdown grace expired")
+	errTermEnded = errors.New("leadership term ended")
 )
 
 // tenure is what the runner does with one leadership term (election's Term): its firing loop, the
@@ -26,8 +27,8 @@ var (
 // election hands out but the runner's time in office under it, and ends with it.
 //
 // Its fields are owned by the loop goroutine; other goroutines reach it through send. The fields
-// set before the loop starts (r, token, lg, claimCtx, runsCtx and the channels) are only read
-// afterwards, which is why the goroutines a tenure starts may read them.
+// set before the loop starts (r, token, lg, attempts, claimCtx, runsCtx and the channels) are
+// only read afterwards, which is why the goroutines a tenure starts may read them.
 type tenure struct {
 	r     *Runner
 	token int64
@@ -44,17 +45,17 @@ type tenure struct {
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	fence     chan error
-	outcomes  *outcomeStop // stops the retries of outcome writes (outcome.go)
 
 	claimsAhead
 	backlog
 
-	completer *completer     // writes the outcomes of finished runs (completer.go)
-	marks     sync.WaitGroup // writes of runs started (started.go)
-	raises    sync.WaitGroup // raises of blocked jobs' fences (blocked.go), joined by Lead
+	attempts  attempts.Runner             // runs the attempts of the term's runs (attempt.go)
+	completer *outcomes.Writer[*finished] // writes the outcomes of finished runs (completer.go)
+	marks     sync.WaitGroup              // writes of runs started (started.go)
+	raises    sync.WaitGroup              // raises of blocked jobs' fences (blocked.go), joined by Lead
 
 	// runsCtx carries the values of the term's context without its cancellation; the runs
-	// and the writes made for them hang off it. Each run has its own runCancel (in
+	// and the writes made for them hang off it. Each run has its own attempts.Cancel (in
 	// jobState.active), so starting one does not register it with a shared parent.
 	runsCtx context.Context
 
@@ -92,7 +93,7 @@ func (js *jobState) orphanAhead(r scheduler.Run) {
 
 type activeRun struct {
 	runID  int64
-	cancel *runCancel
+	cancel *attempts.Cancel
 }
 
 // runDone reports the end of a run to the loop.
@@ -114,11 +115,12 @@ func newTenure(r *Runner, token int64) *tenure {
 		done:        make(chan runDone),
 		doneMany:    make(chan []runDone),
 		fence:       make(chan error, 1),
-		outcomes:    newOutcomeStop(),
 		exited:      make(chan struct{}),
 		claimsAhead: newClaimsAhead(r.opts.ClaimAhead),
 	}
-	t.completer = newCompleter(t)
+	t.attempts = attempts.Runner{Clock: r.clock, Ledger: r.opts.Ledger, Token: token, Log: t.lg,
+		MaxBackoff: r.opts.MaxBackoff, WriteTimeout: r.opts.WriteTimeout, Scrub: r.opts.Scrub}
+	t.completer = outcomes.New[*finished](r.clock, completer{t})
 	return t
 }
 
@@ -150,7 +152,7 @@ func (t *tenure) run(ctx context.Context, specs []*Spec) (err error) {
 	t.runsCtx = context.WithoutCancel(ctx)
 	stopCompleter := make(chan struct{})
 	var completerDone sync.WaitGroup
-	completerDone.Go(func() { t.completer.run(stopCompleter) })
+	completerDone.Go(func() { t.completer.Run(stopCompleter) })
 	defer func() {
 		// Leadership is over (or in doubt): stop every run at once and wait for them, and for
 		// the claims in flight. The ledger rows of runs cut off, and of slots claimed ahead,
@@ -225,11 +227,11 @@ func (t *tenure) wake() time.Time {
 		return time.Time{}
 	}
 	var at time.Time
-	if len(t.heap) > 0 {
-		at = t.heap.peek().at
+	if t.heap.Len() > 0 {
+		at = t.heap.Peek().at
 	}
-	if t.ahead >= 0 && len(t.queue.heap) > 0 {
-		if _, w := t.queue.plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
+	if t.ahead >= 0 && t.queue.Len() > 0 {
+		if _, w := t.queue.Plan(t.r.clock.Now(), t.ahead); at.IsZero() || w.Before(at) {
 			at = w
 		}
 	}
