@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 		{"BuiltinUnknown", BuiltinConfig{Name: "payroll"}, []Problem{{"builtin", `unknown builtin "payroll" (known: invoices, stock)`}}},
 		{"BuiltinParams", BuiltinConfig{Name: "invoices", Params: map[string]any{"clients": -1, "colour": "red"}}, []Problem{
 			{"params.clients", "must be a whole number from 1 to 10000000, got -1"},
-			{"params.colour", "unknown parameter of builtin invoices (known: clients, delay, period)"},
+			{"params.colour", "unknown parameter of builtin invoices (known: clients, delay, email_to, period)"},
 		}},
 		{"BuiltinNegativeDelay", BuiltinConfig{Name: "invoices", Params: map[string]any{"delay": "-1s"}}, []Problem{{"params.delay", "must not be negative, got -1s"}}},
 		{"InvoicesParams", InvoicesParams{Clients: 0, Delay: -time.Second, Period: "week"}, []Problem{
