@@ -43,6 +43,18 @@ func (a Attempt) FencedStatements(ctx context.Context, role, text string) (int64
 	return a.Fencer.FencedStatements(ctx, a.Job, a.Token, role, text)
 }
 
+// Enqueue queues m in tx, a transaction of the attempt's Fenced, as a message of the attempt's
+// slot: it sets m's Job, Token, ScheduledAt and Manual from the attempt, so that a kind cannot
+// queue a message of another job, slot or term. It reports whether it queued m (false: a
+// message with m.Key exists, a redo of the slot); see Fencer.Enqueue.
+func (a Attempt) Enqueue(ctx context.Context, tx Tx, m Message) (bool, error) {
+	if a.Fencer == nil {
+		return false, fmt.Errorf("enqueue message %q of job %q with token %d: %w", m.Key, a.Job, a.Token, ErrNoFencer)
+	}
+	m.Job, m.Token, m.ScheduledAt, m.Manual = a.Job, a.Token, a.Slot, a.Manual
+	return a.Fencer.Enqueue(ctx, tx, m)
+}
+
 // Executor runs one attempt. output is a bounded excerpt of what the job printed or returned,
 // stored in the run ledger. A nil error means success.
 //
@@ -69,6 +81,11 @@ type Fencer interface {
 	// in one fenced transaction, under the database role role when it is set, and returns the
 	// number of rows the statements inserted, updated or deleted.
 	FencedStatements(ctx context.Context, job string, token int64, role, text string) (int64, error)
+	// Enqueue queues m in the outbox within tx, a transaction of Fenced for m.Job with m.Token,
+	// so that the message commits with the job's results or not at all. It reports whether it
+	// queued m: false when a message with m.Key exists already. A token that is not the job's
+	// fence fails with an error wrapping ErrFenced, and fn must return it.
+	Enqueue(ctx context.Context, tx Tx, m Message) (bool, error)
 }
 
 // Dialect names the SQL dialect of a store, for writes whose statements differ between

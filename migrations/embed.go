@@ -1,10 +1,11 @@
 // Package migrations holds the store's SQL migrations, embedded in the
-// binary and applied with goose by package fence: postgres/ for Postgres
-// and sqlite/ for the embedded SQLite store, with the same version numbers.
+// binary, and applies them with goose: postgres/ for Postgres and sqlite/
+// for the embedded SQLite store, with the same version numbers. Package
+// fence calls it for `scheduler migrate` and to check a store's schema.
 //
 // The Postgres files are text/template documents: {{.Schema}} is the quoted
-// schema name (store.schema) and {{.Name}} the plain name, which the
-// migration runner substitutes before goose parses them. The SQLite files
+// schema name (store.schema) and {{.Name}} the plain name, which
+// PostgresIn substitutes before goose parses them. The SQLite files
 // are plain SQL (SQLite has no schemas) and use IF NOT EXISTS throughout,
 // so that two processes migrating one file at once cannot fail.
 package migrations

@@ -16,6 +16,7 @@ import (
 	"scheduler/internal/election"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
+	"scheduler/internal/status"
 	"scheduler/internal/zkelection"
 )
 
@@ -56,7 +57,7 @@ type backendDeps struct {
 	pool  *pgxpool.Pool    // the store's database: postgres's lease, redis's floor
 	redis redis.UniversalClient
 	lg    *zap.Logger // without the node field: each campaigner adds it
-	m     *metrics
+	m     *status.Metrics
 }
 
 // newBackend builds the campaigner and the observer of cfg.Election.Backend.
@@ -67,7 +68,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 	case backendPostgres:
 		c, err := pglease.New(deps.pool, pglease.Config{
 			Schema: cfg.Store.Schema, Name: leaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
-			Events: pglease.Events{OnElected: deps.m.termStarted, OnLost: func(t pglease.Term, r pglease.Reason) { deps.m.termEnded(t, string(r)) }},
+			Events: pglease.Events{OnElected: elected(deps.m), OnLost: func(_ pglease.Term, r pglease.Reason) { deps.m.Lost(string(r)) }},
 		}, deps.lg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
@@ -76,12 +77,12 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, countedView{pgView{o}, deps.m.leaderChanges.Inc}, nil
+		return pgCoordinator{c}, countedView{pgView{o}, deps.m.LeaderChanged}, nil
 	case backendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
 			Servers: z.Servers, SessionTimeout: z.SessionTimeout, Path: z.Path, Node: cfg.Node,
-			Events: zkelection.Events{OnElected: deps.m.termStarted, OnLost: func(t zkelection.Term, r zkelection.Reason) { deps.m.termEnded(t, string(r)) }},
+			Events: zkelection.Events{OnElected: elected(deps.m), OnLost: func(_ zkelection.Term, r zkelection.Reason) { deps.m.Lost(string(r)) }},
 		}, deps.lg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
@@ -90,11 +91,11 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, countedView{zkView{o}, deps.m.leaderChanges.Inc}, nil
+		return zkCoordinator{c}, countedView{zkView{o}, deps.m.LeaderChanged}, nil
 	case backendRedis:
 		c, err := redislock.New(deps.redis, redislock.Config{
 			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: fenceFloor(deps.pool, cfg.Store.Schema),
-			Events: redislock.Events{OnElected: deps.m.termStarted, OnLost: func(t redislock.Term, r redislock.Reason) { deps.m.termEnded(t, string(r)) }},
+			Events: redislock.Events{OnElected: elected(deps.m), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.m.Lost(string(r)) }},
 		}, deps.lg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
@@ -103,7 +104,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, countedView{redisView{o}, deps.m.leaderChanges.Inc}, nil
+		return redisCoordinator{c}, countedView{redisView{o}, deps.m.LeaderChanged}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
@@ -115,7 +116,7 @@ const leaseName = "scheduler"
 // newEtcdBackend builds the etcd campaigner and observer.
 func newEtcdBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) {
 	c, err := election.New(deps.etcd, election.Config{
-		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: deps.m.electionEvents(),
+		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: electionEvents(deps.m),
 	}, deps.lg)
 	if err != nil {
 		return nil, nil, err
@@ -126,7 +127,7 @@ func newEtcdBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, err
 	}
 	o.OnChange(func(_ election.Leader, ok bool) {
 		if ok {
-			deps.m.leaderChanges.Inc()
+			deps.m.LeaderChanged()
 		}
 	})
 	return etcdCoordinator{c}, etcdView{o}, nil
@@ -145,15 +146,9 @@ func fenceFloor(pool *pgxpool.Pool, schema string) func(context.Context) (int64,
 	}
 }
 
-// termStarted and termEnded feed any backend's terms into the metrics.
-func (m *metrics) termStarted(t scheduler.Term) {
-	m.isLeader.Set(1)
-	m.termToken.Set(float64(t.Token))
-}
-
-func (m *metrics) termEnded(_ scheduler.Term, reason string) {
-	m.isLeader.Set(0)
-	m.termsEnded.WithLabelValues(reason).Inc()
+// elected feeds any backend's terms won into m; their ends go to m.Lost with the backend's reason.
+func elected(m *status.Metrics) func(scheduler.Term) {
+	return func(t scheduler.Term) { m.Elected(t.Token) }
 }
 
 // etcdCoordinator hands the etcd campaigner's terms over as the scheduler's Term.

@@ -89,7 +89,10 @@ func TestConfig_Backend(t *testing.T) {
 // TestNewBackend_RefusesWhatItCannotRun checks that a backend the daemon cannot build is
 // refused at build, naming the backend, before anything campaigns.
 func TestNewBackend_RefusesWhatItCannotRun(t *testing.T) {
-	m := newMetrics(&Config{})
+	m, err := newMetrics(&Config{Metrics: MetricsConfig{PerJob: "auto"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lg := zaptest.NewLogger(t)
 	cases := map[string]*Config{
 		"postgres without a pool": {Node: "a", Election: ElectionConfig{Backend: backendPostgres, TTL: 2 * time.Second}, Store: StoreConfig{Schema: "s"}},

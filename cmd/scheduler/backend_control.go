@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
 	"scheduler/internal/control"
 )
@@ -46,44 +45,38 @@ var (
 // operator's actions, for which a second is no delay.
 const controlPoll = time.Second
 
-// buildControl builds the operations state of the configured backend.
+// registration keeps this replica's entry in the registry while its Run runs:
+// *control.Registration on etcd, *control.PostgresRegistration in the store. Republish
+// publishes the entry again at once, after a reload changed the table hash.
+type registration interface {
+	Run(ctx context.Context) error
+	Republish()
+}
+
+var (
+	_ registration = (*control.Registration)(nil)
+	_ registration = (*control.PostgresRegistration)(nil)
+)
+
+// buildControl builds the operations state and the registration of the configured backend.
 func (d *daemon) buildControl() error {
+	lg := d.lg.Named("control")
 	if d.cli != nil {
 		s, err := control.New(d.cli, d.cfg.Election.Prefix)
 		if err != nil {
 			return err
 		}
-		d.etcdControl, d.control, d.watcher = s, s, s.NewWatcher(d.lg.Named("control"))
-		return nil
+		d.control, d.watcher = s, s.NewWatcher(lg)
+		d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
+		return err
 	}
 	s, err := control.NewPostgres(d.conns.pool, d.cfg.Store.Schema)
 	if err != nil {
 		return err
 	}
-	d.pgControl, d.control, d.watcher = s, s, s.NewPoller(controlPoll, d.lg)
-	return nil
-}
-
-// registerInStore keeps this replica's entry in the store while it runs, pushing its expiry a
-// TTL ahead every third of it, and at once after a reload changed the table hash.
-func (d *daemon) registerInStore(ctx context.Context) error {
-	ttl := d.cfg.Election.TTL
-	failures := 0
-	for {
-		if err := d.pgControl.Register(ctx, d.replica(), ttl); err != nil && ctx.Err() == nil {
-			if failures++; failures == 1 || failures%30 == 0 {
-				d.lg.Warn("register replica", zap.Int("attempt", failures), zap.Error(err))
-			}
-		} else {
-			failures = 0
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.republish:
-		case <-time.After(ttl / 3):
-		}
-	}
+	d.control, d.watcher = s, s.NewPoller(controlPoll, d.lg)
+	d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
+	return err
 }
 
 // backendConns are the connections of the backends other than etcd.

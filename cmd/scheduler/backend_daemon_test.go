@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -104,7 +105,7 @@ func TestDaemon_Backends(t *testing.T) {
 			if err := c.replicas[leader.Node].stop(t); err != nil {
 				t.Fatalf("stop %s: %v", leader.Node, err)
 			}
-			var next *leaderDoc
+			var next *status.Leader
 			c.wait("the other replica to lead", func() bool {
 				next = c.status().Leader
 				return next != nil && next.Node != leader.Node

@@ -4,41 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"scheduler/internal/control"
-	"scheduler/internal/fence"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
 	"scheduler/internal/zkelection"
 )
 
-// errNoLeader is a leaderSource's answer when nobody leads.
+// errNoLeader is a statusSource's leader read's answer when nobody leads.
 var errNoLeader = errors.New("no leader")
-
-// leaderSource says where status reads who leads. With the etcd backend it reads the election
-// keys (and checks them for keys that block the election); with the others it asks read, which
-// is the daemon's observer or, for a command, one read from the backend.
-type leaderSource struct {
-	etcd    *clientv3.Client // etcd backend
-	prefix  string           // etcd backend
-	backend string
-	read    func(ctx context.Context) (leaderSeen, error) // other backends; errNoLeader when none leads
-}
-
-// where names the place the control state is read from, for warnings.
-func (s leaderSource) where() string {
-	if s.etcd != nil {
-		return "etcd"
-	}
-	return "the store"
-}
 
 // observed reads the leader from a running observer.
 func observed(v leaderView) func(context.Context) (leaderSeen, error) {
@@ -99,47 +76,24 @@ type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
 
-// collectRest is collectStatus for a backend other than etcd: the leader from src, the rest as
-// for etcd.
-func collectRest(ctx context.Context, doc statusDoc, table []Job, src leaderSource, ctl controlState, store *fence.Store, fences map[string]int64, now time.Time) statusDoc {
-	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
-	l, err := src.read(ctx)
-	switch {
-	case errors.Is(err, errNoLeader):
-		warn("no replica leads: no job runs until one is elected")
-	case err != nil:
-		warn("read the leader from %s: %v", src.backend, err)
-	default:
-		doc.Leader = &leaderDoc{Node: l.Node, Token: l.Token}
-		if !l.Since.IsZero() {
-			since := l.Since.UTC()
-			doc.Leader.Since = &since
-		}
+// statusSource is what the daemon's /status and /readyz read: etcd's keys, or its observer and
+// the store.
+func (d *daemon) statusSource() statusSource {
+	src := statusSource{cli: d.cli, prefix: d.cfg.Election.Prefix, ctl: d.control, store: d.store}
+	if d.cli == nil {
+		src.leader = observed(d.observer)
 	}
-	if rs, err := ctl.Replicas(ctx); err != nil {
-		warn("read the replicas from %s: %v", src.where(), err)
-	} else {
-		doc.Replicas = rs
-		if groups := control.HashGroups(rs); len(groups) > 1 {
-			var parts []string
-			for hash, nodes := range groups {
-				parts = append(parts, fmt.Sprintf("%s: %s", hash, strings.Join(nodes, ",")))
-			}
-			sort.Strings(parts)
-			warn("replicas run different job tables (%s); deploy the same configuration everywhere", strings.Join(parts, "; "))
-		}
-	}
-	return collectJobs(ctx, doc, table, ctl, store, fences, now)
+	return src
 }
 
-// leaderSource is where the daemon's /status reads the leader: etcd's keys, or its observer.
-func (d *daemon) leaderSource() leaderSource {
-	return leaderSource{etcd: d.cli, prefix: d.cfg.Election.Prefix, backend: d.cfg.Election.Backend, read: observed(d.observer)}
-}
-
-// leaderSource is where a command's status reads the leader.
-func (s *session) leaderSource() leaderSource {
-	return leaderSource{etcd: s.cli, prefix: s.cfg.Election.Prefix, backend: s.cfg.Election.Backend, read: readOnce(s.cfg, s.conns)}
+// statusSource is what a command's status reads: etcd's keys, or one read of the backend and
+// the store.
+func (s *session) statusSource() statusSource {
+	src := statusSource{cli: s.cli, prefix: s.cfg.Election.Prefix, ctl: s.ctl, store: s.store}
+	if s.cli == nil {
+		src.leader = readOnce(s.cfg, s.conns)
+	}
+	return src
 }
 
 // connectBackend opens a command's connections for a backend other than etcd: its control state

@@ -18,6 +18,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -142,7 +143,7 @@ func sqliteAdmin(t *testing.T, c *cluster) fenceAdmin {
 	}
 }
 
-func (c *cluster) leaderAddr(doc statusDoc) string {
+func (c *cluster) leaderAddr(doc status.Doc) string {
 	for _, r := range doc.Replicas {
 		if doc.Leader != nil && r.Node == doc.Leader.Node {
 			return "http://" + r.HTTPAddr
@@ -152,13 +153,13 @@ func (c *cluster) leaderAddr(doc statusDoc) string {
 	return ""
 }
 
-func jobOf(doc statusDoc, name string) jobStatus {
+func jobOf(doc status.Doc, name string) status.Job {
 	for _, j := range doc.Jobs {
 		if j.Name == name {
 			return j
 		}
 	}
-	return jobStatus{}
+	return status.Job{}
 }
 
 // TestDaemon_FenceRaisedFromOutside: a fence raised above the leader's token from outside the
@@ -415,7 +416,7 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 			t.Fatalf("x run %+v under token %d while its fence was held", r, term)
 		}
 	}
-	for deadline := time.Now().Add(heldAfter + 15*time.Second); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(status.HeldAfter + 15*time.Second); ; time.Sleep(500 * time.Millisecond) {
 		doc := c.status()
 		if bl := jobOf(doc, "x").Blocked; bl != nil {
 			if !bl.Held || bl.Token != term || !strings.Contains(bl.Reason, "pg_locks") || jobOf(doc, "y").Blocked != nil {

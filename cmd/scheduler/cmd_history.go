@@ -54,9 +54,13 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				runs = []scheduler.Run{}
 			}
 			if asJSON {
+				withOutbox, err := runsWithOutbox(ctx, store, runs)
+				if err != nil {
+					return err
+				}
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
+				return enc.Encode(withOutbox)
 			}
 			if _, err := cfg.job(args[0]); err != nil && len(runs) == 0 {
 				return err

@@ -14,6 +14,7 @@ import (
 
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
+	"scheduler/internal/status"
 )
 
 // session is what the read and control commands connect to: etcd (or, with another backend,
@@ -75,7 +76,7 @@ func newStatusCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			doc := collectStatus(ctx, s.cfg.Jobs, s.leaderSource(), s.ctl, s.store, time.Now())
+			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), statusEntries(s.cfg.Jobs), time.Now())
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")
@@ -89,7 +90,7 @@ func newStatusCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-func printStatus(w io.Writer, doc statusDoc) {
+func printStatus(w io.Writer, doc status.Doc) {
 	if l := doc.Leader; l != nil {
 		since := "unknown"
 		if l.Since != nil {

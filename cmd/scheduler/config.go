@@ -41,6 +41,8 @@ type Config struct {
 	// History is the run ledger's retention for every job (under defaults and per job a job's
 	// own limits win) and how the leader prunes it.
 	History HistoryConfig `mapstructure:"history"`
+	// Outbox is how the leader delivers the e-mails and webhooks jobs queue.
+	Outbox OutboxConfig `mapstructure:"outbox"`
 	// Defaults holds job keys set once for every job; a job's own keys win.
 	Defaults JobSpec `mapstructure:"defaults"`
 	// Jobs is the cron table.
@@ -220,6 +222,15 @@ func defaultSettings() map[string]any {
 		"history.prune_interval": "10m",
 		"history.prune_batch":    500,
 		"history.prune_pause":    "200ms",
+		"outbox.smtp.addr":       "",
+		"outbox.smtp.from":       "",
+		"outbox.smtp.username":   "",
+		"outbox.smtp.password":   "",
+		"outbox.smtp.tls":        "starttls",
+		"outbox.log":             false,
+		"outbox.max_attempts":    10,
+		"outbox.retry_backoff":   "30s",
+		"outbox.batch":           100,
 		"defaults.timezone":      "UTC",
 		"defaults.method":        "POST",
 		"defaults.role":          "",

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -16,10 +14,15 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"scheduler/internal/control"
+	"scheduler/internal/datadir"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
+	"scheduler/internal/harden"
 	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
+	"scheduler/internal/outbox"
 	"scheduler/internal/retention"
+	"scheduler/internal/status"
 )
 
 // daemon is `scheduler run`: one replica of the cluster.
@@ -30,23 +33,20 @@ type daemon struct {
 	environ []string
 	lg      *zap.Logger // carries the node field
 	base    *zap.Logger // without it
-	m       *metrics
+	m       *status.Metrics
 
 	cli      *clientv3.Client // etcd backend only
 	store    *fence.Store
 	control  controlState
 	watcher  controlWatch
+	reg      registration // this replica's entry in etcd or the store; a reload republishes it
 	observer leaderView
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
+	outbox   *outbox.Dispatcher
 	camp     coordinator
 	conns    backendConns // the other backends' connections
-
-	etcdControl *control.Store    // the etcd backend's control (the registry needs its leases)
-	pgControl   *control.Postgres // the other backends' control, in the store
-
-	http     *http.Server
-	listener net.Listener
+	http     *status.Server
 	started  time.Time
 
 	// specs is the runner's table at start, built from cfg before anything connected.
@@ -54,10 +54,9 @@ type daemon struct {
 
 	// mu guards the table as configured and its hash, which a reload replaces together with
 	// the runner's table, and serialises reloads.
-	mu        sync.Mutex
-	jobs      []Job  // the table as configured, replaced by a reload
-	hash      string // its tableHash
-	republish chan struct{}
+	mu   sync.Mutex
+	jobs []Job  // the table as configured, replaced by a reload
+	hash string // its tableHash
 }
 
 // table returns the configured jobs and their hash.
@@ -65,6 +64,12 @@ func (d *daemon) table() ([]Job, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.jobs, d.hash
+}
+
+// usesDataDir reports whether the daemon keeps anything in data_dir: the embedded etcd when the
+// etcd backend has no endpoints configured, the SQLite store when no DSN is.
+func usesDataDir(cfg *Config) bool {
+	return cfg.Election.Backend == backendEtcd && len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == ""
 }
 
 // runDaemon starts every part of the daemon, waits for a signal (or a part failing), and shuts
@@ -81,10 +86,10 @@ func (d *daemon) table() ([]Job, string) {
 func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
-	dumpErr := makeNonDumpable()
+	dumpErr := harden.NonDumpable()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
-	l, err := loadForRun(c.configPath, c.environ, currentUserSwitch())
+	l, err := loadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
 	if err != nil {
 		return err
 	}
@@ -103,17 +108,21 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
 	}
-	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: newMetrics(cfg),
-		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now(), republish: make(chan struct{}, 1)}
+	m, err := newMetrics(cfg)
+	if err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: m,
+		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now()}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
 	if usesDataDir(cfg) {
-		lock, err := lockDataDir(cfg.DataDir, cfg.Node)
+		lock, err := datadir.Acquire(cfg.DataDir, cfg.Node)
 		if err != nil {
 			return err
 		}
-		defer lock.release()
+		defer lock.Release()
 	}
 	endpoints := cfg.Etcd.Endpoints
 	if cfg.Election.Backend != backendEtcd {
@@ -154,10 +163,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	if cfg.HTTP.Addr != "" {
-		if d.listener, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
-			return fmt.Errorf("http.addr %s: %w", cfg.HTTP.Addr, err)
+		if d.http, err = d.newHTTP(); err != nil {
+			return err
 		}
-		d.http = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
 	}
 	return d.serve(ctx)
 }
@@ -174,7 +182,7 @@ func (d *daemon) build() error {
 	}
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: d.m.runnerHooks(), Scrub: newScrubber(d.cfg.secrets()),
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: newScrubber(d.cfg.secrets()),
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
@@ -184,9 +192,22 @@ func (d *daemon) build() error {
 	d.pruner, err = retention.New(retention.Config{
 		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
-		Logger: d.lg, Pruned: func(_ string, n int) { d.m.pruned.Add(float64(n)) },
+		Logger: d.lg, Pruned: d.m.Pruned,
 	})
+	if err != nil {
+		return err
+	}
+	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now))
 	return err
+}
+
+// newHTTP returns the status server of d, listening on http.addr.
+func (d *daemon) newHTTP() (*status.Server, error) {
+	s, err := status.New(status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg)}, d.statusSource(), statusView{d}, d.m, d.lg.Named("http"))
+	if err != nil {
+		return nil, fmt.Errorf("http.addr: %w", err)
+	}
+	return s, nil
 }
 
 // serve runs the parts until ctx ends or one fails, then shuts down in order.
@@ -210,7 +231,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("control watcher", d.watcher.Run, svcCtx)
 	part("leader observer", d.observer.Run, svcCtx)
 	part("trigger requests", d.consumeTriggers, svcCtx)
-	part("replica registration", d.register, svcCtx)
+	part("replica registration", d.reg.Run, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
 	if d.cli != nil {
 		part("etcd version check", func(c context.Context) error {
@@ -219,7 +240,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		}, svcCtx)
 	}
 	if d.http != nil {
-		part("http", d.serveHTTP, svcCtx)
+		part("http", d.http.Run, svcCtx)
 	}
 
 	var cause error
@@ -251,13 +272,17 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	case <-ctx.Done():
 		return nil
 	}
+	// The runner stops too when the outbox finds the term fenced out.
+	rctx, endRun := context.WithCancel(ctx)
+	defer endRun()
 	errc := make(chan error, 1)
-	go func() { errc <- d.runner.Lead(ctx, t.Token) }()
+	go func() { errc <- d.runner.Lead(rctx, t.Token) }()
 	// The term's helpers live as long as the term, on a context of their own so that they also
 	// stop when the runner returns first; they are joined before the term ends.
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
-	helpers.Add(2)
+	helpers.Add(3)
+	fenced := make(chan error, 1)
 	// Triggers sent while no replica led are waiting in the control state: run them now.
 	go func() {
 		defer helpers.Done()
@@ -269,9 +294,21 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 			d.lg.Warn("pruning stopped for this term", zap.Int64("token", t.Token), zap.Error(err))
 		}
 	}()
+	go func() {
+		defer helpers.Done()
+		if err := d.dispatch(hctx, t.Token); err != nil {
+			fenced <- err
+			endRun()
+		}
+	}()
 	err := <-errc
 	stopHelpers()
 	helpers.Wait()
+	// A refusal of the outbox's fence ended the runner: it is the term's reason.
+	select {
+	case err = <-fenced:
+	default:
+	}
 	return err
 }
 
@@ -342,62 +379,11 @@ func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
 	}
 }
 
-// register keeps this replica's entry (version, table hash) in etcd while it runs.
-func (d *daemon) register(ctx context.Context) error {
-	if d.cli == nil {
-		return d.registerInStore(ctx)
-	}
-	for ctx.Err() == nil {
-		lease, err := d.cli.Grant(ctx, int64(d.cfg.Election.TTL/time.Second))
-		if err == nil {
-			err = d.publishReplica(ctx, lease.ID)
-		}
-		if err == nil {
-			var ka <-chan *clientv3.LeaseKeepAliveResponse
-			if ka, err = d.cli.KeepAlive(ctx, lease.ID); err == nil {
-				err = d.keepRegistered(ctx, ka, lease.ID)
-			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_, _ = d.cli.Revoke(rctx, lease.ID)
-			cancel()
-		}
-		if err != nil && ctx.Err() == nil {
-			d.lg.Warn("register replica", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	return nil
-}
-
-// keepRegistered drains the keep-alive channel until the lease is lost, and republishes the
-// entry after a reload changed the table hash.
-func (d *daemon) keepRegistered(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse, lease clientv3.LeaseID) error {
-	for {
-		select {
-		case _, ok := <-ka:
-			if !ok {
-				return nil
-			}
-		case <-d.republish:
-			if err := d.publishReplica(ctx, lease); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (d *daemon) publishReplica(ctx context.Context, lease clientv3.LeaseID) error {
-	return d.etcdControl.Register(ctx, lease, d.replica())
-}
-
-// replica is this replica's entry in the registry.
+// replica is this replica's entry in the registry, with the table hash it runs now.
 func (d *daemon) replica() control.Replica {
 	addr := ""
-	if d.listener != nil {
-		addr = d.listener.Addr().String()
+	if d.http != nil {
+		addr = d.http.Addr().String()
 	}
 	_, hash := d.table()
 	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started}

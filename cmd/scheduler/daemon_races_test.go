@@ -28,8 +28,12 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 	}
 	cfg := l.cfg
 	lg := zaptest.NewLogger(t)
-	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: newMetrics(cfg), specs: l.table, jobs: cfg.Jobs, hash: l.hash,
-		started: time.Now(), republish: make(chan struct{}, 1)}
+	m, err := newMetrics(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: m, specs: l.table, jobs: cfg.Jobs, hash: l.hash,
+		started: time.Now()}
 	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
 		t.Fatal(err)
 	}

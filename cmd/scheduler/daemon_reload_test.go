@@ -16,6 +16,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/control"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -129,7 +130,7 @@ func TestDaemon_ReloadPublishesTable(t *testing.T) {
 		if len(rs) != 1 || rs[0].TableHash != want {
 			return fmt.Errorf("replicas in etcd = %+v, want a with table_hash %s", rs, want)
 		}
-		var doc statusDoc
+		var doc status.Doc
 		if code, body := httpGet(t, "http://"+addr+"/status"); code != http.StatusOK {
 			return fmt.Errorf("/status: %d %s", code, body)
 		} else if err := json.Unmarshal([]byte(body), &doc); err != nil {
@@ -232,7 +233,7 @@ func (c *cluster) tableHash() string {
 }
 
 // showsTable reports how doc differs from one replica running the jobs named, with hash.
-func showsTable(doc statusDoc, hash string, jobs ...string) error {
+func showsTable(doc status.Doc, hash string, jobs ...string) error {
 	var names []string
 	for _, j := range doc.Jobs {
 		names = append(names, j.Name)

@@ -20,6 +20,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/election"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -149,9 +150,9 @@ func (c *cluster) history(job string) []scheduler.Run {
 	return runs
 }
 
-func (c *cluster) status() statusDoc {
+func (c *cluster) status() status.Doc {
 	c.t.Helper()
-	var doc statusDoc
+	var doc status.Doc
 	if err := json.Unmarshal([]byte(c.cli("status", "--json")), &doc); err != nil {
 		c.t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestDaemon_Cluster(t *testing.T) {
 		if err := c.replicas[old.Node].stop(t); err != nil {
 			t.Fatalf("stop %s: %v", old.Node, err)
 		}
-		var next *leaderDoc
+		var next *status.Leader
 		c.wait("the other replica to lead", func() bool {
 			next = c.status().Leader
 			return next != nil && next.Node != old.Node
@@ -497,7 +498,7 @@ func TestDaemon_ShutdownOrder(t *testing.T) {
 	if took < 2*time.Second {
 		t.Fatalf("stopped after %s: the slow job did not get its 2s grace", took)
 	}
-	var next *leaderDoc
+	var next *status.Leader
 	c.wait("b to lead", func() bool { next = c.status().Leader; return next != nil && next.Node == "b" })
 	if next.Token <= old.Token {
 		t.Fatalf("token %d not above %d", next.Token, old.Token)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"time"
 )
@@ -123,4 +124,10 @@ func jobInheritedHistory(job Job) map[string]bool {
 		skip[k] = job.inherited["history."+k]
 	}
 	return skip
+}
+
+// historyHash is the part of a job's line in tableHash for its retention, inherited or its own:
+// replicas that keep different histories prune the ledger differently.
+func historyHash(h JobHistory) string {
+	return fmt.Sprintf("|%s|%d", h.MaxAge, h.MaxRuns)
 }

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -19,16 +20,7 @@ import (
 func TestDaemon_LeaselessKey(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
-	var addr string
-	c.wait("a to lead", func() bool {
-		doc := c.status()
-		if doc.Leader == nil || len(doc.Replicas) == 0 {
-			return false
-		}
-		addr = doc.Replicas[0].HTTPAddr
-		return true
-	})
-	first := c.status().Leader
+	addr, first := c.leading()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli := c.etcd.Client(t)
@@ -90,16 +82,7 @@ func TestDaemon_LeaselessKey(t *testing.T) {
 func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	c.start("a")
-	var addr string
-	c.wait("a to lead", func() bool {
-		doc := c.status()
-		if doc.Leader == nil || len(doc.Replicas) == 0 {
-			return false
-		}
-		addr = doc.Replicas[0].HTTPAddr
-		return true
-	})
-	first := c.status().Leader
+	addr, first := c.leading()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cli := c.etcd.Client(t)
@@ -150,4 +133,19 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	if out := c.cli("status"); strings.Contains(out, "names no running replica") {
 		t.Fatalf("status still warns once a leads:\n%s", out)
 	}
+}
+
+// leading waits until a replica leads and is registered, and returns the HTTP address of the
+// first replica and the leader.
+func (c *cluster) leading() (addr string, l *status.Leader) {
+	c.t.Helper()
+	c.wait("a replica to lead", func() bool {
+		doc := c.status()
+		if doc.Leader == nil || len(doc.Replicas) == 0 {
+			return false
+		}
+		addr, l = doc.Replicas[0].HTTPAddr, doc.Leader
+		return true
+	})
+	return addr, l
 }

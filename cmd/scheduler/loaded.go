@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"scheduler/internal/jobs"
+	"scheduler/internal/kinds"
 )
 
 // loaded is the configuration read once and the runner's table built from it: what `validate`
@@ -41,7 +42,7 @@ func loadTable(path string, environ []string) (*loaded, error) {
 // loadForRun is the daemon's read of the configuration, at start and on a reload: the table
 // loadTable builds for `validate` too, then the one check of the process itself, whether it may
 // run the table's exec jobs as the users they name (switcher).
-func loadForRun(path string, environ []string, switcher userSwitch) (*loaded, error) {
+func loadForRun(path string, environ []string, switcher kinds.UserSwitch) (*loaded, error) {
 	l, err := loadTable(path, environ)
 	if err != nil {
 		return nil, err

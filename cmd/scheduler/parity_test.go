@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"scheduler/internal/kinds"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // valid-* must be accepted, invalid-* refused with every problem its "# want:" lines name. A
 // NAME.env file beside NAME.yaml holds SCHEDULER_* variables, one VAR=value a line.
 func TestParity_ValidateAndRun(t *testing.T) {
-	if currentUserSwitch().check() != nil {
+	if kinds.CurrentUserSwitch().Check() != nil {
 		t.Fatalf("this test runs as root (uid %d): the corpus has exec jobs with a user, which only a daemon that may switch users accepts", os.Geteuid())
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "parity", "*.yaml"))
@@ -34,7 +35,7 @@ func TestParity_ValidateAndRun(t *testing.T) {
 			defer cancel()
 			var stdout, stderr bytes.Buffer
 			vErr := run(ctx, []string{"validate", "--config", path}, environ, &stdout, &stderr)
-			_, dErr := loadForRun(path, environ, currentUserSwitch())
+			_, dErr := loadForRun(path, environ, kinds.CurrentUserSwitch())
 
 			if got, want := problemsOf(t, "validate", vErr), problemsOf(t, "run", dErr); !slices.Equal(got, want) {
 				t.Fatalf("validate and run disagree:\nvalidate: %q\nrun:      %q", got, want)

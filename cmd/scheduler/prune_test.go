@@ -16,6 +16,7 @@ import (
 	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/retention"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -62,7 +63,10 @@ func TestPruning_Store(t *testing.T) {
 			}
 			fillLedger(t, s, 4, "yearly", 30, now)
 			fillLedger(t, s, 4, "keepall", 30, now)
-			m := newMetrics(metricsConfig("auto", "yearly", "keepall"))
+			m, err := status.NewMetrics(status.MetricsConfig{PerJob: "auto", Jobs: []string{"yearly", "keepall"}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			p, err := retention.New(retention.Config{
 				Ledger: s, Batch: 4, Pause: time.Nanosecond, Now: func() time.Time { return now },
 				Policies: func() []retention.Policy {
@@ -71,7 +75,7 @@ func TestPruning_Store(t *testing.T) {
 						{Job: "keepall", Catchup: time.Hour},
 					}
 				},
-				Pruned: func(_ string, n int) { m.pruned.Add(float64(n)) },
+				Pruned: m.Pruned,
 				Logger: zaptest.NewLogger(t),
 			})
 			if err != nil {
@@ -81,7 +85,7 @@ func TestPruning_Store(t *testing.T) {
 			if err != nil || n != 25 {
 				t.Fatalf("pass = %d, %v; want 25 runs", n, err)
 			}
-			if v := value(t, m.pruned); v != 25 {
+			if v := scraped(t, m, "scheduler_runs_pruned_total"); v != 25 {
 				t.Fatalf("scheduler_runs_pruned_total = %v, want 25", v)
 			}
 			for job, want := range map[string]int{"yearly": 5, "keepall": 30} {
@@ -138,4 +142,20 @@ func TestDaemon_PrunesLedger(t *testing.T) {
 			t.Errorf("no missed_slots_total series for %s at start", job)
 		}
 	}
+}
+
+// scraped returns the value of the counter name, as a scrape of m reads it.
+func scraped(t *testing.T, m *status.Metrics, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
 }

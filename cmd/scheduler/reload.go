@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"scheduler/internal/kinds"
 	"slices"
 	"syscall"
 
@@ -33,12 +34,12 @@ func (d *daemon) reloadOnHUP(ctx context.Context) error {
 // settings were read at start and keep their values; those that changed are named, for a restart
 // to apply them.
 func (d *daemon) reload(context.Context) {
-	l, err := loadForRun(d.path, d.environ, currentUserSwitch())
+	l, err := loadForRun(d.path, d.environ, kinds.CurrentUserSwitch())
 	if err == nil {
 		err = d.swapTable(l)
 	}
 	if err != nil {
-		d.m.reloads.WithLabelValues("failure").Inc()
+		d.m.Reloaded(false)
 		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
 		return
 	}
@@ -46,11 +47,8 @@ func (d *daemon) reload(context.Context) {
 	if d.node != "" {
 		cfg.Node = d.node
 	}
-	d.m.reloads.WithLabelValues("success").Inc()
-	select {
-	case d.republish <- struct{}{}:
-	default: // one is pending, and it publishes the latest hash
-	}
+	d.m.Reloaded(true)
+	d.reg.Republish()
 	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
 	if keys := restartKeys(d.cfg, cfg); len(keys) > 0 {
 		d.lg.Warn("changed settings apply only after a restart", zap.Strings("keys", keys))
@@ -67,7 +65,8 @@ func (d *daemon) swapTable(l *loaded) error {
 		return err
 	}
 	d.jobs, d.hash = l.cfg.Jobs, l.hash
-	d.m.setJobs(l.cfg.Metrics, jobNames(l.cfg.Jobs))
+	// Validate admitted the per-job mode, so the metrics cannot refuse it.
+	_ = d.m.SetJobs(l.cfg.Metrics.PerJob, jobNames(l.cfg.Jobs))
 	return nil
 }
 

@@ -55,6 +55,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		newPauseCmd(c),
 		newResumeCmd(c),
 		newTriggerCmd(c),
+		newOutboxCmd(c),
 	)
 	return root
 }

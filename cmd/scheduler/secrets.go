@@ -23,6 +23,7 @@ func secretKeys() []secretKey {
 		{key: "store.dsn", value: func(c *Config) string { return c.Store.DSN }, parts: dsnSecrets},
 		{key: "store.job_dsn", value: func(c *Config) string { return c.Store.JobDSN }, parts: dsnSecrets},
 		{key: "redis.password", value: func(c *Config) string { return c.Redis.Password }},
+		{key: "outbox.smtp.password", value: func(c *Config) string { return c.Outbox.SMTP.Password }},
 	}
 }
 

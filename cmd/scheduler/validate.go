@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ var (
 
 // Validate reports every problem in the configuration, each with its key path, and keeps each
 // job's schedule as it parsed it, for the table. It connects nowhere and reads only the TLS
-// files it names. The checks of a job's kind are its constructor's: see buildTable.
+// files it names. The settings of a job's kind are checked by the kind itself (kindProblems).
 func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
 
 // validateAt is Validate with the instant from which schedules are looked at.
@@ -69,6 +70,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	p.enum("log.format", c.Log.Format, "json", "console")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
 	validateHistory(&p, c.History)
+	c.validateOutbox(&p)
 	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
 	validateDefaults(&p, c.Defaults)
 	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)
@@ -203,6 +205,13 @@ type problems struct{ list []Problem }
 
 func (p *problems) add(key, format string, args ...any) {
 	p.list = append(p.list, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// once adds the problem unless the list has it already: a value many jobs inherit.
+func (p *problems) once(key, msg string) {
+	if !slices.Contains(p.list, Problem{Key: key, Msg: msg}) {
+		p.list = append(p.list, Problem{Key: key, Msg: msg})
+	}
 }
 
 func (p *problems) enum(key, got string, allowed ...string) {

@@ -2,21 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
-	"scheduler/internal/kinds"
 	"scheduler/internal/schedule"
 )
-
-// typeKeys are the keys that belong to one job type only.
-var typeKeys = map[string][]string{
-	"builtin": {"builtin", "params"},
-	"exec":    {"command", "env", "dir", "user", "group"},
-	"sql":     {"sql", "role"},
-	"http":    {"url", "method", "headers", "follow_redirects"},
-}
 
 // validateJob checks one job and returns its schedule, parsed in its zone; nil when either is
 // refused. A problem with a value the job inherited from `defaults` is reported once, under
@@ -140,63 +129,24 @@ func (c *gapCache) shortest(s *schedule.Schedule) (time.Duration, bool) {
 	return r.gap, r.ok
 }
 
-// validateJobType checks the keys of the job's type, and that no other type's keys are set.
+// validateJobType checks that no other type's keys are set, then the settings of the job's
+// type with its kind's own check.
 func validateJobType(p *problems, key string, job Job) {
-	at := func(k string) string { return key + "." + k }
-	set := map[string]bool{
-		"builtin": job.Builtin != "", "params": len(job.Params) > 0,
-		"command": len(job.Command) > 0, "env": len(job.Env) > 0, "dir": job.Dir != "",
-		"user": job.User != "", "group": job.Group != "",
-		"sql": job.SQL != "", "role": job.Role != "",
-		"url": job.URL != "", "method": job.Method != "" && !job.inherited["method"], "headers": len(job.Headers) > 0,
-		"follow_redirects": job.FollowRedirects,
-	}
+	set := setKeys(job.JobSpec)
+	set["method"] = set["method"] && !job.inherited["method"]
 	for typ, keys := range typeKeys {
 		if typ == job.Type {
 			continue
 		}
 		for _, k := range keys {
 			if set[k] && !job.inherited[k] {
-				p.add(at(k), "only applies to jobs of type %s, this job is %s", typ, job.Type)
+				p.add(key+"."+k, "only applies to jobs of type %s, this job is %s", typ, job.Type)
 			}
 		}
 	}
-	switch job.Type {
-	case "builtin":
-		if job.Builtin == "" {
-			p.add(at("builtin"), "is required for a builtin job: one of %s", strings.Join(kinds.BuiltinNames(), ", "))
-		}
-		// The builtin's name and parameters are checked by building it (newExecutor).
-	case "exec":
-		if len(job.Command) == 0 {
-			p.add(at("command"), "is required for an exec job: the argv list, e.g. [/usr/bin/backup, --full]")
-		} else if strings.TrimSpace(job.Command[0]) == "" {
-			p.add(at("command[0]"), "must name the program to run")
-		}
-		for k := range job.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				p.add(at("env"), "invalid variable name %q", k)
-			}
-		}
-		validateIdentity(p, key, job.User, job.Group, job.inherited)
-	case "sql":
-		if strings.TrimSpace(job.SQL) == "" {
-			p.add(at("sql"), "is required for a sql job: the statements to run")
-		}
-		if job.Role != "" && !job.inherited["role"] {
-			validRole(p, at("role"), job.Role)
-		}
-	case "http":
-		u, err := url.Parse(job.URL)
-		switch {
-		case job.URL == "":
-			p.add(at("url"), "is required for an http job")
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			p.add(at("url"), "must be an absolute http:// or https:// URL, got %q", job.URL)
-		}
-		if !job.inherited["method"] {
-			p.enum(at("method"), job.Method, "GET", "POST", "PUT", "PATCH", "DELETE")
-		}
+	for _, kp := range kindProblems(job.JobSpec) {
+		// An inherited value's problem is validateDefaults' to report, once.
+		p.once(kindKey(key, job, kp.Key), kp.Message)
 	}
 }
 
@@ -223,32 +173,5 @@ func validateDefaults(p *problems, d JobSpec) {
 	p.nonNegative("defaults.jitter", d.Jitter)
 	p.enum("defaults.overlap", d.Overlap, "skip", "queue", "replace", "allow")
 	p.enum("defaults.misfire", d.Misfire, "skip", "once", "all")
-	p.enum("defaults.method", d.Method, "GET", "POST", "PUT", "PATCH", "DELETE")
-	if d.Role != "" {
-		validRole(p, "defaults.role", d.Role)
-	}
-	validateIdentity(p, "defaults", d.User, d.Group, nil)
-}
-
-// validRole checks a sql job's role: a lower-case identifier, as CREATE ROLE makes of an
-// unquoted name.
-func validRole(p *problems, key, role string) {
-	if !identifierRE.MatchString(role) || len(role) > 63 {
-		p.add(key, "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", role)
-	}
-}
-
-// validateIdentity checks that the user and group an exec job runs as exist here. Whether the
-// daemon may switch to them is for `run` to check: `validate` may well run as another user.
-func validateIdentity(p *problems, key, usr, group string, inherited map[string]bool) {
-	if usr != "" && !inherited["user"] {
-		if _, err := lookupUser(usr); err != nil {
-			p.add(key+".user", "%v", err)
-		}
-	}
-	if group != "" && !inherited["group"] {
-		if _, err := lookupGroup(group); err != nil {
-			p.add(key+".group", "%v", err)
-		}
-	}
+	validateDefaultKinds(p, d)
 }

@@ -168,12 +168,8 @@ func (c *Campaigner) removeLeaseless(ctx context.Context, kv *mvccpb.KeyValue, l
 		lg.Debug("lease-less key changed or removed before us", zap.String("key", key), zap.Int64("create_revision", kv.CreateRevision))
 		return nil
 	}
-	value := string(kv.Value)
-	if len(value) > maxLoggedValue {
-		value = value[:maxLoggedValue] + "…"
-	}
 	lg.Error("removed a lease-less key blocking the campaign",
-		zap.String("key", key), zap.String("value", value),
+		zap.String("key", key), zap.String("value", ShownValue(string(kv.Value))),
 		zap.Int64("create_revision", kv.CreateRevision), zap.Int64("mod_revision", kv.ModRevision))
 	return nil
 }

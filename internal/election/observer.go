@@ -186,12 +186,8 @@ func (o *Observer) setLeaseless(stray []Candidate) {
 		if rev, ok := seen[s.Key]; ok && rev == s.Rev {
 			continue
 		}
-		value := s.Node
-		if len(value) > maxLoggedValue {
-			value = value[:maxLoggedValue] + "…"
-		}
 		o.lg.Error("lease-less key under the election prefix",
-			zap.String("key", s.Key), zap.String("value", value), zap.Int64("create_revision", s.Rev),
+			zap.String("key", s.Key), zap.String("value", ShownValue(s.Node)), zap.Int64("create_revision", s.Rev),
 			zap.String("remove", RemoveCommand(s.Key)))
 	}
 }

@@ -145,7 +145,11 @@ func testReclaimManyChunks(t *testing.T, open func(Config) *Store) {
 	if _, err := s.ClaimMany(ctx, 10, "old", slots); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RaiseAll(ctx, slotJobs(slots), 20); err != nil {
+	jobs := make([]string, len(slots))
+	for i, sl := range slots {
+		jobs[i] = sl.Job
+	}
+	if err := s.RaiseAll(ctx, jobs, 20); err != nil {
 		t.Fatal(err)
 	}
 	rev := slices.Clone(slots)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
 )
 
@@ -53,21 +54,37 @@ func (c *rtCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepare
 func parallel(b *testing.B, writers, n int, unit string, rt *rtCounter, op func(ctx context.Context, i int64) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	b.ResetTimer()
+	elapsed, trips, err := spread(writers, int64(b.N), rt, func(i int64) error { return op(ctx, i) })
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	units := float64(b.N * n)
+	b.ReportMetric(units/elapsed.Seconds(), unit+"/s")
+	if rt != nil {
+		b.ReportMetric(float64(trips)/units, "rt/"+unit)
+	}
+}
+
+// spread makes count calls of op, numbered from 1, over writers goroutines,
+// and returns how long they took, the round trips rt (if any) counted
+// meanwhile, and the first error, after which a goroutine stops.
+func spread(writers int, count int64, rt *rtCounter, op func(i int64) error) (time.Duration, int64, error) {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
 		errs = make(chan error, writers)
+		rt0  int64
 	)
-	var rt0 int64
 	if rt != nil {
 		rt0 = rt.n.Load()
 	}
-	b.ResetTimer()
 	start := time.Now()
 	for range writers {
 		wg.Go(func() {
-			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				if err := op(ctx, i); err != nil {
+			for i := next.Add(1); i <= count; i = next.Add(1) {
+				if err := op(i); err != nil {
 					errs <- err
 					return
 				}
@@ -76,16 +93,12 @@ func parallel(b *testing.B, writers, n int, unit string, rt *rtCounter, op func(
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	units := float64(b.N * n)
-	b.ReportMetric(units/elapsed.Seconds(), unit+"/s")
+	var trips int64
 	if rt != nil {
-		b.ReportMetric(float64(rt.n.Load()-rt0)/units, "rt/"+unit)
+		trips = rt.n.Load() - rt0
 	}
+	close(errs)
+	return elapsed, trips, <-errs
 }
 
 // BenchmarkWrite compares transactions that insert one row, all writers
@@ -101,7 +114,7 @@ func BenchmarkWrite(b *testing.B) {
 	rt := &rtCounter{}
 	s := mustOpen(b, Config{DSN: dsn, MaxConns: 20, tracer: rt})
 	ctx := context.Background()
-	p := s.b.(*pgBackend)
+	p := s.b.(*postgres.Backend)
 	for _, sql := range []string{
 		`CREATE TABLE bench_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, job text NOT NULL, token bigint NOT NULL, n bigint NOT NULL)`,
 		`CREATE TABLE bench_fence (job text PRIMARY KEY, last_token bigint NOT NULL)`,
@@ -117,19 +130,19 @@ func BenchmarkWrite(b *testing.B) {
 				RETURN cur;
 			END $$`,
 	} {
-		if _, err := p.pool.Exec(ctx, sql); err != nil {
+		if _, err := p.Pool().Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
 	}
 	forShare := mustOpen(b, Config{DSN: dsn, MaxConns: 20, tracer: rt})
-	forShare.b.(*pgBackend).q.check = `SELECT mutant.for_share($1, $2)`
+	forShare.b.(*postgres.Backend).EnterWith(`SELECT mutant.for_share($1, $2)`)
 	if err := s.RaiseAll(ctx, []string{"bench"}, 1); err != nil {
 		b.Fatal(err)
 	}
 	const insert = `INSERT INTO bench_rows (job, token, n) VALUES ($1, $2, $3)`
 	variants := []variant{
 		{"plain", func(ctx context.Context, i int64) error {
-			return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			return pgx.BeginTxFunc(ctx, p.Pool(), pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, insert, "bench", 1, i)
 				return err
 			})
@@ -155,7 +168,7 @@ func BenchmarkWrite(b *testing.B) {
 			bt.Queue(`UPDATE bench_fence SET last_token = $1 WHERE job = $2 AND last_token <= $1`, 1, "bench").
 				Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
 			bt.Queue(insert, "bench", 1, i)
-			br := p.pool.SendBatch(ctx, bt)
+			br := p.Pool().SendBatch(ctx, bt)
 			tx := br.Tx()
 			defer func() { _ = tx.Rollback(ctx) }()
 			if err := br.Close(); err != nil {
@@ -172,7 +185,7 @@ func BenchmarkWrite(b *testing.B) {
 			bt := &pgx.Batch{}
 			bt.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 			bt.Queue(insert, "bench", 1, i)
-			br := p.pool.SendBatch(ctx, bt)
+			br := p.Pool().SendBatch(ctx, bt)
 			tx := br.Tx()
 			defer func() { _ = tx.Rollback(ctx) }()
 			if err := br.Close(); err != nil {
@@ -205,35 +218,17 @@ func interleave(b *testing.B, writers int, rt *rtCounter, variants []variant) {
 		left -= slice
 		for k := range variants {
 			i := (round + k) % len(variants)
-			var (
-				next atomic.Int64
-				wg   sync.WaitGroup
-				errs = make(chan error, writers)
-			)
-			var rt0 int64
-			if rt != nil {
-				rt0 = rt.n.Load()
-			}
-			start := time.Now()
-			for range writers {
-				wg.Go(func() {
-					for next.Add(1) <= int64(slice) {
-						if err := variants[i].op(ctx, seq.Add(1)); err != nil {
-							errs <- fmt.Errorf("%s: %w", variants[i].name, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			took[i] += time.Since(start)
-			if rt != nil {
-				trips[i] += rt.n.Load() - rt0
-			}
-			close(errs)
-			for err := range errs {
+			d, tr, err := spread(writers, int64(slice), rt, func(int64) error {
+				if err := variants[i].op(ctx, seq.Add(1)); err != nil {
+					return fmt.Errorf("%s: %w", variants[i].name, err)
+				}
+				return nil
+			})
+			if err != nil {
 				b.Fatal(err)
 			}
+			took[i] += d
+			trips[i] += tr
 		}
 	}
 	b.StopTimer()

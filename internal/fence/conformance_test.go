@@ -20,9 +20,7 @@ func TestConformance(t *testing.T) {
 			t.Run("RaiseAllWaitsForInFlightOlderWriter", func(t *testing.T) {
 				s := b.fresh(t)(Config{})
 				ctx := testCtx(t)
-				err := checkRaiseWaits(ctx, s, s, "nightly", 10, func(ctx context.Context) error {
-					return s.RaiseAll(ctx, []string{"nightly", "other"}, 20)
-				})
+				err := checkRaiseWaits(ctx, s, s, "nightly", 10, raiseAllTo(s, 20, "nightly", "other"))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // Sentinel errors; test for them with errors.Is. The refusals of the fence also match the
@@ -16,19 +17,19 @@ var (
 	// newer leader owns the job. The result must be discarded and the
 	// process must stop acting as leader. The error is a
 	// *scheduler.FenceError naming the job, the token and the fence.
-	ErrStale error = &sentinel{"fence: stale token", scheduler.ErrFenced}
+	ErrStale = verdict.ErrStale
 
 	// ErrTokenRegressed reports a leader whose token is lower than a fence
 	// already stored: etcd's revisions went backwards. The error is a
 	// *scheduler.FenceError naming the job with the highest stored fence,
 	// whose message says what to do.
-	ErrTokenRegressed error = &sentinel{"fence: token regressed", scheduler.ErrFenced}
+	ErrTokenRegressed = verdict.ErrTokenRegressed
 
 	// ErrRaiseTimeout reports a raise that waited longer than its
 	// lock_timeout for an older writer to finish (SQLSTATE 55P03). Retry with
 	// backoff; a writer stuck that long is usually a frozen old leader, which
 	// idle_in_transaction_session_timeout ends.
-	ErrRaiseTimeout error = &sentinel{"fence: raise timed out waiting for older writers", scheduler.ErrFenceHeld}
+	ErrRaiseTimeout = verdict.ErrRaiseTimeout
 
 	// ErrSlotTaken reports a claim or record of a slot that already has a
 	// run. The error is a *SlotTakenError carrying that run.
@@ -36,7 +37,7 @@ var (
 
 	// ErrNotRunning reports a completion of a run that is not running (it
 	// was completed already) or does not exist.
-	ErrNotRunning error = &sentinel{"fence: run is not running", scheduler.ErrNotRunning}
+	ErrNotRunning = verdict.ErrNotRunning
 
 	// ErrNotOrphaned reports a reclaim of a slot whose run is not an orphan:
 	// it is not running, or it is running under the caller's own token.
@@ -50,36 +51,7 @@ var (
 // StaleErrorCode is the SQLSTATE that fence_check raises for a stale token.
 // SQL clients (scripts run by exec jobs) test for it; Go callers use
 // errors.Is(err, ErrStale).
-const StaleErrorCode = "JF001"
-
-// sentinel is an error of this package that also matches the scheduler's word for it.
-type sentinel struct {
-	msg  string
-	also error
-}
-
-func (e *sentinel) Error() string { return e.msg }
-
-// Is makes errors.Is(err, e.also) true.
-func (e *sentinel) Is(target error) bool { return target == e.also }
-
-// staleError is a write refused by the fence: token is older than the job's
-// fence. errors.Is(err, ErrStale) and errors.Is(err, scheduler.ErrFenced).
-func staleError(job string, token, fence int64) *scheduler.FenceError {
-	return &scheduler.FenceError{Job: job, Token: token, Fence: fence, Err: stale{job: job, token: token, fence: fence}}
-}
-
-// stale is the store's account of a stale write.
-type stale struct {
-	job          string
-	token, fence int64
-}
-
-func (e stale) Error() string {
-	return fmt.Sprintf("fence: job %q: token %d is older than the fence %d: a newer leader owns the job, or the fence was raised from outside the scheduler", e.job, e.token, e.fence)
-}
-
-func (stale) Unwrap() error { return ErrStale }
+const StaleErrorCode = verdict.StaleErrorCode
 
 // regressionError is a raise refused because a stored fence is above the
 // leader's token. errors.Is(err, ErrTokenRegressed) and

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // TestErrors_MatchTheScheduler: the store's refusals are the scheduler's words for them too, so
@@ -34,7 +35,7 @@ func TestErrors_MatchTheScheduler(t *testing.T) {
 			t.Errorf("%v is scheduler.ErrFenced: only a refused token is", err)
 		}
 	}
-	stale := staleError("a", 5, 9)
+	stale := verdict.Stale("a", 5, 9)
 	var fe *scheduler.FenceError
 	if !errors.Is(stale, ErrStale) || !errors.As(stale, &fe) || fe.Job != "a" || fe.Token != 5 || fe.Fence != 9 {
 		t.Errorf("stale error %v: want ErrStale and a *scheduler.FenceError naming a, 5, 9", stale)

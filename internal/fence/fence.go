@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"scheduler"
@@ -44,7 +43,7 @@ func (s *Store) Fenced(ctx context.Context, job string, token int64, fn func(ctx
 		return fmt.Errorf("fenced write: %w", err)
 	}
 	in := func(tx scheduler.Tx) error { return fn(ctx, tx) }
-	return s.retry(ctx, job, token, func() error { return s.b.fenced(ctx, job, token, in) })
+	return s.retry(ctx, job, token, func() error { return s.b.Fenced(ctx, job, token, in) })
 }
 
 // RaiseAll raises the fence of every job in jobs to token, waiting for the
@@ -70,34 +69,23 @@ func (s *Store) RaiseAll(ctx context.Context, jobs []string, token int64) error 
 	jobs = slices.Clone(jobs)
 	slices.Sort(jobs)
 	jobs = slices.Compact(jobs)
-	fences, err := s.b.fences(ctx, jobs)
+	fences, err := s.b.Fences(ctx, jobs)
 	if err != nil {
 		return fmt.Errorf("raise fences of %d jobs to %d: %w", len(jobs), token, err)
 	}
 	if err := s.checkRegression(jobs, fences, token); err != nil {
 		return err
 	}
-	// Chunks keep the number of locks one transaction holds bounded: the
-	// shared lock table holds about 6,400 by default (max_locks_per_
-	// transaction 64 × max_connections 100), and a takeover raises in a few
-	// parallel calls. 256 jobs a round trip raised 10,000 fences in about
-	// 150 ms where 32 took about 240 ms.
+	// Chunks bound the locks one transaction holds, which share the server's
+	// lock table with every other session; BENCHMARKS.md has the sizes tried.
 	const chunk = 256
-	for lo := 0; lo < len(jobs); lo += chunk {
-		part := jobs[lo:min(lo+chunk, len(jobs))]
-		var fences map[string]int64
-		err := s.retry(ctx, part[0], token, func() (err error) {
-			fences, err = s.b.raise(ctx, part, token)
-			return err
-		})
+	return inBatches(jobs, chunk, func(part []string) error {
+		fences, err := retried(ctx, s, part[0], token, func() (map[string]int64, error) { return s.b.Raise(ctx, part, token) })
 		if err != nil {
 			return fmt.Errorf("raise fences of %d jobs to %d: %w", len(part), token, err)
 		}
-		if err := s.checkRegression(part, fences, token); err != nil {
-			return err
-		}
-	}
-	return nil
+		return s.checkRegression(part, fences, token)
+	})
 }
 
 // checkRegression returns a regression error (a *scheduler.FenceError)
@@ -112,13 +100,13 @@ func (s *Store) checkRegression(jobs []string, fences map[string]int64, token in
 	if worst == "" {
 		return nil
 	}
-	return regressionError(worst, token, fence, s.b.resetHint())
+	return regressionError(worst, token, fence, s.b.ResetHint())
 }
 
 // CheckToken reports a regression error if any stored fence is above token,
 // without raising anything. A replica can call it before campaigning.
 func (s *Store) CheckToken(ctx context.Context, token int64) error {
-	fences, err := s.b.fences(ctx, nil)
+	fences, err := s.b.Fences(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("check token %d against fences: %w", token, err)
 	}
@@ -133,7 +121,7 @@ func (s *Store) CheckToken(ctx context.Context, token int64) error {
 // Fences returns the stored fence of each job in jobs, or of every job when
 // jobs is empty. A job that never had a fence is absent from the map.
 func (s *Store) Fences(ctx context.Context, jobs ...string) (map[string]int64, error) {
-	fences, err := s.b.fences(ctx, jobs)
+	fences, err := s.b.Fences(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("read fences: %w", err)
 	}
@@ -148,7 +136,7 @@ func (s *Store) ResetFence(ctx context.Context, job string) error {
 	if job == "" {
 		return errors.New("reset fence: empty job name")
 	}
-	if err := s.b.resetFence(ctx, job); err != nil {
+	if err := s.b.ResetFence(ctx, job); err != nil {
 		return fmt.Errorf("reset fence of job %q: %w", job, err)
 	}
 	s.lg.Warn("fence reset", zap.String("job", job))
@@ -160,7 +148,7 @@ func (s *Store) ResetFence(ctx context.Context, job string) error {
 func (s *Store) retry(ctx context.Context, job string, token int64, op func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || attempt == maxAttempts || !retryable(err) {
+		if err == nil || attempt == maxAttempts || !s.b.Retryable(err) {
 			return err
 		}
 		s.lg.Debug("fenced transaction retried", zap.String("job", job), zap.Int64("token", token),
@@ -176,10 +164,25 @@ func (s *Store) retry(ctx context.Context, job string, token int64, op func() er
 	}
 }
 
-// retryable reports a Postgres serialization failure or deadlock.
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+// retried is retry for an op that returns a value.
+func retried[T any](ctx context.Context, s *Store, job string, token int64, op func() (T, error)) (T, error) {
+	var v T
+	err := s.retry(ctx, job, token, func() (err error) {
+		v, err = op()
+		return err
+	})
+	return v, err
+}
+
+// inBatches calls op with successive parts of items of at most size items,
+// and stops at the first error.
+func inBatches[T any](items []T, size int, op func(part []T) error) error {
+	for lo := 0; lo < len(items); lo += size {
+		if err := op(items[lo:min(lo+size, len(items))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkJobToken(job string, token int64) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // raiseHold raises job's fence to newer in a transaction that stays open,
@@ -23,14 +24,14 @@ type raiseHold func(ctx context.Context, job string, newer int64, entered func()
 // way a script holds it: fence_check as the first statement of an open
 // transaction.
 func holdRaise(s *Store) raiseHold {
-	if p, ok := s.b.(*pgBackend); ok && p.q.check == "" {
+	if p, ok := s.b.(*postgres.Backend); ok && p.EntersWith() == "" {
 		return func(ctx context.Context, job string, newer int64, entered func(), release <-chan struct{}) error {
-			tx, err := p.pool.Begin(ctx)
+			tx, err := p.Pool().Begin(ctx)
 			if err != nil {
 				return err
 			}
 			defer func() { _ = tx.Rollback(ctx) }()
-			if _, err := tx.Exec(ctx, `SELECT `+pgx.Identifier{p.schema}.Sanitize()+`.fence_check($1, $2)`, job, newer); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT `+pgx.Identifier{p.Schema()}.Sanitize()+`.fence_check($1, $2)`, job, newer); err != nil {
 				return err
 			}
 			entered()
@@ -39,7 +40,7 @@ func holdRaise(s *Store) raiseHold {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if err := insertProbe(ctx, pgTx{tx}, job, newer, "raiser"); err != nil {
+			if err := insertProbe(ctx, postgres.WrapTx(tx), job, newer, "raiser"); err != nil {
 				return err
 			}
 			return tx.Commit(ctx)
@@ -77,28 +78,23 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 		return fmt.Errorf("setup: fence at %d: %w", old, err)
 	}
 	var (
-		ev       events
-		rEntered = make(chan struct{})
-		release  = make(chan struct{})
-		rErr     = make(chan error, 1)
-		wErr     = make(chan error, 1)
-		wDone    = make(chan struct{})
-		wRan     atomic.Bool
+		ev      events
+		release = make(chan struct{})
+		wRan    atomic.Bool
 	)
-	go func() {
-		rErr <- hold(ctx, job, newer, func() { ev.add("raise holds the fence"); close(rEntered) }, release)
+	rErr, err := untilEntered(func(entered func()) error {
+		err := hold(ctx, job, newer, func() { ev.add("raise holds the fence"); entered() }, release)
 		ev.add("raise committed")
-	}()
-	select {
-	case <-rEntered:
-	case err := <-rErr:
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("raise to %d did not start: %v", newer, err)
 	}
 	base, err := lockWaiters(ctx, writer)
 	if err != nil {
 		return err
 	}
-	go func() {
+	wErr, wDone := inBackground(func() error {
 		err := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, job, old, "late"); err != nil {
 				return err
@@ -108,9 +104,8 @@ func checkLateWriter(ctx context.Context, real, writer *Store, hold raiseHold, j
 			return nil
 		})
 		ev.add("late writer returned")
-		wErr <- err
-		close(wDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, writer, base, wDone)
 	ev.add("raise released")
 	close(release)
@@ -151,36 +146,31 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 	}
 	var (
 		ev      events
-		entered = make(chan struct{})
 		release = make(chan struct{})
-		bErr    = make(chan error, 1)
-		rErr    = make(chan error, 1)
-		rDone   = make(chan struct{})
-		lErr    = make(chan error, 1)
-		lDone   = make(chan struct{})
 		lRan    atomic.Bool
-		once    sync.Once
 	)
-	go func() {
-		bErr <- s.Fenced(ctx, b, old, func(_ context.Context, tx scheduler.Tx) error {
+	bErr, err := untilEntered(func(entered func()) error {
+		return s.Fenced(ctx, b, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, b, old, "in-flight"); err != nil {
 				return err
 			}
-			once.Do(func() { close(entered) })
+			entered()
 			<-release
 			return nil
 		})
-	}()
-	<-entered
+	})
+	if err != nil {
+		return fmt.Errorf("in-flight writer of %s did not enter: %v", b, err)
+	}
 	base, err := lockWaiters(ctx, s)
 	if err != nil {
 		return err
 	}
-	go func() {
-		rErr <- s.RaiseAll(ctx, []string{a, b}, newer)
+	rErr, rDone := inBackground(func() error {
+		err := s.RaiseAll(ctx, []string{a, b}, newer)
 		ev.add("raise returned")
-		close(rDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, s, base, rDone)
 	if err != nil || !blocked {
 		close(release)
@@ -189,8 +179,8 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 	if base, err = lockWaiters(ctx, s); err != nil {
 		return err
 	}
-	go func() {
-		lErr <- s.Fenced(ctx, a, old, func(_ context.Context, tx scheduler.Tx) error {
+	lErr, lDone := inBackground(func() error {
+		return s.Fenced(ctx, a, old, func(_ context.Context, tx scheduler.Tx) error {
 			if err := insertProbe(ctx, tx, a, old, "late"); err != nil {
 				return err
 			}
@@ -198,8 +188,7 @@ func checkLateWriterDuringRaiseAll(ctx context.Context, s *Store, a, b string, o
 			ev.add("late writer wrote")
 			return nil
 		})
-		close(lDone)
-	}()
+	})
 	blocked, err = awaitBlocked(ctx, s, base, lDone)
 	ev.add("writer released")
 	close(release)

@@ -8,28 +8,29 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // ledger is the backend half of the run ledger. Writes are fenced with
 // token on the jobs they touch, in one transaction.
 type ledger interface {
-	// claim creates the runs of slots; ahead leaves them not started
-	// (attempt 0, no start time) until start marks them.
-	claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error)
-	// start marks the not-started runs among refs as started at now and
+	// Claim creates the runs of slots; ahead leaves them not started
+	// (attempt 0, no start time) until Start marks them.
+	Claim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error)
+	// Start marks the not-started runs among refs as started at now and
 	// returns how many it marked.
-	start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error)
-	record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error)
-	// reclaim takes over the orphans among slots and returns the runs of
+	Start(ctx context.Context, token int64, now time.Time, refs []scheduler.RunRef) (int, error)
+	Record(ctx context.Context, token int64, node string, now time.Time, outs []scheduler.Outcome) ([]scheduler.Result, error)
+	// Reclaim takes over the orphans among slots and returns the runs of
 	// the slots that have one, each with whether it took it over.
-	reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error)
-	complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error)
-	nextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
-	window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
-	history(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
-	last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
-	orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
-	prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
+	Reclaim(ctx context.Context, token int64, node string, now time.Time, slots []scheduler.SlotKey) ([]scheduler.Result, error)
+	Complete(ctx context.Context, token int64, now time.Time, cs []scheduler.Completion) ([]scheduler.Result, error)
+	NextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
+	Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
+	History(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
+	Last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	Orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
 }
 
 // Claim creates the running run of slot, attempt 1, in one fenced round
@@ -39,11 +40,16 @@ type ledger interface {
 // with Reclaim.
 func (s *Store) Claim(ctx context.Context, token int64, node string, slot scheduler.SlotKey) (scheduler.Run, error) {
 	res, err := s.ClaimMany(ctx, token, node, []scheduler.SlotKey{slot})
-	if err != nil {
+	return onlyRun("claim", res, err)
+}
+
+// onlyRun returns the run of a batch of one slot, written or taken.
+func onlyRun(what string, res []scheduler.Result, err error) (scheduler.Run, error) {
+	switch {
+	case err != nil:
 		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("claim: %w", &SlotTakenError{Run: res[0].Run})
+	case !res[0].Written:
+		return scheduler.Run{}, fmt.Errorf("%s: %w", what, &SlotTakenError{Run: res[0].Run})
 	}
 	return res[0].Run, nil
 }
@@ -60,20 +66,27 @@ func (s *Store) Claim(ctx context.Context, token int64, node string, slot schedu
 // started_at back to the finish time, so that no run finishes before it
 // started.
 func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	return s.claimMany(ctx, token, node, slots, false)
+}
+
+// claimMany is ClaimMany, or ClaimAheadMany when ahead.
+func (s *Store) claimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey, ahead bool) ([]scheduler.Result, error) {
+	aheadOf := ""
+	if ahead {
+		aheadOf = " ahead"
+	}
 	if err := checkSlots(token, node, slots); err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return nil, fmt.Errorf("claim%s: %w", aheadOf, err)
 	}
 	if len(slots) == 0 {
 		return nil, nil
 	}
 	all := withNormTimes(slots)
-	var res []scheduler.Result
-	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
-		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), false)
-		return err
+	res, err := retried(ctx, s, slots[0].Job, token, func() ([]scheduler.Result, error) {
+		return s.b.Claim(ctx, token, node, s.now(), normSlots(all), ahead)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim %d slots with token %d: %w", len(slots), token, err)
+		return nil, fmt.Errorf("claim %d slots%s with token %d: %w", len(slots), aheadOf, token, err)
 	}
 	return expand(all, res), nil
 }
@@ -83,13 +96,7 @@ func (s *Store) ClaimMany(ctx context.Context, token int64, node string, slots [
 // *SlotTakenError.
 func (s *Store) Record(ctx context.Context, token int64, node string, out scheduler.Outcome) (scheduler.Run, error) {
 	res, err := s.RecordMany(ctx, token, node, []scheduler.Outcome{out})
-	if err != nil {
-		return scheduler.Run{}, err
-	}
-	if !res[0].Written {
-		return scheduler.Run{}, fmt.Errorf("record: %w", &SlotTakenError{Run: res[0].Run})
-	}
-	return res[0].Run, nil
+	return onlyRun("record", res, err)
 }
 
 // RecordMany is Record for many slots in one fenced round trip.
@@ -100,7 +107,7 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 		if !o.Status.Terminal() {
 			return nil, fmt.Errorf("record slot %s of job %q: status %q: want a terminal status", o.Slot.At.Format(timeLayout), o.Slot.Job, o.Status)
 		}
-		o.Slot.At = normTime(o.Slot.At)
+		o.Slot.At = tables.NormTime(o.Slot.At)
 		slots[i] = o.Slot
 		norm[i] = scheduler.Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
 	}
@@ -110,10 +117,8 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 	if len(outs) == 0 {
 		return nil, nil
 	}
-	var res []scheduler.Result
-	err := s.retry(ctx, outs[0].Slot.Job, token, func() (err error) {
-		res, err = s.b.record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
-		return err
+	res, err := retried(ctx, s, outs[0].Slot.Job, token, func() ([]scheduler.Result, error) {
+		return s.b.Record(ctx, token, node, s.now(), dedupOutcomes(slices.Clone(norm)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record %d slots with token %d: %w", len(outs), token, err)
@@ -164,10 +169,8 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Co
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	var res []scheduler.Result
-	err := s.retry(ctx, cs[0].Job, token, func() (err error) {
-		res, err = s.b.complete(ctx, token, s.now(), norm)
-		return err
+	res, err := retried(ctx, s, cs[0].Job, token, func() ([]scheduler.Result, error) {
+		return s.b.Complete(ctx, token, s.now(), norm)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d runs with token %d: %w", len(cs), token, err)
@@ -189,11 +192,7 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("next attempt of run %d: %w", runID, err)
 	}
-	var n int
-	err := s.retry(ctx, job, token, func() (err error) {
-		n, err = s.b.nextAttempt(ctx, token, job, runID)
-		return err
-	})
+	n, err := retried(ctx, s, job, token, func() (int, error) { return s.b.NextAttempt(ctx, token, job, runID) })
 	if err != nil {
 		return 0, fmt.Errorf("next attempt of run %d of job %q: %w", runID, job, err)
 	}
@@ -201,16 +200,15 @@ func (s *Store) NextAttempt(ctx context.Context, token int64, job string, runID 
 }
 
 // Window returns the scheduled (not manual) runs of jobs with slots in
-// [from, to], in one query and in no particular order (a takeover reads an
-// hour of a large table with it: 110,000 runs for 10,000 jobs every five
-// minutes, which a sort would spill to disk): what a new leader compares
-// with the slots it computes for catch-up. Each run is its key, as in a
-// scheduler.Result.
+// [from, to], in one query, each as its key (as in a scheduler.Result): what
+// a new leader compares with the slots it computes for catch-up. The runs
+// come in no particular order, because a takeover reads a large part of the
+// table with it and a sort would spill to disk.
 func (s *Store) Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	runs, err := s.b.window(ctx, distinct(jobs), normTime(from), normTime(to))
+	runs, err := s.b.Window(ctx, tables.Distinct(jobs), tables.NormTime(from), tables.NormTime(to))
 	if err != nil {
 		return nil, fmt.Errorf("runs of %d jobs from %s to %s: %w", len(jobs), from.Format(timeLayout), to.Format(timeLayout), err)
 	}
@@ -223,7 +221,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler
 	if limit <= 0 {
 		limit = 20
 	}
-	runs, err := s.b.history(ctx, job, limit)
+	runs, err := s.b.History(ctx, job, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history of job %q: %w", job, err)
 	}
@@ -233,7 +231,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler
 // Last returns the newest run (by slot) of each job in jobs, or of every job
 // in the ledger when jobs is empty. Jobs without runs are absent.
 func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
-	runs, err := s.b.last(ctx, jobs)
+	runs, err := s.b.Last(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("last runs: %w", err)
 	}
@@ -250,7 +248,7 @@ func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.
 // earlier terms: their leaders can no longer write, so nothing will finish
 // them but the new leader (Reclaim or Complete).
 func (s *Store) Orphans(ctx context.Context, jobs ...string) ([]scheduler.Run, error) {
-	runs, err := s.b.orphans(ctx, jobs)
+	runs, err := s.b.Orphans(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("orphaned runs: %w", err)
 	}
@@ -272,17 +270,17 @@ func checkSlots(token int64, node string, slots []scheduler.SlotKey) error {
 	return nil
 }
 
-// normSlots returns slots without duplicates.
 // withNormTimes returns a copy of slots with their times as the store keeps them.
 func withNormTimes(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	all := make([]scheduler.SlotKey, len(slots))
 	for i, sl := range slots {
-		sl.At = normTime(sl.At)
+		sl.At = tables.NormTime(sl.At)
 		all[i] = sl
 	}
 	return all
 }
 
+// normSlots returns slots without duplicates.
 func normSlots(slots []scheduler.SlotKey) []scheduler.SlotKey {
 	out := make([]scheduler.SlotKey, 0, len(slots))
 	seen := make(map[slotKey]bool, len(slots))

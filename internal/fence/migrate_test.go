@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
 )
 
@@ -62,13 +63,13 @@ func TestMigrate_Concurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := stores[0].b.appliedVersions(ctx)
+			got, err := stores[0].b.AppliedVersions(ctx)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("applied versions %v (err %v), want %v", got, err, want)
 			}
 			if name == "postgres" {
 				var dup int
-				err := stores[0].b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) - count(DISTINCT version_id)
+				err := stores[0].b.(*postgres.Backend).Pool().QueryRow(ctx, `SELECT count(*) - count(DISTINCT version_id)
 					FROM scheduler.goose_db_version`).Scan(&dup)
 				if err != nil || dup != 0 {
 					t.Fatalf("versions recorded twice: %d (err %v)", dup, err)
@@ -95,7 +96,7 @@ func TestCheckSchema_Behind(t *testing.T) {
 		t.Fatal(err)
 	}
 	newest := versions[len(versions)-1]
-	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `DELETE FROM scheduler.goose_db_version WHERE version_id = $1`, newest); err != nil {
+	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `DELETE FROM scheduler.goose_db_version WHERE version_id = $1`, newest); err != nil {
 		t.Fatal(err)
 	}
 	err = s.CheckSchema(ctx)

@@ -85,21 +85,17 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	}
 	var (
 		ev       events
-		entered  = make(chan struct{})
 		once     sync.Once
 		release  = make(chan struct{})
-		wErr     = make(chan error, 1)
-		rErr     = make(chan error, 1)
-		rDone    = make(chan struct{})
 		released atomic.Bool
 	)
-	go func() {
-		wErr <- writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
+	wErr, err := untilEntered(func(entered func()) error {
+		err := writer.Fenced(ctx, job, old, func(_ context.Context, tx scheduler.Tx) error {
 			// The first statement enters the fence.
 			if err := insertProbe(ctx, tx, job, old, "in-flight"); err != nil {
 				return err
 			}
-			once.Do(func() { ev.add("writer entered"); close(entered) })
+			once.Do(func() { ev.add("writer entered"); entered() })
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -108,10 +104,9 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 			return nil
 		})
 		ev.add("writer returned")
-	}()
-	select {
-	case <-entered:
-	case err := <-wErr:
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("writer with token %d did not enter: %v", old, err)
 	}
 
@@ -119,12 +114,11 @@ func checkRaiseWaits(ctx context.Context, writer, raiser *Store, job string, old
 	if err != nil {
 		return err
 	}
-	go func() {
+	rErr, rDone := inBackground(func() error {
 		err := raise(ctx)
 		ev.add("raise returned")
-		rErr <- err
-		close(rDone)
-	}()
+		return err
+	})
 	blocked, err := awaitBlocked(ctx, raiser, base, rDone)
 	if err != nil {
 		close(release)
@@ -188,41 +182,39 @@ func checkSameToken(ctx context.Context, t *testing.T, s *Store, job string, tok
 
 	var (
 		ev      events
-		entered = make(chan struct{})
 		release = make(chan struct{})
-		errs    = make(chan error, 2)
-		done2   = make(chan struct{})
 	)
-	go func() {
-		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
+	errs, err := untilEntered(func(entered func()) error {
+		return s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}
 			ev.add("first entered")
-			close(entered)
+			entered()
 			<-release
 			return nil
 		})
-	}()
-	<-entered
+	})
+	if err != nil {
+		return fmt.Errorf("first writer did not enter: %w", err)
+	}
 	base, err := lockWaiters(ctx, s)
 	if err != nil {
 		return err
 	}
-	go func() {
-		errs <- s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
+	errs2, done2 := inBackground(func() error {
+		return s.Fenced(ctx, job, token, func(_ context.Context, tx scheduler.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
 				return err
 			}
 			ev.add("second entered")
 			return nil
 		})
-		close(done2)
-	}()
+	})
 	blocked, err := awaitBlocked(ctx, s, base, done2)
 	ev.add("first released")
 	close(release)
-	if err := errors.Join(err, <-errs, <-errs); err != nil {
+	if err := errors.Join(err, <-errs, <-errs2); err != nil {
 		return err
 	}
 	if !blocked || !ev.before("first released", "second entered") {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // The outbox's design is in the package documentation (# The outbox): why
@@ -19,7 +20,7 @@ import (
 
 // OutboxFence is the fence of the outbox's dispatcher. It is not a valid job
 // name, so it cannot collide with a job's fence.
-const OutboxFence = "@outbox"
+const OutboxFence = tables.OutboxFence
 
 // Errors of the outbox.
 var (
@@ -33,27 +34,22 @@ var (
 // keyPattern is the form of a message key; the schema checks it as well.
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_~/+=-]+(\.[A-Za-z0-9_~/+=-]+)*$`)
 
-// outboxBackend is the outbox's part of a backend.
-type outboxBackend interface {
-	enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error)
-	claimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
-	recordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
-	outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
-	retryOutbox(ctx context.Context, key string, now time.Time) (bool, error)
+// outbox is the outbox's part of a backend.
+type outbox interface {
+	Enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error)
+	ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
+	RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
+	Outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
+	RetryOutbox(ctx context.Context, key string, now time.Time) (bool, error)
+	SlotMessages(ctx context.Context, job string, at time.Time, manual bool) ([]scheduler.Message, error)
+	OutboxStats(ctx context.Context) (pending int, oldest time.Time, dead int, err error)
 }
-
-var (
-	_ outboxBackend = (*pgBackend)(nil)
-	_ outboxBackend = (*liteBackend)(nil)
-)
-
-func (s *Store) ob() outboxBackend { return s.b.(outboxBackend) }
 
 // Enqueue queues m in tx, the transaction of a Fenced call for m.Job with
 // m.Token, so that the message commits with the run's results or not at
 // all. It reports whether it queued m: false when a message with m.Key
 // exists already (a redo of the slot), whatever that message holds. A
-// token that is not m.Job's fence fails with a *StaleError (on Postgres
+// token that is not m.Job's fence fails with ErrStale (on Postgres
 // the fence is checked again with fence_verify, on SQLite in the same
 // IMMEDIATE transaction), and the caller's transaction must not commit.
 // Status and the delivery fields of m are ignored: a new message is
@@ -65,10 +61,10 @@ func (s *Store) Enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Messag
 	if tx == nil || tx.Dialect() != s.Dialect() {
 		return false, fmt.Errorf("enqueue message %q of job %q: want a %s transaction of this store", m.Key, m.Job, s.Dialect())
 	}
-	m.ScheduledAt = normTime(m.ScheduledAt)
-	ok, err := s.ob().enqueue(ctx, tx, m, s.now())
+	m.ScheduledAt = tables.NormTime(m.ScheduledAt)
+	ok, err := s.b.Enqueue(ctx, tx, m, s.now())
 	if err != nil {
-		return false, fmt.Errorf("enqueue message %q of job %q with token %d: %w", m.Key, m.Job, m.Token, pgFenceErr(m.Token, err))
+		return false, fmt.Errorf("enqueue message %q of job %q with token %d: %w", m.Key, m.Job, m.Token, err)
 	}
 	return ok, nil
 }
@@ -96,7 +92,7 @@ func checkMessage(m scheduler.Message) error {
 // token on OutboxFence, before any of them is sent. The same transaction
 // hands the messages that older terms left sending back to pending, due at
 // once (a leadership change passes in-flight messages on). A token older
-// than the fence claims nothing and fails with a *StaleError.
+// than the fence claims nothing and fails with ErrStale.
 func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return nil, fmt.Errorf("claim outbox: %w", err)
@@ -104,15 +100,20 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 	if limit <= 0 {
 		return nil, fmt.Errorf("claim outbox: limit %d: want > 0", limit)
 	}
-	var msgs []scheduler.Message
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		msgs, err = s.ob().claimOutbox(ctx, token, limit, normTime(now))
-		return err
+	msgs, err := retried(ctx, s, OutboxFence, token, func() ([]scheduler.Message, error) {
+		return s.b.ClaimOutbox(ctx, token, limit, tables.NormTime(now))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox with token %d: %w", token, err)
 	}
+	sortMessages(msgs)
 	return msgs, nil
+}
+
+// sortMessages orders claimed messages as they were due: the order of an
+// UPDATE's RETURNING rows is not defined.
+func sortMessages(msgs []scheduler.Message) {
+	slices.SortStableFunc(msgs, func(a, b scheduler.Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
 }
 
 // RecordDelivery records the outcome of an attempt of the message key,
@@ -120,7 +121,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 // DeliveryOK marks it delivered, DeliveryRetry pending again and due at
 // d.Next, DeliveryDead dead, the
 // last two with d.Error. A token older than the fence records nothing
-// (*StaleError); a message not sending under token fails with ErrNotClaimed.
+// (ErrStale); a message not sending under token fails with ErrNotClaimed.
 func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return fmt.Errorf("record delivery of message %q: %w", key, err)
@@ -131,13 +132,9 @@ func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d s
 	case d.At.IsZero() || (d.Outcome == scheduler.DeliveryRetry && d.Next.IsZero()):
 		return fmt.Errorf("record delivery of message %q: %s without its times", key, d.Outcome)
 	}
-	d.At, d.Next = normTime(d.At), normTime(d.Next)
+	d.At, d.Next = tables.NormTime(d.At), tables.NormTime(d.Next)
 	d.Error = excerptHead(d.Error)
-	var ok bool
-	err := s.retry(ctx, OutboxFence, token, func() (err error) {
-		ok, err = s.ob().recordDelivery(ctx, token, key, d)
-		return err
-	})
+	ok, err := retried(ctx, s, OutboxFence, token, func() (bool, error) { return s.b.RecordDelivery(ctx, token, key, d) })
 	switch {
 	case err != nil:
 		return fmt.Errorf("record delivery of message %q with token %d: %w", key, token, err)
@@ -158,7 +155,7 @@ func (s *Store) Outbox(ctx context.Context, status scheduler.MessageStatus, limi
 	if limit <= 0 {
 		return nil, fmt.Errorf("list outbox: limit %d: want > 0", limit)
 	}
-	msgs, err := s.ob().outbox(ctx, status, limit)
+	msgs, err := s.b.Outbox(ctx, status, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list outbox: %w", err)
 	}
@@ -170,7 +167,7 @@ func (s *Store) Outbox(ctx context.Context, status scheduler.MessageStatus, limi
 // message is no dispatcher's. A message that is not dead fails with
 // ErrNotDead.
 func (s *Store) RetryOutbox(ctx context.Context, key string) error {
-	ok, err := s.ob().retryOutbox(ctx, key, s.now())
+	ok, err := s.b.RetryOutbox(ctx, key, s.now())
 	switch {
 	case err != nil:
 		return fmt.Errorf("retry message %q: %w", key, err)
@@ -179,54 +176,4 @@ func (s *Store) RetryOutbox(ctx context.Context, key string) error {
 	}
 	s.lg.Info("message retried", zap.String("key", key))
 	return nil
-}
-
-// outboxCols are the columns scanOutbox reads, in order.
-const outboxCols = `key, job, scheduled_at, manual, token, kind, destination, subject, body,
-	status, attempts, next_attempt_at, claim_token, last_error, created_at, updated_at, delivered_at`
-
-// Statements the two backends share; {s} is the schema prefix, {ts} and
-// {text} the Postgres casts of parameters whose type it cannot deduce.
-const (
-	// outboxReleaseSQL hands the messages older terms left sending back to
-	// pending. Placeholders: token, now.
-	outboxReleaseSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2
-		WHERE status = 'sending' AND claim_token < $1`
-	// outboxRecordSQL records an attempt. Placeholders: key, token, status,
-	// at, next (for pending), error.
-	outboxRecordSQL = `UPDATE {s}outbox SET status = $3{text}, updated_at = $4{ts},
-			delivered_at = CASE WHEN $3 = 'delivered' THEN $4 END,
-			next_attempt_at = CASE WHEN $3 = 'pending' THEN $5{ts} ELSE next_attempt_at END,
-			last_error = $6
-		WHERE key = $1 AND status = 'sending' AND claim_token = $2`
-	// outboxRetrySQL revives a dead message. Placeholders: key, now.
-	outboxRetrySQL = `UPDATE {s}outbox SET status = 'pending', attempts = 0, next_attempt_at = $2, updated_at = $2
-		WHERE key = $1 AND status = 'dead'`
-	// outboxListSQL lists messages. Placeholders: status ('' for all), limit.
-	outboxListSQL = `SELECT ` + outboxCols + ` FROM {s}outbox WHERE $1 = '' OR status = $1 ORDER BY id LIMIT $2`
-	// outboxPruneSQL deletes delivered messages whose run was pruned: the
-	// messages of a slot go with its run. Placeholders: job, protect, limit.
-	outboxPruneSQL = `DELETE FROM {s}outbox WHERE id IN (
-		SELECT o.id FROM {s}outbox AS o
-		WHERE o.job = $1 AND o.status = 'delivered' AND o.scheduled_at < $2
-			AND NOT EXISTS (SELECT 1 FROM {s}runs AS r
-				WHERE r.job = o.job AND r.scheduled_at = o.scheduled_at AND r.manual = o.manual)
-		ORDER BY o.id LIMIT $3)`
-)
-
-// sortMessages orders claimed messages as they were due: the order of an
-// UPDATE's RETURNING rows is not defined.
-func sortMessages(msgs []scheduler.Message) {
-	slices.SortStableFunc(msgs, func(a, b scheduler.Message) int { return a.NextAttempt.Compare(b.NextAttempt) })
-}
-
-// recordStatus is the status an outcome leaves a message in.
-func recordStatus(o scheduler.DeliveryOutcome) scheduler.MessageStatus {
-	switch o {
-	case scheduler.DeliveryOK:
-		return scheduler.MessageDelivered
-	case scheduler.DeliveryRetry:
-		return scheduler.MessagePending
-	}
-	return scheduler.MessageDead
 }

@@ -1,11 +1,15 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // TestPostgres_BatchFence checks the set-based path of fence_check_all, which the ledger's
@@ -16,33 +20,17 @@ func TestPostgres_BatchFence(t *testing.T) {
 	slots := []scheduler.SlotKey{{Job: "a", At: at}, {Job: "b", At: at}}
 
 	t.Run("WriterArrivingDuringRaiseIsRefused", func(t *testing.T) {
-		s, _ := mustPostgresStore(t, Config{})
-		ctx := testCtx(t)
-		p := s.b.(*pgBackend)
-		if err := s.RaiseAll(ctx, []string{"a", "b"}, 10); err != nil {
-			t.Fatal(err)
-		}
 		// A raise of b to 20 holds b's lock, uncommitted: the batch's first read still sees
 		// every fence at 10 and takes the set-based path.
-		tx, err := p.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, `SELECT scheduler.fence_check('b', 20)`); err != nil {
-			t.Fatal(err)
-		}
+		ctx, s, tx := raisedWithOpenTx(t, func(*postgres.Backend) string { return `SELECT scheduler.fence_check('b', 20)` })
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimErr := make(chan error, 1)
-		done := make(chan struct{})
-		go func() {
+		claimErr, done := inBackground(func() error {
 			_, err := s.ClaimMany(ctx, 10, "old", slots)
-			claimErr <- err
-			close(done)
-		}()
+			return err
+		})
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		if err != nil {
 			t.Fatal(err)
@@ -63,31 +51,14 @@ func TestPostgres_BatchFence(t *testing.T) {
 	})
 
 	t.Run("RaiseWaitsForBatchWriter", func(t *testing.T) {
-		s, _ := mustPostgresStore(t, Config{})
-		ctx := testCtx(t)
-		p := s.b.(*pgBackend)
-		if err := s.RaiseAll(ctx, []string{"a", "b"}, 10); err != nil {
-			t.Fatal(err)
-		}
 		// A batch writer with token 10 inside its transaction, past the fence.
-		tx, err := p.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, p.q.checkAll, []string{"b", "a"}, int64(10)); err != nil {
-			t.Fatal(err)
-		}
+		ctx, s, tx := raisedWithOpenTx(t, (*postgres.Backend).CheckAllSQL, []string{"b", "a"}, int64(10))
+		p := s.b.(*postgres.Backend)
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		raiseErr := make(chan error, 1)
-		done := make(chan struct{})
-		go func() {
-			raiseErr <- s.RaiseAll(ctx, []string{"a", "b"}, 20)
-			close(done)
-		}()
+		raiseErr, done := inBackground(func() error { return s.RaiseAll(ctx, []string{"a", "b"}, 20) })
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +66,7 @@ func TestPostgres_BatchFence(t *testing.T) {
 		if !blocked {
 			t.Fatalf("the raise did not wait for the batch writer in flight (err %v)", <-raiseErr)
 		}
-		if _, err := tx.Exec(ctx, p.q.claim, []string{"a"}, []time.Time{at}, []bool{false}, int64(10), "old", at); err != nil {
+		if _, err := tx.Exec(ctx, p.ClaimSQL(), []string{"a"}, []time.Time{at}, []bool{false}, int64(10), "old", at); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -131,4 +102,27 @@ func TestPostgres_BatchFence(t *testing.T) {
 			t.Fatalf("reclaim with token 10: err %v, want ErrStale", err)
 		}
 	})
+}
+
+// raisedWithOpenTx returns a Postgres store whose jobs a and b are fenced at
+// 10, and a transaction on its pool that has run the statement sql returns
+// for its backend and stays open until the caller commits it or the test
+// ends.
+func raisedWithOpenTx(t *testing.T, sql func(*postgres.Backend) string, args ...any) (context.Context, *Store, pgx.Tx) {
+	t.Helper()
+	s, _ := mustPostgresStore(t, Config{})
+	ctx := testCtx(t)
+	if err := s.RaiseAll(ctx, []string{"a", "b"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	p := s.b.(*postgres.Backend)
+	tx, err := p.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, sql(p), args...); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, s, tx
 }

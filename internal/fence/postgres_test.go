@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func TestPostgres_StaleSQLState(t *testing.T) {
 	if err := s.RaiseAll(ctx, []string{"nightly"}, 500); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.b.(*pgBackend).pool.Exec(ctx, `SELECT scheduler.fence_check('nightly', 400)`)
+	_, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `SELECT scheduler.fence_check('nightly', 400)`)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != StaleErrorCode || !strings.Contains(pe.Message, "fenced out") {
 		t.Fatalf("fence_check with a stale token: err %v, want SQLSTATE %s", err, StaleErrorCode)
@@ -63,11 +64,7 @@ INSERT INTO public.invoices (client_id, month, amount, token) VALUES (1, '2026-0
 
 func countInvoices(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM public.invoices`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM public.invoices`)
 }
 
 // TestPostgres_JobRole checks that a role granted only EXECUTE on the
@@ -231,25 +228,26 @@ func TestPostgres_IdleInTransactionTimeoutUnblocksRaise(t *testing.T) {
 func TestPostgres_LedgerQueriesUseIndexes(t *testing.T) {
 	s, _ := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
-	p := s.b.(*pgBackend)
-	if _, err := p.pool.Exec(ctx, `INSERT INTO scheduler.runs (job, scheduled_at, status, token, node, attempt, started_at, finished_at)
+	p := s.b.(*postgres.Backend)
+	if _, err := p.Pool().Exec(ctx, `INSERT INTO scheduler.runs (job, scheduled_at, status, token, node, attempt, started_at, finished_at)
 		SELECT 'job' || (i % 50), timestamptz '2026-01-01' + i * interval '1 minute', 'succeeded', 1, 'n', 1, now(), now()
 		FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.pool.Exec(ctx, `ANALYZE scheduler.runs`); err != nil {
+	if _, err := p.Pool().Exec(ctx, `ANALYZE scheduler.runs`); err != nil {
 		t.Fatal(err)
 	}
 	from, to := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	reads := p.LedgerReads()
 	for name, q := range map[string][]any{
-		"history":  {p.q.history, "job7", 20},
-		"window":   {p.q.window, []string{"job7"}, from, to},
-		"lastOf":   {p.q.lastOf, []string{"job1", "job2"}},
-		"lastAll":  {p.q.lastAll},
-		"orphans":  {p.q.orphansAll},
-		"orphans2": {p.q.orphansOf, []string{"job1"}},
+		"history":  {reads["history"], "job7", 20},
+		"window":   {reads["window"], []string{"job7"}, from, to},
+		"lastOf":   {reads["lastOf"], []string{"job1", "job2"}},
+		"lastAll":  {reads["lastAll"]},
+		"orphans":  {reads["orphansAll"]},
+		"orphans2": {reads["orphansOf"], []string{"job1"}},
 	} {
-		rows, err := p.pool.Query(ctx, "EXPLAIN "+q[0].(string), q[1:]...)
+		rows, err := p.Pool().Query(ctx, "EXPLAIN "+q[0].(string), q[1:]...)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -308,6 +306,13 @@ func runPsql(t *testing.T, ctx context.Context, dsn, script, token string) (stri
 	t.Helper()
 	cmd := osexec.CommandContext(ctx, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
 		"-v", "VERBOSITY=verbose", "-v", "tok="+token, "-f", script, dsn)
+	return outputAndStatus(t, cmd)
+}
+
+// outputAndStatus runs cmd and returns its output and exit status; a
+// command that cannot run fails the test.
+func outputAndStatus(t *testing.T, cmd *osexec.Cmd) (string, int) {
+	t.Helper()
 	out, err := cmd.CombinedOutput()
 	var ee *osexec.ExitError
 	switch {
@@ -316,6 +321,6 @@ func runPsql(t *testing.T, ctx context.Context, dsn, script, token string) (stri
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
 	}
-	t.Fatalf("run psql: %v (%s)", err, out)
+	t.Fatalf("run %s: %v (%s)", cmd.Path, err, out)
 	return "", -1
 }

@@ -2,14 +2,10 @@ package fence
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // Prune deletes at most r.Limit finished runs of r.Job that r lets go,
@@ -31,67 +27,10 @@ func (s *Store) Prune(ctx context.Context, token int64, r scheduler.Retention) (
 	if r.Protect.IsZero() {
 		return 0, fmt.Errorf("prune runs of job %q: no protected window", r.Job)
 	}
-	r.Before, r.Protect = normTime(r.Before), normTime(r.Protect)
-	var n int
-	err := s.retry(ctx, r.Job, token, func() (err error) {
-		n, err = s.b.prune(ctx, token, r)
-		return err
-	})
+	r.Before, r.Protect = tables.NormTime(r.Before), tables.NormTime(r.Protect)
+	n, err := retried(ctx, s, r.Job, token, func() (int, error) { return s.b.Prune(ctx, token, r) })
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of job %q with token %d: %w", r.Job, token, err)
 	}
 	return n, nil
-}
-
-// pruneSQL selects the runs to delete: the oldest first, on the slot key
-// index (job, scheduled_at, manual), which also finds the job's last run
-// and the newest Keep finished runs by a backward scan. The placeholders
-// are job, Before, Keep, Protect and Limit; {s} is the table's schema
-// prefix.
-const pruneSQL = `WITH last AS (
-		SELECT r.run_id FROM {s}runs AS r WHERE r.job = $1
-		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1),
-	kept AS (
-		SELECT r.scheduled_at, r.manual FROM {s}runs AS r WHERE r.job = $1 AND r.status <> 'running'
-		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1 OFFSET {keepOffset}),
-	doomed AS (
-		SELECT r.run_id FROM {s}runs AS r
-		WHERE r.job = $1 AND r.status <> 'running' AND r.scheduled_at < $4
-			AND r.run_id NOT IN (SELECT run_id FROM last)
-			AND (r.scheduled_at < $2 OR ($3 > 0 AND EXISTS (
-				SELECT 1 FROM kept AS k WHERE (r.scheduled_at, r.manual) < (k.scheduled_at, k.manual))))
-		ORDER BY r.scheduled_at, r.manual LIMIT $5)
-	DELETE FROM {s}runs WHERE run_id IN (SELECT run_id FROM doomed)`
-
-func (p *pgBackend) prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
-	q := strings.NewReplacer("{s}", pgx.Identifier{p.schema}.Sanitize()+".", "{keepOffset}", "GREATEST($3::int - 1, 0)").Replace(pruneSQL)
-	var n int64
-	err := p.fencedBatch(ctx, []string{r.Job}, token, func(b *pgx.Batch) {
-		b.Queue(q, r.Job, r.Before, r.Keep, r.Protect, r.Limit).Exec(func(ct pgconn.CommandTag) error {
-			n = ct.RowsAffected()
-			return nil
-		})
-		b.Queue(p.outboxSQL(outboxPruneSQL), r.Job, r.Protect, r.Limit)
-	})
-	return int(n), err
-}
-
-func (l *liteBackend) prune(ctx context.Context, token int64, r scheduler.Retention) (int, error) {
-	q := strings.NewReplacer("{s}", "", "{keepOffset}", "MAX($3 - 1, 0)").Replace(pruneSQL)
-	var n int64
-	err := l.write(ctx, func(tx *sql.Tx) error {
-		if err := l.enter(ctx, tx, []string{r.Job}, token); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, q, r.Job, r.Before.UnixMicro(), r.Keep, r.Protect.UnixMicro(), r.Limit)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, liteOutboxSQL(outboxPruneSQL), r.Job, r.Protect.UnixMicro(), r.Limit)
-		return err
-	})
-	return int(n), err
 }

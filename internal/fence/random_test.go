@@ -23,33 +23,29 @@ import (
 // function ended after a newer token's call returned is a violation. Times
 // are Go's monotonic clock; nothing is asserted about durations.
 func TestFenced_RandomizedHistory(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			s := b.fresh(t)(Config{})
-			ctx := testCtx(t)
-			if err := ensureProbe(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-			h := runRandomHistory(ctx, t, s, 8, 12)
-			if v := h.violations(); len(v) > 0 {
-				t.Fatalf("%d violations, first: %s", len(v), v[0])
-			}
-			// Every successful write, and nothing else, is in the table.
-			for _, job := range randomJobs {
-				for tok, want := range h.committed(job) {
-					if n, err := probes(ctx, s, job, tok, "random"); err != nil || n != want {
-						t.Fatalf("job %s token %d: %d rows (err %v), want %d", job, tok, n, err, want)
-					}
+	eachStore(t, Config{}, func(t *testing.T, ctx context.Context, s *Store) {
+		if err := ensureProbe(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		h := runRandomHistory(ctx, t, s, 8, 12)
+		if v := h.violations(); len(v) > 0 {
+			t.Fatalf("%d violations, first: %s", len(v), v[0])
+		}
+		// Every successful write, and nothing else, is in the table.
+		for _, job := range randomJobs {
+			for tok, want := range h.committed(job) {
+				if n, err := probes(ctx, s, job, tok, "random"); err != nil || n != want {
+					t.Fatalf("job %s token %d: %d rows (err %v), want %d", job, tok, n, err, want)
 				}
 			}
-			raced := h.raced()
-			t.Logf("%d writes committed, %d refused as stale, %d terms; %d committed with a token older than the newest issued, "+
-				"%d of them while a newer token's call was in progress", h.ok, h.stale, h.terms, h.behind, raced)
-			if h.stale == 0 || raced == 0 {
-				t.Fatalf("the history did not exercise the fence: %d stale, %d old-token commits racing a raise", h.stale, raced)
-			}
-		})
-	}
+		}
+		raced := h.raced()
+		t.Logf("%d writes committed, %d refused as stale, %d terms; %d committed with a token older than the newest issued, "+
+			"%d of them while a newer token's call was in progress", h.ok, h.stale, h.terms, h.behind, raced)
+		if h.stale == 0 || raced == 0 {
+			t.Fatalf("the history did not exercise the fence: %d stale, %d old-token commits racing a raise", h.stale, raced)
+		}
+	})
 }
 
 var randomJobs = []string{"alpha", "beta"}

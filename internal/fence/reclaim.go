@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
-// maxReclaimBatch is the most slots one ReclaimMany transaction takes over.
-// A fenced batch holds an advisory lock per job until it commits, and
-// Postgres's shared lock table holds about 6,400 by default
-// (max_locks_per_transaction 64 × max_connections 100).
+// maxReclaimBatch is the most slots one ReclaimMany transaction takes over:
+// a fenced batch holds an advisory lock per job until it commits, and the
+// server's lock table is shared and bounded.
 const maxReclaimBatch = 1000
 
 // Reclaim takes over an orphan: a run of slot left running under an older
@@ -23,11 +23,9 @@ func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot sche
 	if err := checkSlots(token, node, []scheduler.SlotKey{slot}); err != nil {
 		return scheduler.Run{}, fmt.Errorf("reclaim: %w", err)
 	}
-	slot.At = normTime(slot.At)
-	var res []scheduler.Result
-	err := s.retry(ctx, slot.Job, token, func() (err error) {
-		res, err = s.b.reclaim(ctx, token, node, s.now(), []scheduler.SlotKey{slot})
-		return err
+	slot.At = tables.NormTime(slot.At)
+	res, err := retried(ctx, s, slot.Job, token, func() ([]scheduler.Result, error) {
+		return s.b.Reclaim(ctx, token, node, s.now(), []scheduler.SlotKey{slot})
 	})
 	switch {
 	case err != nil:
@@ -42,9 +40,9 @@ func (s *Store) Reclaim(ctx context.Context, token int64, node string, slot sche
 	return res[0].Run, nil
 }
 
-// ReclaimMany takes over many orphans, like Reclaim, in one fenced
-// transaction and one round trip per 1,000 slots, entering the fence of
-// every job involved. Each result says whether the slot's run was taken
+// ReclaimMany takes over many orphans, like Reclaim, in fenced
+// transactions of one round trip and a bounded number of slots each,
+// entering the fence of every job involved. Each result says whether the slot's run was taken
 // over (Written) and holds the run as this call left it: taken over, or as
 // found (not running, or already running under token); a slot without a
 // run has a zero Run. The order follows slots; duplicates are taken over
@@ -60,17 +58,18 @@ func (s *Store) ReclaimMany(ctx context.Context, token int64, node string, slots
 	all := withNormTimes(slots)
 	uniq := normSlots(all)
 	res := make([]scheduler.Result, 0, len(uniq))
-	for lo := 0; lo < len(uniq); lo += maxReclaimBatch {
-		part := uniq[lo:min(lo+maxReclaimBatch, len(uniq))]
-		var got []scheduler.Result
-		err := s.retry(ctx, part[0].Job, token, func() (err error) {
-			got, err = s.b.reclaim(ctx, token, node, s.now(), part)
-			return err
+	err := inBatches(uniq, maxReclaimBatch, func(part []scheduler.SlotKey) error {
+		got, err := retried(ctx, s, part[0].Job, token, func() ([]scheduler.Result, error) {
+			return s.b.Reclaim(ctx, token, node, s.now(), part)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reclaim %d slots with token %d: %w", len(part), token, err)
+			return fmt.Errorf("reclaim %d slots with token %d: %w", len(part), token, err)
 		}
 		res = append(res, got...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return expand(all, res), nil
 }

@@ -2,11 +2,11 @@ package fence
 
 import (
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // MaxExcerpt is the most characters the ledger keeps of a run's error,
@@ -24,7 +24,7 @@ const timeLayout = time.RFC3339Nano
 
 // key identifies the slot exactly as the ledger stores it.
 func keyOf(s scheduler.SlotKey) slotKey {
-	return slotKey{s.Job, normTime(s.At).UnixMicro(), s.Manual}
+	return slotKey{s.Job, tables.NormTime(s.At).UnixMicro(), s.Manual}
 }
 
 type slotKey struct {
@@ -33,15 +33,9 @@ type slotKey struct {
 	manual bool
 }
 
-// cleanText makes s storable as text on both backends: valid UTF-8 and
-// without NUL, which Postgres rejects.
-func cleanText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
 // excerptHead keeps the first MaxExcerpt characters of s.
 func excerptHead(s string) string {
-	s = cleanText(s)
+	s = tables.CleanText(s)
 	if utf8.RuneCountInString(s) <= MaxExcerpt {
 		return s
 	}
@@ -53,7 +47,7 @@ func excerptHead(s string) string {
 // characters in all, with a line between them counting the bytes left out:
 // what failed is often in the last lines, what was run in the first.
 func excerptOutput(s string) string {
-	s = cleanText(s)
+	s = tables.CleanText(s)
 	if utf8.RuneCountInString(s) <= MaxExcerpt {
 		return s
 	}

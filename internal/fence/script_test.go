@@ -2,7 +2,6 @@ package fence
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"os"
 	osexec "os/exec"
@@ -135,14 +134,5 @@ func runShell(t *testing.T, ctx context.Context, dir, command, dsn, token string
 		"SCHEDULER_FENCE_TOKEN="+token,
 		"PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "PGUSER="+u.User.Username(),
 		"PGDATABASE="+strings.TrimPrefix(u.Path, "/"), "PGSSLMODE=disable")
-	out, err := cmd.CombinedOutput()
-	var ee *osexec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &ee):
-		return string(out), ee.ExitCode()
-	}
-	t.Fatalf("run %s: %v (%s)", command, err, out)
-	return "", -1
+	return outputAndStatus(t, cmd)
 }

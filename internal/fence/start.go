@@ -19,22 +19,7 @@ const maxStartBatch = 1000
 // that a slot claimed ahead by a leader that stopped before the slot came
 // due is not counted as attempted twice.
 func (s *Store) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
-	if err := checkSlots(token, node, slots); err != nil {
-		return nil, fmt.Errorf("claim ahead: %w", err)
-	}
-	if len(slots) == 0 {
-		return nil, nil
-	}
-	all := withNormTimes(slots)
-	var res []scheduler.Result
-	err := s.retry(ctx, slots[0].Job, token, func() (err error) {
-		res, err = s.b.claim(ctx, token, node, s.now(), normSlots(all), true)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim %d slots ahead with token %d: %w", len(slots), token, err)
-	}
-	return expand(all, res), nil
+	return s.claimMany(ctx, token, node, slots, true)
 }
 
 // StartMany records that runs claimed ahead (ClaimAheadMany) started, now:
@@ -48,17 +33,13 @@ func (s *Store) StartMany(ctx context.Context, token int64, refs []scheduler.Run
 		}
 	}
 	marked := 0
-	for lo := 0; lo < len(refs); lo += maxStartBatch {
-		part := refs[lo:min(lo+maxStartBatch, len(refs))]
-		var n int
-		err := s.retry(ctx, part[0].Job, token, func() (err error) {
-			n, err = s.b.start(ctx, token, s.now(), part)
-			return err
-		})
+	err := inBatches(refs, maxStartBatch, func(part []scheduler.RunRef) error {
+		n, err := retried(ctx, s, part[0].Job, token, func() (int, error) { return s.b.Start(ctx, token, s.now(), part) })
 		if err != nil {
-			return marked, fmt.Errorf("start %d runs with token %d: %w", len(part), token, err)
+			return fmt.Errorf("start %d runs with token %d: %w", len(part), token, err)
 		}
 		marked += n
-	}
-	return marked, nil
+		return nil
+	})
+	return marked, err
 }

@@ -6,31 +6,24 @@ import (
 	"strings"
 )
 
-// statements is the text of a sql job, run as a whole in one fenced
-// transaction by FencedStatements.
-type statements struct {
-	// Text holds one or more statements separated by semicolons. It must not
-	// end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
-	// fails the run (on either store), yet what it ran before a COMMIT is
-	// committed, and what it ran after one is not fenced (and on Postgres
-	// runs without Role).
-	Text string
-	// Role, when set, is the Postgres role the statements run under: after
-	// the fence is entered the transaction does SET LOCAL ROLE Role. It is
-	// not a boundary on its own (the statements can RESET ROLE); see
-	// Config.JobDSN. SQLite has no roles and refuses it.
-	Role string
-}
-
 // rolePattern is the accepted form of FencedStatements' role, the form of
 // Config.Schema: a role created with an unquoted lower-case name.
 var rolePattern = schemaPattern
 
-// FencedStatements runs text (a sql job's, see statements) as a whole, under
-// role when it is set, in one transaction fenced with token for job and
-// commits it if every statement succeeded and the fence let it in. It
-// returns the number of rows the statements inserted, updated or deleted,
-// summed over the statements.
+// FencedStatements runs text, a sql job's, as a whole, under role when it
+// is set, in one transaction fenced with token for job and commits it if
+// every statement succeeded and the fence let it in. It returns the number
+// of rows the statements inserted, updated or deleted, summed over the
+// statements.
+//
+// text holds one or more statements separated by semicolons. It must not
+// end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
+// fails the run (on either store), yet what it ran before a COMMIT is
+// committed, and what it ran after one is not fenced (and on Postgres runs
+// without role). role, when set, is the Postgres role the statements run
+// under: after the fence is entered the transaction does SET LOCAL ROLE
+// role. It is not a boundary on its own (the statements can RESET ROLE);
+// see Config.JobDSN. SQLite has no roles and refuses it.
 //
 // On Postgres the text is sent with the simple query protocol, so that it
 // may hold several statements. With Config.JobDSN set it runs on that
@@ -47,20 +40,14 @@ var rolePattern = schemaPattern
 // A stale token returns a *scheduler.FenceError (errors.Is(err, ErrStale))
 // and nothing commits.
 func (s *Store) FencedStatements(ctx context.Context, job string, token int64, role, text string) (int64, error) {
-	st := statements{Text: text, Role: role}
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("fenced statements: %w", err)
 	}
-	if strings.TrimSpace(st.Text) == "" {
+	if strings.TrimSpace(text) == "" {
 		return 0, fmt.Errorf("fenced statements of job %q: no statements", job)
 	}
-	if st.Role != "" && !rolePattern.MatchString(st.Role) {
-		return 0, fmt.Errorf("fenced statements of job %q: role %q: want a lower-case identifier matching %s", job, st.Role, rolePattern)
+	if role != "" && !rolePattern.MatchString(role) {
+		return 0, fmt.Errorf("fenced statements of job %q: role %q: want a lower-case identifier matching %s", job, role, rolePattern)
 	}
-	var n int64
-	err := s.retry(ctx, job, token, func() (err error) {
-		n, err = s.b.statements(ctx, job, token, st)
-		return err
-	})
-	return n, err
+	return retried(ctx, s, job, token, func() (int64, error) { return s.b.Statements(ctx, job, token, role, text) })
 }

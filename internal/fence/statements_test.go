@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
+	"scheduler/internal/fence/internal/sqlite"
+	"scheduler/internal/fence/internal/verdict"
 	"scheduler/internal/testenv"
 )
 
@@ -14,74 +17,70 @@ import (
 // fenced transaction, the rows written are summed, a failing statement rolls back the others,
 // and a stale token writes nothing.
 func TestFencedStatements(t *testing.T) {
-	for _, bc := range backends() {
-		t.Run(bc.name, func(t *testing.T) {
-			s := bc.fresh(t)(Config{})
-			ctx := testCtx(t)
-			scans := func() int {
-				var n int
-				if err := s.Fenced(ctx, "reader", 1, func(_ context.Context, tx scheduler.Tx) error {
-					return tx.QueryRow(ctx, `SELECT count(*) FROM stock_scans`).Scan(&n)
-				}); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-			n, err := s.FencedStatements(ctx, "job", 10, "", `
-				INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1), ('b', 2);
-				SELECT count(*) FROM stock_scans;
-				UPDATE stock_scans SET quantity = 5 WHERE sku = 'a';
-				DELETE FROM stock_scans WHERE sku = 'b'`)
-			if err != nil || n != 4 {
-				t.Fatalf("FencedStatements = %d, %v; want 4 rows (2 inserted, 1 updated, 1 deleted)", n, err)
-			}
-			if got := scans(); got != 1 {
-				t.Fatalf("%d scans, want 1", got)
-			}
-			if _, err := s.FencedStatements(ctx, "job", 10, "", `
-				INSERT INTO stock_scans (sku, quantity) VALUES ('c', 1);
-				INSERT INTO stock_scans (sku) VALUES ('d')`); err == nil {
-				t.Fatal("a text whose second statement fails succeeded")
-			}
-			if got := scans(); got != 1 {
-				t.Fatalf("%d scans after a failed text, want 1: its first statement was kept", got)
-			}
-			if err := s.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+	eachStore(t, Config{}, func(t *testing.T, ctx context.Context, s *Store) {
+		scans := func() int {
+			var n int
+			if err := s.Fenced(ctx, "reader", 1, func(_ context.Context, tx scheduler.Tx) error {
+				return tx.QueryRow(ctx, `SELECT count(*) FROM stock_scans`).Scan(&n)
+			}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`)
-			var se *scheduler.FenceError
-			if !errors.As(err, &se) || se.Fence != 20 || se.Token != 10 {
-				t.Fatalf("stale token: err %v, want a FenceError with fence 20", err)
+			return n
+		}
+		n, err := s.FencedStatements(ctx, "job", 10, "", `
+			INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1), ('b', 2);
+			SELECT count(*) FROM stock_scans;
+			UPDATE stock_scans SET quantity = 5 WHERE sku = 'a';
+			DELETE FROM stock_scans WHERE sku = 'b'`)
+		if err != nil || n != 4 {
+			t.Fatalf("FencedStatements = %d, %v; want 4 rows (2 inserted, 1 updated, 1 deleted)", n, err)
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("%d scans, want 1", got)
+		}
+		if _, err := s.FencedStatements(ctx, "job", 10, "", `
+			INSERT INTO stock_scans (sku, quantity) VALUES ('c', 1);
+			INSERT INTO stock_scans (sku) VALUES ('d')`); err == nil {
+			t.Fatal("a text whose second statement fails succeeded")
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("%d scans after a failed text, want 1: its first statement was kept", got)
+		}
+		if err := s.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('late', 1)`)
+		var se *scheduler.FenceError
+		if !errors.As(err, &se) || se.Fence != 20 || se.Token != 10 {
+			t.Fatalf("stale token: err %v, want a FenceError with fence 20", err)
+		}
+		if got := scans(); got != 1 {
+			t.Fatalf("a stale token wrote: %d scans, want 1", got)
+		}
+		// A text that ends the transaction itself fails the run with ErrTxEnded, on
+		// either store.
+		for _, text := range []string{
+			`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
+			`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
+		} {
+			if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, verdict.ErrTxEnded) {
+				t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, verdict.ErrTxEnded)
 			}
-			if got := scans(); got != 1 {
-				t.Fatalf("a stale token wrote: %d scans, want 1", got)
+		}
+		for _, st := range []struct{ Text, Role string }{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
+			if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
+				t.Errorf("FencedStatements(%+v) succeeded", st)
 			}
-			// A text that ends the transaction itself fails the run with errTxEnded, on
-			// either store.
-			for _, text := range []string{
-				`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
-				`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
-			} {
-				if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, errTxEnded) {
-					t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, errTxEnded)
-				}
-			}
-			for _, st := range []statements{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
-				if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {
-					t.Errorf("FencedStatements(%+v) succeeded", st)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestFencedStatements_SQLiteRefusesRole: SQLite has no roles; a role is an error, not ignored.
 func TestFencedStatements_SQLiteRefusesRole(t *testing.T) {
 	s := backends()[1].fresh(t)(Config{})
 	_, err := s.FencedStatements(testCtx(t), "job", 1, "nightly", "SELECT 1")
-	if !errors.Is(err, errNoRoles) {
-		t.Fatalf("err %v, want %v", err, errNoRoles)
+	if !errors.Is(err, sqlite.ErrNoRoles) {
+		t.Fatalf("err %v, want %v", err, sqlite.ErrNoRoles)
 	}
 	if _, err := Open(testCtx(t), Config{Path: t.TempDir() + "/s.db", JobDSN: "postgres://x@y/z"}, nil); err == nil {
 		t.Fatal("a job DSN with a SQLite store was accepted")
@@ -118,8 +117,8 @@ func TestPostgres_FencedStatementsOnJobDSN(t *testing.T) {
 		t.Fatalf("stale token: err %v, want a FenceError with fence 11", err)
 	}
 	_, err = s.FencedStatements(ctx, "new", 11, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 1); COMMIT`)
-	if !errors.Is(err, errTxEnded) {
-		t.Fatalf("a text with COMMIT: err %v, want %v", err, errTxEnded)
+	if !errors.Is(err, verdict.ErrTxEnded) {
+		t.Fatalf("a text with COMMIT: err %v, want %v", err, verdict.ErrTxEnded)
 	}
 	_, err = s.FencedStatements(ctx, "new", 11, "pg_write_all_data", `SELECT 1`)
 	if err == nil || !strings.Contains(err.Error(), "set role") {
@@ -149,7 +148,7 @@ func TestPostgres_FencedStatementsRole(t *testing.T) {
 		t.Fatalf("RESET ROLE on the store's own connection: %v (documented as no boundary)", err)
 	}
 	var who string
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT sku FROM stock_scans`).Scan(&who); err != nil || who != role {
+	if err := s.b.(*postgres.Backend).Pool().QueryRow(ctx, `SELECT sku FROM stock_scans`).Scan(&who); err != nil || who != role {
 		t.Fatalf("the statements ran as %q (err %v), want %q", who, err, role)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
+	"scheduler/internal/fence/internal/sqlite"
+	"scheduler/internal/fence/internal/tables"
 )
 
 // Config configures a Store.
@@ -55,7 +58,6 @@ const (
 	DefaultSchema                   = "scheduler"
 	DefaultRaiseTimeout             = 10 * time.Second
 	DefaultIdleInTransactionTimeout = 60 * time.Second
-	defaultMaxConns                 = 16
 )
 
 // schemaPattern is the accepted form of Config.Schema: it needs no quoting,
@@ -101,35 +103,45 @@ type Store struct {
 	b   backend
 }
 
-// backend is what differs between Postgres and SQLite. Its methods make one
-// attempt; Store validates input, retries and wraps errors.
+// backend is what differs between Postgres and SQLite: package postgres
+// and package sqlite implement it. Its methods make one attempt; Store
+// validates input, retries and wraps errors.
 type backend interface {
-	dialect() scheduler.Dialect
-	parallelWriters() bool
-	close()
+	Dialect() scheduler.Dialect
+	ParallelWriters() bool
+	Close()
+	// Retryable reports an error after which the attempt is made again (a
+	// serialization failure or deadlock).
+	Retryable(err error) bool
 
-	// fenced runs fn in one transaction that entered job's fence with token.
-	fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error
-	// raise raises the fences of jobs to token and returns each job's fence
+	// Fenced runs fn in one transaction that entered job's fence with token.
+	Fenced(ctx context.Context, job string, token int64, fn func(scheduler.Tx) error) error
+	// Raise raises the fences of jobs to token and returns each job's fence
 	// afterwards. It commits only if every fence equals token.
-	raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
-	// fences returns the stored fences of jobs (all jobs when empty).
-	fences(ctx context.Context, jobs []string) (map[string]int64, error)
-	// statements runs a sql job's text in one transaction fenced with
-	// token for job and returns the rows it wrote.
-	statements(ctx context.Context, job string, token int64, st statements) (int64, error)
-	// resetFence removes job's fence.
-	resetFence(ctx context.Context, job string) error
-	// resetHint says how an operator removes every fence of this store.
-	resetHint() string
+	Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
+	// Fences returns the stored fences of jobs (all jobs when empty).
+	Fences(ctx context.Context, jobs []string) (map[string]int64, error)
+	// Statements runs a sql job's text, under role when set, in one
+	// transaction fenced with token for job and returns the rows it wrote.
+	Statements(ctx context.Context, job string, token int64, role, text string) (int64, error)
+	// ResetFence removes job's fence.
+	ResetFence(ctx context.Context, job string) error
+	// ResetHint says how an operator removes every fence of this store.
+	ResetHint() string
 
-	migrate(ctx context.Context, lg *zap.Logger) error
-	// appliedVersions returns the migration versions recorded as applied; no
+	Migrate(ctx context.Context, lg *zap.Logger) error
+	// AppliedVersions returns the migration versions recorded as applied; no
 	// version table yields none.
-	appliedVersions(ctx context.Context) ([]int64, error)
+	AppliedVersions(ctx context.Context) ([]int64, error)
 
 	ledger
+	outbox
 }
+
+var (
+	_ backend = (*postgres.Backend)(nil)
+	_ backend = (*sqlite.Backend)(nil)
+)
 
 // Open connects to the store that cfg selects: Postgres when cfg.DSN is set,
 // else SQLite at cfg.Path. It does not migrate; see Migrate and CheckSchema.
@@ -143,9 +155,11 @@ func Open(ctx context.Context, cfg Config, lg *zap.Logger) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, lg: lg.Named("fence")}
 	if cfg.DSN != "" {
-		s.b, err = openPostgres(ctx, cfg)
+		s.b, err = postgres.Open(ctx, postgres.Config{DSN: cfg.DSN, JobDSN: cfg.JobDSN, Schema: cfg.Schema,
+			RaiseTimeout: cfg.RaiseTimeout, IdleInTransactionTimeout: cfg.IdleInTransactionTimeout,
+			MaxConns: cfg.MaxConns, Tracer: cfg.tracer})
 	} else {
-		s.b, err = openSQLite(ctx, cfg)
+		s.b, err = sqlite.Open(ctx, sqlite.Config{Path: cfg.Path, Now: cfg.Now})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -154,24 +168,20 @@ func Open(ctx context.Context, cfg Config, lg *zap.Logger) (*Store, error) {
 }
 
 // Close releases the store's connections.
-func (s *Store) Close() { s.b.close() }
+func (s *Store) Close() { s.b.Close() }
 
 // Dialect reports the SQL dialect of the store.
-func (s *Store) Dialect() scheduler.Dialect { return s.b.dialect() }
+func (s *Store) Dialect() scheduler.Dialect { return s.b.Dialect() }
 
 // ParallelWriters reports whether fenced transactions with the same token
 // run concurrently. True on Postgres: writers share the fence. False on
 // SQLite: it has one writer at a time, so every fenced transaction is serial
 // with every other write (which also makes the fence trivially correct).
-func (s *Store) ParallelWriters() bool { return s.b.parallelWriters() }
+func (s *Store) ParallelWriters() bool { return s.b.ParallelWriters() }
 
 // now returns the ledger's current time, truncated to the microseconds both
 // backends store.
-func (s *Store) now() time.Time { return normTime(s.cfg.Now()) }
-
-// normTime returns t in UTC truncated to microseconds, the precision of a
-// Postgres timestamptz and of the SQLite columns.
-func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+func (s *Store) now() time.Time { return tables.NormTime(s.cfg.Now()) }
 
 // The store is the runner's ledger as it is: the runner and the job kinds use it without a
 // translation.

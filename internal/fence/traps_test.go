@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 )
 
 // withCheck returns a second store on dsn whose fenced transactions enter
@@ -17,7 +18,7 @@ import (
 func withCheck(t *testing.T, dsn, checkFunc string) *Store {
 	t.Helper()
 	s := mustOpen(t, Config{DSN: dsn})
-	s.b.(*pgBackend).q.check = `SELECT ` + checkFunc + `($1, $2)`
+	s.b.(*postgres.Backend).EnterWith(`SELECT ` + checkFunc + `($1, $2)`)
 	return s
 }
 
@@ -32,7 +33,7 @@ func TestPostgres_Traps(t *testing.T) {
 	// The real fence_check, made STABLE: its reads then use the snapshot of
 	// the calling statement, taken before the lock wait.
 	var def string
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx,
+	if err := s.b.(*postgres.Backend).Pool().QueryRow(ctx,
 		`SELECT pg_get_functiondef('scheduler.fence_check(text, bigint)'::regprocedure)`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +69,7 @@ func TestPostgres_Traps(t *testing.T) {
 		if err := checkRaiseWaits(ctx, v, v, "e", 10, raiseByWrite(v, "e", 20)); err != nil {
 			t.Fatalf("raise-waits check, raise by fence_check: %v", err)
 		}
-		if err := checkRaiseWaits(ctx, v, s, "f", 10, func(ctx context.Context) error {
-			return s.RaiseAll(ctx, []string{"f"}, 20)
-		}); err != nil {
+		if err := checkRaiseWaits(ctx, v, s, "f", 10, raiseAllTo(s, 20, "f")); err != nil {
 			t.Fatalf("raise-waits check, raise by RaiseAll: %v", err)
 		}
 		if err := checkLateWriter(ctx, s, v, holdRaise(v), "g", 10, 20); err != nil {
@@ -86,9 +85,7 @@ func TestPostgres_Traps(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := checkRaiseWaits(ctx, v, s, "h", 10, func(ctx context.Context) error {
-			return s.RaiseAll(ctx, []string{"h"}, 20)
-		}); err != nil {
+		if err := checkRaiseWaits(ctx, v, s, "h", 10, raiseAllTo(s, 20, "h")); err != nil {
 			t.Fatalf("raise-waits check: %v", err)
 		}
 		if err := checkLateWriter(ctx, s, v, holdRaise(s), "i", 10, 20); err != nil {
@@ -121,7 +118,7 @@ func TestPostgres_Traps(t *testing.T) {
 		t.Logf("caught: %v", err)
 	})
 	t.Run("RealFunctionIsVolatileSecurityDefiner", func(t *testing.T) {
-		rows, err := s.b.(*pgBackend).pool.Query(ctx, `SELECT p.proname, p.provolatile::text, p.prosecdef
+		rows, err := s.b.(*postgres.Backend).Pool().Query(ctx, `SELECT p.proname, p.provolatile::text, p.prosecdef
 			FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 			WHERE n.nspname = 'scheduler' AND p.proname IN ('fence_check', 'fence_check_all', 'fence_raise', 'fence_verify')`)
 		if err != nil {
@@ -142,6 +139,11 @@ func TestPostgres_Traps(t *testing.T) {
 			t.Fatalf("%d functions (err %v), want 4", n, err)
 		}
 	})
+}
+
+// raiseAllTo returns a raise of jobs to newer by RaiseAll.
+func raiseAllTo(s *Store, newer int64, jobs ...string) func(context.Context) error {
+	return func(ctx context.Context) error { return s.RaiseAll(ctx, jobs, newer) }
 }
 
 // raiseByWrite returns a raise done by a fenced write with the newer token.

@@ -12,7 +12,9 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"scheduler"
+	"scheduler/internal/fence/internal/postgres"
 	"scheduler/internal/testenv"
+	"scheduler/migrations"
 )
 
 // jobRoleRecipe is the job-role recipe of the README, with {role} for the role.
@@ -45,11 +47,7 @@ func sqlState(err error) string {
 // fenceRows counts the rows of job_fence.
 func fenceRows(t *testing.T, ctx context.Context, s *Store) int {
 	t.Helper()
-	var n int
-	if err := s.b.(*pgBackend).pool.QueryRow(ctx, `SELECT count(*) FROM scheduler.job_fence`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgCount(t, ctx, s, `SELECT count(*) FROM scheduler.job_fence`)
 }
 
 // TestPostgres_FenceVerify: a login role set up by the README's recipe checks its token with
@@ -149,23 +147,18 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var raiseErr error
-		go func() {
-			defer close(done)
-			raiseErr = s.RaiseAll(ctx, []string{"nightly"}, 20)
-		}()
+		raised, done := inBackground(func() error { return s.RaiseAll(ctx, []string{"nightly"}, 20) })
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !blocked {
-			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", raiseErr)
+			t.Fatalf("the raise returned (err %v) while a transaction that checked token 10 was open", <-raised)
 		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatalf("commit of the checked transaction: %v", err)
 		}
-		<-done
+		raiseErr := <-raised
 		if f, err := s.Fences(ctx, "nightly"); raiseErr != nil || err != nil || f["nightly"] != 20 {
 			t.Fatalf("raise after the commit: err %v; fence %v (err %v), want 20", raiseErr, f, err)
 		}
@@ -174,24 +167,21 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := ensureProbe(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		entered, release := make(chan struct{}), make(chan struct{})
-		held := make(chan error, 1)
-		go func() { held <- holdRaise(s)(ctx, "nightly", 30, func() { close(entered) }, release) }()
-		select {
-		case <-entered:
-		case err := <-held:
+		release := make(chan struct{})
+		held, err := untilEntered(func(entered func()) error {
+			return holdRaise(s)(ctx, "nightly", 30, entered, release)
+		})
+		if err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
 		base, err := lockWaiters(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan struct{})
-		var checkErr error
-		go func() {
-			defer close(done)
-			_, checkErr = conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
-		}()
+		checked, done := inBackground(func() error {
+			_, err := conn.Exec(ctx, `SELECT scheduler.fence_verify('nightly', 20)`)
+			return err
+		})
 		blocked, err := awaitBlocked(ctx, s, base, done)
 		close(release)
 		if err != nil {
@@ -200,7 +190,7 @@ func TestPostgres_FenceVerify(t *testing.T) {
 		if err := <-held; err != nil {
 			t.Fatalf("raise to 30: %v", err)
 		}
-		<-done
+		checkErr := <-checked
 		if !blocked || sqlState(checkErr) != StaleErrorCode {
 			t.Fatalf("check of token 20 during the raise to 30: blocked %v, err %v; want it to wait and get %s", blocked, checkErr, StaleErrorCode)
 		}
@@ -252,19 +242,19 @@ func TestPostgres_FenceVerifyRepeatableRead(t *testing.T) {
 // migrateTo applies the Postgres migrations up to version, as an older release did.
 func migrateTo(t *testing.T, s *Store, version int64) {
 	t.Helper()
-	p := s.b.(*pgBackend)
+	p := s.b.(*postgres.Backend)
 	ctx := testCtx(t)
-	if _, err := p.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
+	if _, err := p.Pool().Exec(ctx, `CREATE SCHEMA IF NOT EXISTS scheduler`); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := renderPostgres(p.schema)
+	fsys, err := migrations.PostgresIn(p.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := stdlib.OpenDBFromPool(p.pool)
+	db := stdlib.OpenDBFromPool(p.Pool())
 	defer func() { _ = db.Close() }()
 	prov, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(p.schema+"."+versionTable), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(p.Schema()+"."+migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +321,7 @@ func TestPostgres_MigrateRevokesRaisingFunctions(t *testing.T) {
 	if err := s.Fenced(ctx, "nightly", 10, func(context.Context, scheduler.Tx) error { return nil }); err != nil {
 		t.Fatalf("owner's fenced write after migrate: %v", err)
 	}
-	if _, err := s.b.(*pgBackend).pool.Exec(ctx, `SELECT scheduler.fence_check_all(ARRAY['nightly'], 10)`); err != nil {
+	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `SELECT scheduler.fence_check_all(ARRAY['nightly'], 10)`); err != nil {
 		t.Fatalf("owner's fence_check_all after migrate: %v", err)
 	}
 	// The former fence_check grantee only changes the function its scripts call.
@@ -346,7 +336,7 @@ func TestPostgres_MigrateRevokesRaisingFunctions(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.b.(*pgBackend).q.verify, "fence_verify") {
+	if !strings.Contains(s.b.(*postgres.Backend).VerifySQL(), "fence_verify") {
 		t.Fatal("the store does not know fence_verify")
 	}
 }

@@ -2,203 +2,35 @@ package jobs
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
-	"time"
-
-	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/attempts"
 )
 
-// execute runs one claimed slot to its end: attempts with timeouts and retries with backoff.
-// It returns the run's outcome to write to the ledger, or nil when the run was cancelled because
-// the term ended or the shutdown grace expired: such a run is left running in the ledger, for
-// the next leader to take over.
-//
-// It runs at the start of every run's goroutine, so it keeps a small frame: a goroutine starts
-// with a small stack, and one that outgrows it is copied. What only some runs need (retries,
-// interruptions, their log lines) lives in the methods it calls.
-func (t *term) execute(rc *runCancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
+// execute runs one claimed slot to its end (package attempts). It returns the run's outcome to
+// write to the ledger, or nil when the run was cut off because the term ended or the shutdown
+// grace expired: such a run is left running in the ledger, for the next leader to take over.
+func (t *tenure) execute(rc *attempts.Cancel, spec *Spec, lr scheduler.Run) (runDone, *finished) {
 	started := t.r.clock.Now()
 	t.unstarted.Add(-1)
 	if h := t.r.opts.Hooks.Fired; h != nil {
 		h(spec.Name, started.Sub(lr.ScheduledAt))
 	}
-	done := runDone{job: lr.Job, runID: lr.RunID}
-	attempt := max(lr.Attempt, 1)
-	for {
-		out, err := t.attempt(rc, spec, lr, attempt)
-		c := scheduler.Completion{RunID: lr.RunID, Job: spec.Name, Output: out, Attempt: attempt}
-		cause := rc.err()
-		switch {
-		case cause != nil && !errors.Is(cause, errReplaced):
-			t.interrupted(lr, attempt, cause)
-			return done, nil
-		case cause != nil:
-			c.Status, c.Error, c.Reason = scheduler.StatusFailed, errReplaced.Error(), "overlap: replace"
-		case err == nil:
-			c.Status = scheduler.StatusSucceeded
-		case errors.Is(err, scheduler.ErrFenced):
-			c.Status, c.Error = scheduler.StatusFenced, err.Error()
-			done.fenced = err
-		case errors.Is(err, scheduler.ErrRefused):
-			c.Status, c.Error, c.Reason = scheduler.StatusFenced, err.Error(), reasonRefused
-		case scheduler.IsPermanent(err) || attempt > spec.Retries:
-			c.Status, c.Error = scheduler.StatusFailed, err.Error()
-		default:
-			next, fenced := t.retry(rc, spec, lr, attempt, err)
-			if fenced != nil {
-				done.fenced = fenced
-				return done, nil
-			}
-			attempt = next
-			continue
-		}
-		t.r.scrub(&c)
-		return done, &finished{c: c, slot: lr.ScheduledAt, attempt: attempt, took: t.r.clock.Now().Sub(started), done: done}
+	job := spec.attemptJob()
+	f := &finished{slot: lr.ScheduledAt}
+	res := t.attempts.Run(t.runsCtx, rc, &job, &lr, &f.c)
+	done := runDone{job: lr.Job, runID: lr.RunID, fenced: res.Fenced}
+	if res.Cut {
+		return done, nil
 	}
-}
-
-// interrupted logs a run cut off by the end of the term or of the shutdown grace.
-func (t *term) interrupted(lr scheduler.Run, attempt int, cause error) {
-	t.runLog(lr).warn("run interrupted; the next leader takes it over", zap.Int("attempt", attempt), zap.NamedError("cause", cause))
-}
-
-// retry waits before the retry of a failed attempt and records it; it returns the next
-// attempt's number, or the fence's refusal (the term is over). A run cancelled while waiting
-// goes on with the same number: the next turn of execute reports the cancellation.
-func (t *term) retry(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int, err error) (int, error) {
-	lg := t.runLog(lr)
-	wait := t.backoff(spec, attempt)
-	lg.warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", t.r.scrubText(err.Error())))
-	if !t.sleep(rc, wait) {
-		return attempt, nil
-	}
-	wctx, cancel := t.writeCtx(t.runsCtx)
-	n, err := t.r.opts.Ledger.NextAttempt(wctx, t.token, spec.Name, lr.RunID)
-	cancel()
-	switch {
-	case errors.Is(err, scheduler.ErrFenced):
-		lg.warn("retry fenced out", zap.Error(err))
-		return 0, err
-	case err != nil:
-		lg.warn("record retry", zap.Error(err))
-		attempt++
-	default:
-		// Never count down: a retry made while the store was unreachable was not recorded
-		// there, but it was made.
-		attempt = max(attempt+1, n)
-	}
-	// The first attempt's line is written by the loop (logStarted), off the start path.
-	lg.info("run started", zap.Int("attempt", attempt))
-	return attempt, nil
-}
-
-// runLog logs the lines of one run with its identifying fields. The fields are put together
-// only when a line is written: most runs write none of their own (the loop writes their start
-// and end lines).
-type runLog struct {
-	lg    *zap.Logger
-	job   string
-	slot  time.Time
-	runID int64
-}
-
-func (t *term) runLog(lr scheduler.Run) runLog {
-	return runLog{lg: t.lg, job: lr.Job, slot: lr.ScheduledAt, runID: lr.RunID}
-}
-
-func (l runLog) with(extra []zap.Field) []zap.Field {
-	return append([]zap.Field{zap.String("job", l.job), zap.Time("slot", l.slot), zap.Int64("run_id", l.runID)}, extra...)
-}
-
-func (l runLog) info(msg string, extra ...zap.Field) { l.lg.Info(msg, l.with(extra)...) }
-func (l runLog) warn(msg string, extra ...zap.Field) { l.lg.Warn(msg, l.with(extra)...) }
-
-// finish settles how the write of a run's outcome went: a refusal by the fence ends the term
-// (through the loop), a written outcome is reported to the Finished hook. The loop logs it
-// (logFinished), so that a run's end line always follows its start line.
-func (t *term) finish(f *finished, err error) {
-	f.err = err
-	switch {
-	case errors.Is(err, scheduler.ErrFenced):
-		f.done.fenced = err
-	case err == nil:
-		if h := t.r.opts.Hooks.Finished; h != nil {
-			h(f.c.Job, f.c.Status, f.took)
-		}
-	case f.lost():
-		t.r.keepUnwritten(f)
-	}
-}
-
-// logFinished writes the end line of a run whose outcome write has returned.
-func (t *term) logFinished(f *finished) {
-	c := f.c
-	fields := make([]zap.Field, 0, 9)
-	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
-		zap.String("status", string(c.Status)), zap.Int("attempt", f.attempt), zap.Duration("took", f.took))
-	if c.Error != "" {
-		fields = append(fields, zap.String("error", c.Error))
-	}
-	switch err := f.err; {
-	case errors.Is(err, scheduler.ErrFenced):
-		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
-	case f.lost():
-		t.lg.Warn("run outcome not recorded before the term ended; the next leader runs the slot again", append(fields, zap.Error(err))...)
-	case err != nil:
-		t.lg.Error("record run outcome", append(fields, zap.Error(err))...)
-	default:
-		t.lg.Info("run finished", fields...)
-	}
+	t.r.scrub(&f.c)
+	f.attempt, f.took, f.done = res.Attempt, t.r.clock.Now().Sub(started), done
+	return done, f
 }
 
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an
 // outcome can still be written while the term lasts.
-func (t *term) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (t *tenure) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), t.r.opts.WriteTimeout)
-}
-
-// attempt runs the executor once, bounded by the job's timeout on the runner's clock.
-func (t *term) attempt(rc *runCancel, spec *Spec, lr scheduler.Run, attempt int) (string, error) {
-	actx, cancel, end := rc.begin(t.runsCtx)
-	defer end()
-	timer := t.r.clock.AfterFunc(spec.Timeout, func() { cancel(errRunTimeout) })
-	defer timer.Stop()
-	run := scheduler.Attempt{Job: spec.Name, Slot: lr.ScheduledAt.In(spec.Schedule.Location()), Token: t.token, Attempt: attempt,
-		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Manual, Fencer: t.r.opts.Ledger}
-	out, err := spec.Executor.Execute(actx, run)
-	if err != nil && rc.err() == nil && errors.Is(context.Cause(actx), errRunTimeout) {
-		err = fmt.Errorf("attempt %d timed out after %s: %w", attempt, spec.Timeout, err)
-	}
-	return out, err
-}
-
-// backoff is the wait before retry number attempt: RetryBackoff doubled per earlier retry,
-// capped at MaxBackoff.
-func (t *term) backoff(spec *Spec, attempt int) time.Duration {
-	d := spec.RetryBackoff
-	for i := 1; i < attempt && d < t.r.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, t.r.opts.MaxBackoff)
-}
-
-// sleep waits d on the runner's clock; false if the run was cancelled first.
-func (t *term) sleep(rc *runCancel, d time.Duration) bool {
-	if d <= 0 {
-		return rc.err() == nil
-	}
-	ctx, _, end := rc.begin(t.runsCtx)
-	defer end()
-	timer := t.r.clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

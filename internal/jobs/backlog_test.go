@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/testenv"
 )
@@ -40,20 +38,9 @@ func TestRunner_BacklogSkipSaysWhy(t *testing.T) {
 	exec := &countingExec{}
 	led := &claimlessLedger{fakeLedger: newFakeLedger()}
 	clock := newFakeClock(t0.Add(30 * time.Second))
-	r, err := New([]Spec{spec(t, "job", exec, nil)}, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
+	r := mustNew(t, []Spec{spec(t, "job", exec, nil)}, Options{Node: "n1", Ledger: led, Clock: clock,
 		ClaimAhead: -1}) // slots claimed as they fire: the backlog's claims are the loop's own
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	defer leadAsync(t, r, token).stopped()
 	led.down.Store(true)
 	for range 3 { // 12:01, 12:02, 12:03 fire while the store is down
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() == 1 })
@@ -82,20 +69,8 @@ func TestRunner_BacklogFiresWhenTheStoreIsBack(t *testing.T) {
 	led := &claimlessLedger{fakeLedger: newFakeLedger()}
 	clock := newFakeClock(t0.Add(500 * time.Millisecond))
 	every2s := func(s *Spec) { s.Schedule = mustSchedule(t, "@every 2s") }
-	r, err := New([]Spec{spec(t, "job", exec, every2s)}, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
-		ClaimAhead: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	r := mustNew(t, []Spec{spec(t, "job", exec, every2s)}, Options{Node: "n1", Ledger: led, Clock: clock, ClaimAhead: -1})
+	defer leadAsync(t, r, token).stopped()
 	led.down.Store(true)
 	// 12:00:02, :04 and :06 fire while the store is down, and their claims are retried, further
 	// apart each time.
@@ -144,20 +119,9 @@ func TestRunner_SkipRecordsAreRetried(t *testing.T) {
 	b := newBlocker()
 	led := &storelessLedger{&claimlessLedger{fakeLedger: newFakeLedger()}}
 	clock := newFakeClock(t0.Add(30 * time.Second))
-	r, err := New([]Spec{spec(t, "job", b, nil)}, Options{Node: "n1", Ledger: led, Clock: clock, Logger: zaptest.NewLogger(t),
+	r := mustNew(t, []Spec{spec(t, "job", b, nil)}, Options{Node: "n1", Ledger: led, Clock: clock,
 		ClaimAhead: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- r.Lead(ctx, token) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	defer leadAsync(t, r, token).stopped()
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "idle loop", func() bool { return clock.Pending() >= 1 })
 	clock.Advance(30 * time.Second) // 12:01 fires and runs until released
 	<-b.started

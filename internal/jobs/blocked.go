@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,22 +14,20 @@ import (
 )
 
 // A refusal by the store is not always a newer leader. Tokens are etcd revisions, so a fence
-// above the token of a leader whose term etcd still confirms cannot come from a newer term: either
-// etcd's revisions went backwards (a restore without --bump-revision), or something outside the
-// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping down
-// would only stop them too, on every replica, term after term. When the store refuses one job's
-// write, the term asks etcd (Options.Confirm); if the term holds, only that job is blocked: it
-// stops firing, its slots are not recorded (the store refuses every write of the job with this
-// token, which is what blocked means; a later takeover's catch-up sees them as any slots without
-// a run), and its fence is raised again at each of its slots, at least every blockedRetry, so that
-// once an operator has reset the fence the job runs again by itself. When etcd does not confirm
-// the term, or cannot be asked, the term ends as before.
+// above the token of a term etcd still confirms cannot come from a newer term: either etcd's
+// revisions went backwards (a restore without --bump-revision), or something outside the
+// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping
+// down would only stop them too, on every replica, term after term. So a refusal is confirmed
+// with etcd (Options.Confirm); if the term holds, only that job is blocked: it stops firing, its
+// slots are not recorded (the store refuses them), and its fence is raised again at each of its
+// slots, at least every blockedRetry, so that it runs again by itself once its fence is reset.
 
-// blockedRetry is the longest a blocked job waits before its fence is raised again.
-const blockedRetry = 30 * time.Second
-
-// minBlockedRetry keeps a job with slots every few milliseconds from raising its fence as often.
-const minBlockedRetry = time.Second
+// How often a blocked job's fence is raised again: at its slots, but at least every blockedRetry
+// and at most every minBlockedRetry.
+const (
+	blockedRetry    = 30 * time.Second
+	minBlockedRetry = time.Second
+)
 
 // Block is a job the leader does not run because the store refuses its token for that job while
 // etcd confirms the term.
@@ -77,15 +76,7 @@ func (r *Runner) Blocked() []Block {
 	for _, b := range r.blocked {
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b Block) int {
-		switch {
-		case a.Job < b.Job:
-			return -1
-		case a.Job > b.Job:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Block) int { return cmp.Compare(a.Job, b.Job) })
 	return out
 }
 
@@ -105,6 +96,17 @@ func (r *Runner) setBlocked(b Block, on bool) {
 	}
 }
 
+// blockState is what the loop knows of a job blocked in this tenure.
+type blockState struct {
+	blocked bool      // the store refuses the term's token for this job alone
+	retryAt time.Time // when the job's fence is raised again
+	fence   int64     // the job's fence, as the store last reported it
+	held    bool      // blocked because a transaction with an older token holds its fence
+	raising bool      // a raise of the job's fence is in flight
+	reason  string    // why the job is blocked, as Block.Reason
+	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
+}
+
 // refusedJob returns the job a refusal names, else fallback, and the fence it reports.
 func refusedJob(err error, fallback string) (string, int64) {
 	var fe *scheduler.FenceError
@@ -117,7 +119,7 @@ func refusedJob(err error, fallback string) (string, int64) {
 // refused settles a write the store refused for a job: nil when the job is now blocked and the
 // term goes on, else the error that ends the term. fallback names the job when the error does
 // not.
-func (t *term) refused(ctx context.Context, fallback string, err error) error {
+func (t *tenure) refused(ctx context.Context, fallback string, err error) error {
 	job, fence := refusedJob(err, fallback)
 	js := t.jobs[job]
 	if js == nil || t.r.opts.Confirm == nil || t.ended {
@@ -134,49 +136,35 @@ func (t *term) refused(ctx context.Context, fallback string, err error) error {
 			zap.Int64("fence", fence), zap.NamedError("refusal", err), zap.Error(cerr))
 		return t.fenced(job, err)
 	}
-	t.block(js, fence, err)
+	t.block(js, fence, false, err)
 	return nil
 }
 
-// block stops firing js in this term: its slots are dropped from the queues, and its fence is
-// raised again at its next slot.
-func (t *term) block(js *jobState, fence int64, err error) {
+// block stops firing js in this tenure: its slots are dropped from the queues, and its fence is
+// raised again at its next slot. held: the raise of its fence gave up waiting for a transaction
+// with an older token; else its fence is above the token (fence; 0 when the store did not say).
+func (t *tenure) block(js *jobState, fence int64, held bool, err error) {
 	now := t.r.clock.Now()
 	if !js.blocked {
 		js.blocked = true
 		t.blocked = append(t.blocked, js)
 	}
-	js.fence, js.held = fence, false
+	js.fence, js.held = fence, held
 	js.entry, js.queue = nil, nil
 	js.retryAt = t.nextRaise(js, now)
-	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Reason: BlockReason(js.spec.Name, t.token, fence)}
-	js.reason = b.Reason
-	t.r.setBlocked(b, true)
-	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Int64("fence", fence), zap.String("reason", b.Reason),
-		zap.Time("retry_at", js.retryAt), zap.Error(err))
-}
-
-// hold stops firing js in this term because the raise of its fence gave up waiting for a
-// transaction with an older token (err); its fence is raised again at its next slot.
-func (t *term) hold(js *jobState, err error) {
-	now := t.r.clock.Now()
-	if !js.blocked {
-		js.blocked = true
-		t.blocked = append(t.blocked, js)
+	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Held: held, Reason: BlockReason(js.spec.Name, t.token, fence)}
+	if held {
+		b.Reason = HeldReason(js.spec.Name, t.token)
 	}
-	js.fence, js.held = 0, true
-	js.entry, js.queue = nil, nil
-	js.retryAt = t.nextRaise(js, now)
-	b := Block{Job: js.spec.Name, Token: t.token, Since: now, Reason: HeldReason(js.spec.Name, t.token), Held: true}
 	js.reason = b.Reason
 	t.r.setBlocked(b, true)
-	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Bool("held", true), zap.String("reason", b.Reason),
+	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Int64("fence", fence), zap.Bool("held", held), zap.String("reason", b.Reason),
 		zap.Time("retry_at", js.retryAt), zap.Error(err))
 }
 
 // nextRaise is when a blocked job's fence is raised again: at its next slot, within
 // blockedRetry.
-func (t *term) nextRaise(js *jobState, now time.Time) time.Time {
+func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 	at := now.Add(blockedRetry)
 	if js.spec.Enabled {
 		if sl := js.spec.Schedule.Next(now); !sl.At.IsZero() {
@@ -188,8 +176,15 @@ func (t *term) nextRaise(js *jobState, now time.Time) time.Time {
 	return maxTime(at, now.Add(minBlockedRetry))
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // blockedWake is the earliest time a blocked job's fence is to be raised again; zero: none.
-func (t *term) blockedWake() time.Time {
+func (t *tenure) blockedWake() time.Time {
 	var at time.Time
 	for _, js := range t.blocked {
 		if js.raising {
@@ -206,7 +201,7 @@ func (t *term) blockedWake() time.Time {
 // its own (a held fence makes the raise wait up to its lock timeout, which must not hold up the
 // loop); a job whose fence is reset (or no longer above the token) is unblocked and scheduled
 // again when the answer comes.
-func (t *term) retryBlocked(ctx context.Context, now time.Time) {
+func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 	for _, js := range slices.Clone(t.blocked) {
 		if js.raising || js.retryAt.After(now) {
 			continue
@@ -223,7 +218,7 @@ func (t *term) retryBlocked(ctx context.Context, now time.Time) {
 }
 
 // raised settles the raise of a blocked job's fence that retryBlocked started.
-func (t *term) raised(js *jobState, err error) {
+func (t *tenure) raised(js *jobState, err error) {
 	js.raising = false
 	if !js.blocked || t.ended {
 		return
@@ -236,40 +231,32 @@ func (t *term) raised(js *jobState, err error) {
 		if js.catchUp {
 			js.catchUp = false
 			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, scheduler.ErrFenced) {
-				select {
-				case t.fence <- cerr:
-				default:
-				}
+				t.end(cerr)
 				return
 			} else if cerr != nil {
 				t.lg.Error("catch-up of an unblocked job", zap.String("job", js.spec.Name), zap.Error(cerr))
 			}
 		}
 		t.schedule(js, now)
-	case errors.Is(err, scheduler.ErrFenced):
-		if js.held {
-			// The transaction ended, and the fence is now above the token.
-			_, fence := refusedJob(err, js.spec.Name)
-			t.block(js, fence, err)
-			return
-		}
-		js.retryAt = t.nextRaise(js, now)
-		t.lg.Debug("job still blocked", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
-	case errors.Is(err, scheduler.ErrFenceHeld):
-		if !js.held {
-			t.hold(js, err)
-			return
-		}
-		js.retryAt = t.nextRaise(js, now)
-		t.lg.Debug("job still blocked: its fence is held", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+	case errors.Is(err, scheduler.ErrFenced) && js.held:
+		// The transaction ended, and the fence is now above the token.
+		_, fence := refusedJob(err, js.spec.Name)
+		t.block(js, fence, false, err)
+	case errors.Is(err, scheduler.ErrFenceHeld) && !js.held:
+		t.block(js, 0, true, err)
 	default:
 		js.retryAt = t.nextRaise(js, now)
-		t.lg.Warn("raise the fence of a blocked job", zap.String("job", js.spec.Name), zap.Time("retry_at", js.retryAt), zap.Error(err))
+		fields := []zap.Field{zap.String("job", js.spec.Name), zap.Bool("held", js.held), zap.Time("retry_at", js.retryAt), zap.Error(err)}
+		if errors.Is(err, scheduler.ErrFenced) || errors.Is(err, scheduler.ErrFenceHeld) {
+			t.lg.Debug("job still blocked", fields...)
+		} else {
+			t.lg.Warn("raise the fence of a blocked job", fields...)
+		}
 	}
 }
 
 // unblock forgets that js is blocked.
-func (t *term) unblock(js *jobState) {
+func (t *tenure) unblock(js *jobState) {
 	if !js.blocked {
 		return
 	}
@@ -279,32 +266,49 @@ func (t *term) unblock(js *jobState) {
 }
 
 // unblockAll forgets every block when the term ends: the next term raises the fences again.
-func (t *term) unblockAll() {
+func (t *tenure) unblockAll() {
 	for _, js := range slices.Clone(t.blocked) {
 		t.unblock(js)
 	}
 }
 
 // isBlocked reports whether job is blocked in this term.
-func (t *term) isBlocked(job string) bool {
+func (t *tenure) isBlocked(job string) bool {
 	js := t.jobs[job]
 	return js != nil && js.blocked
 }
 
-// withoutBlocked returns the slots of jobs not blocked.
-func (t *term) withoutBlocked(slots []scheduler.SlotKey) []scheduler.SlotKey {
-	return slices.DeleteFunc(slices.Clone(slots), func(s scheduler.SlotKey) bool { return t.isBlocked(s.Job) })
+// withoutRefused settles a write of a batch that the store refused (err) for one of its jobs.
+// When the refusal blocks that job and the tenure goes on, write is called again with the items
+// of the jobs not blocked, until it is not refused. It returns the items last written and that
+// write's error (nil, or a failure other than the fence), or end, the error that ends the
+// tenure. An err that is not a refusal is returned with items as they are.
+func withoutRefused[T any](ctx context.Context, t *tenure, items []T, jobOf func(T) string, err error, write func([]T) error) (rest []T, werr, end error) {
+	for errors.Is(err, scheduler.ErrFenced) {
+		if end := t.refused(ctx, batchJob(items, jobOf), err); end != nil {
+			return items, err, end
+		}
+		rest := slices.DeleteFunc(slices.Clone(items), func(x T) bool { return t.isBlocked(jobOf(x)) })
+		if len(rest) == len(items) {
+			return items, err, t.fenced(jobOf(items[0]), err)
+		}
+		if items = rest; len(items) == 0 {
+			return nil, nil, nil
+		}
+		err = write(items)
+	}
+	return items, err, nil
 }
 
-// batchJob names the job of a batch whose slots all belong to one; else "".
-func batchJob(slots []scheduler.SlotKey) string {
-	if len(slots) == 0 {
+// batchJob names the job of a batch whose items all belong to one; else "".
+func batchJob[T any](items []T, jobOf func(T) string) string {
+	if len(items) == 0 {
 		return ""
 	}
-	for _, s := range slots[1:] {
-		if s.Job != slots[0].Job {
+	for _, x := range items[1:] {
+		if jobOf(x) != jobOf(items[0]) {
 			return ""
 		}
 	}
-	return slots[0].Job
+	return jobOf(items[0])
 }

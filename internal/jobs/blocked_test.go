@@ -54,10 +54,7 @@ func newBlockHarnessWith(t *testing.T, now time.Time, confirm error, mod func(*O
 	if mod != nil {
 		mod(&opts)
 	}
-	r, err := New(table, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, table, opts)
 	bh.runner = r
 	return bh
 }
@@ -71,11 +68,8 @@ func (bh *blockHarness) hooks() string {
 // running reports that Lead has not returned.
 func (bh *blockHarness) running() {
 	bh.t.Helper()
-	select {
-	case err := <-bh.result:
-		bh.cancel = nil
+	if over, err := bh.term.returned(); over {
 		bh.t.Fatalf("Lead returned %v: a fence above a confirmed term's token must block one job, not end the term", err)
-	default:
 	}
 }
 
@@ -149,14 +143,8 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 		h.ledger.raise("x", token+1) // a newer leader
 		h.advance(time.Minute, 1)
-		select {
-		case err := <-h.result:
-			h.cancel = nil
-			if !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("Lead=%v, want ErrFenced", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Lead did not step down when etcd did not confirm the term")
+		if err := h.term.ended("Lead did not step down when etcd did not confirm the term"); !errors.Is(err, scheduler.ErrFenced) {
+			t.Fatalf("Lead=%v, want ErrFenced", err)
 		}
 		if h.confirms.Load() == 0 {
 			t.Fatal("the runner did not ask etcd before stepping down")
@@ -243,14 +231,8 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 		h := newHarness(t, t0.Add(30*time.Second), spec(t, "x", execFunc(succeed), nil))
 		h.ledger.raise("x", outsideFence)
 		h.lead(token)
-		select {
-		case err := <-h.result:
-			h.cancel = nil
-			if !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("Lead=%v, want ErrFenced", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Lead did not step down")
+		if err := h.term.ended("Lead did not step down"); !errors.Is(err, scheduler.ErrFenced) {
+			t.Fatalf("Lead=%v, want ErrFenced", err)
 		}
 	})
 }
@@ -283,11 +265,8 @@ func TestRunner_ReceiverRefusalEndsOnlyTheRun(t *testing.T) {
 	if rows[0].Attempt != 1 || rows[0].Token != token || !rows[0].ScheduledAt.Equal(first.Slot) {
 		t.Fatalf("long rows=%+v, want one success at attempt 1 with token %d", rows, token)
 	}
-	select {
-	case err := <-h.result:
-		h.cancel = nil
+	if over, err := h.term.returned(); over {
 		t.Fatalf("Lead returned %v: a receiver's refusal must not end the term", err)
-	default:
 	}
 	if err := h.stop(); err != nil {
 		t.Fatalf("Lead=%v, want nil", err)

@@ -1,35 +1,13 @@
 package jobs
 
-import "time"
+import "scheduler/internal/jobs/internal/clock"
 
 // Clock is the runner's source of time, injected so that schedules, retries, timeouts and
 // catch-up can be tested exactly and without sleeping.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-	// AfterFunc calls f in its own goroutine after d, unless the timer is stopped first.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+type Clock = clock.Clock
 
 // Timer is a one-shot timer of a Clock.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
+type Timer = clock.Timer
 
 // RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// NewTimer returns a time.Timer.
-func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
-
-// AfterFunc returns time.AfterFunc(d, f).
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }
-
-type realTimer struct{ t *time.Timer }
-
-func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool          { return r.t.Stop() }
+type RealClock = clock.Real

@@ -13,10 +13,10 @@ import (
 // SetTable.
 
 // drain stops firing; idle is closed once no run is left.
-func (t *term) drain(idle chan struct{}) {
+func (t *tenure) drain(idle chan struct{}) {
 	t.draining = true
-	t.heap = t.heap[:0]
-	t.queue.reset()
+	t.heap.Reset()
+	t.queue.Reset()
 	t.pendingClaims = nil
 	for _, js := range t.jobs {
 		js.entry, js.queue = nil, nil
@@ -30,7 +30,7 @@ func (t *term) drain(idle chan struct{}) {
 }
 
 // trigger starts the manual run of job at slot at.
-func (t *term) trigger(job string, at time.Time) error {
+func (t *tenure) trigger(job string, at time.Time) error {
 	js := t.jobs[job]
 	if js == nil || js.removed {
 		return fmt.Errorf("trigger %q: no such job", job)
@@ -47,7 +47,7 @@ func (t *term) trigger(job string, at time.Time) error {
 }
 
 // reload applies a new table: new jobs get their fences raised, changed ones new timers.
-func (t *term) reload(specs []*Spec) {
+func (t *tenure) reload(specs []*Spec) {
 	now := t.r.clock.Now()
 	var added []string
 	keep := map[string]bool{}

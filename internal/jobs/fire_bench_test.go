@@ -150,11 +150,11 @@ func (r *Runner) claimedAhead() int {
 	got := make(chan int, 1)
 	if !t.send(func() {
 		k := 0
-		if len(t.heap) == 0 && t.runs == 0 {
+		if t.heap.Len() == 0 && t.runs == 0 {
 			k = -1
 		}
-		for _, it := range t.heap {
-			if it.e.claim == claimDone {
+		for e := range t.heap.All() {
+			if e.claim == claimDone {
 				k++
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/outcomes"
 	"scheduler/internal/testenv"
 )
 
@@ -99,117 +100,95 @@ func newOutcomeHarnessWith(t *testing.T, batched bool, mod func(*Options)) *outc
 	if mod != nil {
 		mod(&opts)
 	}
-	r, err := New([]Spec{spec(t, "job", exec, nil)}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, []Spec{spec(t, "job", exec, nil)}, opts)
 	h.runner = r
 	return h
 }
 
+// bothWrites runs f as the subtests Single and Batched: a lone outcome is written with
+// Complete, several with CompleteMany.
+func bothWrites(t *testing.T, f func(t *testing.T, batched bool)) {
+	for _, batched := range []bool{false, true} {
+		name := "Single"
+		if batched {
+			name = "Batched"
+		}
+		t.Run(name, func(t *testing.T) { f(t, batched) })
+	}
+}
+
 // lead starts a term; the returned function ends it and returns what Lead returned.
 func (h *outcomeHarness) lead(tok int64) func() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- h.runner.Lead(ctx, tok) }()
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-result:
-			return err
-		case <-time.After(10 * time.Second):
-			h.t.Fatal("Lead did not return after its context ended")
-			return nil
-		}
-	}
-	h.t.Cleanup(func() { _ = stop() })
-	return stop
+	return leadAsync(h.t, h.runner, tok).stop
 }
 
 func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		name := "Single"
-		if batched {
-			name = "Batched"
+	bothWrites(t, func(t *testing.T, batched bool) {
+		const failures = 3
+		h := newOutcomeHarness(t, batched)
+		h.ledger.failing.Store(failures)
+		h.lead(token)
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
+		h.clock.Advance(time.Minute) // 12:01 fires
+		for i := range failures {
+			// The loop's timer (the next claim) and the outcome's backoff.
+			testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
+			h.clock.Advance(outcomes.MaxRetryDelay)
 		}
-		t.Run(name, func(t *testing.T) {
-			const failures = 3
-			h := newOutcomeHarness(t, batched)
-			h.ledger.failing.Store(failures)
-			h.lead(token)
-			testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
-			h.clock.Advance(time.Minute) // 12:01 fires
-			for i := range failures {
-				// The loop's timer (the next claim) and the outcome's backoff.
-				testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == int32(i+1) && h.clock.Pending() == 2 })
-				h.clock.Advance(maxOutcomeRetryDelay)
-			}
-			rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
-			if n := h.runs.Load(); n != 1 {
-				t.Fatalf("executions=%d, want 1", n)
-			}
-			if len(rows) != 1 || rows[0].Attempt != 1 || rows[0].Token != token {
-				t.Fatalf("rows=%+v, want one run succeeded, attempt 1, token %d", rows, token)
-			}
-			if n := h.ledger.completes.Load(); n != failures+1 {
-				t.Fatalf("outcome writes=%d, want %d", n, failures+1)
-			}
-		})
-	}
+		rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+		if n := h.runs.Load(); n != 1 {
+			t.Fatalf("executions=%d, want 1", n)
+		}
+		if len(rows) != 1 || rows[0].Attempt != 1 || rows[0].Token != token {
+			t.Fatalf("rows=%+v, want one run succeeded, attempt 1, token %d", rows, token)
+		}
+		if n := h.ledger.completes.Load(); n != failures+1 {
+			t.Fatalf("outcome writes=%d, want %d", n, failures+1)
+		}
+	})
 }
 
 func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
-	for _, batched := range []bool{false, true} {
-		name := "Single"
-		if batched {
-			name = "Batched"
+	bothWrites(t, func(t *testing.T, batched bool) {
+		h := newOutcomeHarness(t, batched)
+		h.ledger.down.Store(true)
+		stop := h.lead(token)
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
+		h.clock.Advance(time.Minute) // 12:01 fires
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+		if err := stop(); err != nil {
+			t.Fatalf("Lead=%v", err)
 		}
-		t.Run(name, func(t *testing.T) {
-			h := newOutcomeHarness(t, batched)
-			h.ledger.down.Store(true)
-			stop := h.lead(token)
-			testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
-			h.clock.Advance(time.Minute) // 12:01 fires
-			testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
-			if err := stop(); err != nil {
-				t.Fatalf("Lead=%v", err)
+		rows := h.ledger.snapshot("job")
+		if len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
+			t.Fatalf("rows=%+v, want the run left running", rows)
+		}
+		lost := h.logs.FilterMessageSnippet("the next leader runs the slot again").All()
+		if len(lost) != 1 || lost[0].Level != zapcore.WarnLevel {
+			t.Fatalf("lost-outcome lines=%+v, want one warning", lost)
+		}
+		fields := lost[0].ContextMap()
+		for _, k := range []string{"job", "slot", "run_id", "attempt", "token"} {
+			if _, ok := fields[k]; !ok {
+				t.Errorf("the lost-outcome line has no %q: %v", k, fields)
 			}
-			rows := h.ledger.snapshot("job")
-			if len(rows) != 1 || rows[0].Status != scheduler.StatusRunning {
-				t.Fatalf("rows=%+v, want the run left running", rows)
-			}
-			lost := h.logs.FilterMessageSnippet("the next leader runs the slot again").All()
-			if len(lost) != 1 || lost[0].Level != zapcore.WarnLevel {
-				t.Fatalf("lost-outcome lines=%+v, want one warning", lost)
-			}
-			fields := lost[0].ContextMap()
-			for _, k := range []string{"job", "slot", "run_id", "attempt", "token"} {
-				if _, ok := fields[k]; !ok {
-					t.Errorf("the lost-outcome line has no %q: %v", k, fields)
-				}
-			}
-			if fields["run_id"] != rows[0].RunID || fields["token"] != token || fields["attempt"] != int64(1) {
-				t.Errorf("fields=%v, want run %d, token %d, attempt 1", fields, rows[0].RunID, token)
-			}
+		}
+		if fields["run_id"] != rows[0].RunID || fields["token"] != token || fields["attempt"] != int64(1) {
+			t.Errorf("fields=%v, want run %d, token %d, attempt 1", fields, rows[0].RunID, token)
+		}
 
-			// This runner leads again once the store is back: it writes the outcome it kept
-			// and does not run the slot again.
-			h.ledger.down.Store(false)
-			h.lead(token + 1)
-			rows = waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
-			if n := h.runs.Load(); n != 1 {
-				t.Fatalf("executions=%d, want 1: a run whose executor returned was run again", n)
-			}
-			if rows[0].Attempt != 1 || rows[0].Completion.Output != "ran" {
-				t.Fatalf("rows=%+v, want the kept outcome, attempt 1", rows)
-			}
-		})
-	}
+		// This runner leads again once the store is back: it writes the outcome it kept
+		// and does not run the slot again.
+		h.ledger.down.Store(false)
+		h.lead(token + 1)
+		rows = waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+		if n := h.runs.Load(); n != 1 {
+			t.Fatalf("executions=%d, want 1: a run whose executor returned was run again", n)
+		}
+		if rows[0].Attempt != 1 || rows[0].Completion.Output != "ran" {
+			t.Fatalf("rows=%+v, want the kept outcome, attempt 1", rows)
+		}
+	})
 }
 
 // TestRunner_KeptOutcomeOfABlockedJob: a runner that kept a run's outcome (its term ended before
@@ -233,9 +212,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 	h.ledger.raise("job", outsideFence)
 	h.lead(token + 1)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "job blocked", func() bool { return len(h.runner.Blocked()) == 1 })
-	h.runner.mu.Lock()
-	kept := len(h.runner.unwritten)
-	h.runner.mu.Unlock()
+	kept := h.runner.unwritten.Len()
 	if kept != 1 {
 		t.Fatalf("kept outcomes=%d while the job is blocked, want 1", kept)
 	}
@@ -273,7 +250,7 @@ func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	h.ledger.down.Store(false)
-	h.clock.Advance(maxOutcomeRetryDelay)
+	h.clock.Advance(outcomes.MaxRetryDelay)
 	<-drained
 	rows := h.ledger.snapshot("job")
 	if len(rows) != 1 || rows[0].Status != scheduler.StatusSucceeded || h.runs.Load() != 1 {

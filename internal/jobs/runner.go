@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/outcomes"
 )
 
 // ErrNotLeading is returned by Trigger when this replica does not lead.
@@ -34,8 +36,8 @@ type Options struct {
 	// writes (Attempt.Fencer) are bound to it. Required.
 	Ledger scheduler.Ledger
 	Clock  Clock // nil: RealClock
-	// Logger receives the runner's lines, which carry the job, slot, run id, attempt and token;
-	// the node is the process logger's to add, once for every line it writes.
+	// Logger receives the runner's lines, with job, slot, run id, attempt and token fields; the
+	// node is left to the process logger. nil: none.
 	Logger *zap.Logger
 	// Paused reports whether a job is paused cluster-wide; nil: never. A paused job's slots are
 	// recorded skipped.
@@ -45,10 +47,9 @@ type Options struct {
 	MaxBackoff time.Duration
 	// WriteTimeout bounds a ledger write made on behalf of one run. Default 30s.
 	WriteTimeout time.Duration
-	// ClaimAhead is how long before a slot fires the runner claims it in the ledger, in one
-	// batch with the other slots due by then, so that firing makes no round trip; a herd that
-	// takes longer than this to claim is claimed earlier (see preclaim.go). Default 1s;
-	// negative: each slot is claimed when it fires.
+	// ClaimAhead is how long before a slot fires the runner claims it in the ledger, so that
+	// firing makes no round trip; a herd is claimed earlier (claim.go). Default 1s; negative:
+	// each slot is claimed when it fires.
 	ClaimAhead time.Duration
 	// Confirm reports, by a linearizable read of etcd, whether the term with token still holds
 	// (nil: it does). When the store refuses one job's write and Confirm says the term holds, only
@@ -60,16 +61,8 @@ type Options struct {
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term
-// and returns when the term ends. Between terms the Runner holds only the table.
-//
-// A term is one goroutine, the firing loop, which owns the term's state; everything else
-// reaches it through messages. Each job has one pending slot at a time. It waits in the claim
-// queue until shortly before it fires (ClaimAhead), is then claimed in the ledger, fenced, in one
-// ClaimMany with the other slots due by then, and moves to the fire heap; when it fires the loop
-// only decides pause and overlap again and starts a goroutine (preclaim.go, fire.go). So a fire
-// makes no round trip to the store and costs O(log n) in the table size n. Runs that end
-// together have their outcomes written together, in CompleteMany batches (completer.go). A new
-// term first raises every fence and catches up on missed slots (takeover.go, catchup.go).
+// and returns when the term ends. Between terms the Runner holds only the table; during one, a
+// tenure (tenure.go) holds the term's state, owned by its firing loop.
 type Runner struct {
 	opts  Options
 	lg    *zap.Logger
@@ -77,11 +70,11 @@ type Runner struct {
 
 	mu      sync.Mutex
 	table   []*Spec
-	current *term // the term being led; nil while following
+	current *tenure // the term being led; nil while following
 	blocked map[string]Block
-	// unwritten holds, by run id, the outcomes of runs whose executors returned in a term that
-	// ended before the outcome was written (outcome.go).
-	unwritten map[int64]scheduler.Completion
+	// unwritten holds the outcomes of runs whose executors returned in a term that ended
+	// before the outcome was written (outcome.go).
+	unwritten outcomes.Kept
 }
 
 // New returns a Runner for table.
@@ -194,9 +187,9 @@ func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 
 // Drain is the first step of a graceful shutdown: the leader stops firing new slots and waits
 // for its running jobs, and for the writes of their outcomes, until ctx ends (the shutdown
-// grace), then cancels them and waits for them to stop. Cancelled runs stay running in the ledger, so the next leader takes them over
-// and finishes their slots. Leadership is kept until the caller ends the term. On a follower
-// Drain returns at once.
+// grace), then cancels them and waits for them to stop. Cancelled runs stay running in the
+// ledger, so the next leader takes them over and finishes their slots. Leadership is kept until
+// the caller ends the term. On a follower Drain returns at once.
 func (r *Runner) Drain(ctx context.Context) {
 	r.mu.Lock()
 	t := r.current
@@ -233,7 +226,7 @@ func (r *Runner) Lead(ctx context.Context, token int64) error {
 		r.mu.Unlock()
 		return errors.New("jobs: Lead called while already leading")
 	}
-	t := newTerm(r, token)
+	t := newTenure(r, token)
 	r.current = t
 	specs := r.table
 	r.mu.Unlock()

@@ -28,9 +28,7 @@ type harness struct {
 	ledger *fakeLedger
 	runner *Runner
 	paused atomic.Bool
-
-	cancel context.CancelFunc
-	result chan error
+	term   *leading
 }
 
 func mustSchedule(tb testing.TB, spec string) *schedule.Schedule {
@@ -52,41 +50,97 @@ func spec(tb testing.TB, name string, exec scheduler.Executor, mod func(*Spec)) 
 	return s
 }
 
+// mustNew returns New(table, opts), with the test's logger unless opts has one.
+func mustNew(tb testing.TB, table []Spec, opts Options) *Runner {
+	tb.Helper()
+	if opts.Logger == nil {
+		opts.Logger = zaptest.NewLogger(tb)
+	}
+	r, err := New(table, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 func newHarness(t *testing.T, now time.Time, table ...Spec) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: newFakeClock(now), ledger: newFakeLedger()}
-	r, err := New(table, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock, Logger: zaptest.NewLogger(t),
+	r := mustNew(t, table, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock,
 		Paused: func(string) bool { return h.paused.Load() }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.runner = r
 	return h
 }
 
 // lead starts a term in the background.
-func (h *harness) lead(tok int64) {
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	h.result = make(chan error, 1)
-	go func() { h.result <- h.runner.Lead(ctx, tok) }()
-	h.t.Cleanup(func() { h.stop() })
-}
+func (h *harness) lead(tok int64) { h.term = leadAsync(h.t, h.runner, tok) }
 
 // stop ends the term and returns what Lead returned.
 func (h *harness) stop() error {
-	if h.cancel == nil {
+	if h.term == nil {
 		return nil
 	}
-	h.cancel()
-	h.cancel = nil
+	return h.term.stop()
+}
+
+// leading is a term that Lead runs in the background.
+type leading struct {
+	tb     testing.TB
+	cancel context.CancelFunc
+	result chan error
+	err    error
+	over   bool // Lead returned, with err
+}
+
+// leadAsync runs r.Lead with tok in the background until stop, which the test's cleanup calls.
+func leadAsync(tb testing.TB, r *Runner, tok int64) *leading {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &leading{tb: tb, cancel: cancel, result: make(chan error, 1)}
+	go func() { l.result <- r.Lead(ctx, tok) }()
+	tb.Cleanup(func() { _ = l.stop() })
+	return l
+}
+
+// stop ends the term and returns what Lead returned.
+func (l *leading) stop() error {
+	l.cancel()
+	return l.ended("Lead did not return after its context ended")
+}
+
+// stopped is stop for a deferred call: Lead must return nil.
+func (l *leading) stopped() {
+	if err := l.stop(); err != nil {
+		l.tb.Errorf("Lead=%v", err)
+	}
+}
+
+// ended waits for Lead to return and returns what it returned; the test fails with msg if it
+// does not.
+func (l *leading) ended(msg string) error {
+	l.tb.Helper()
+	if l.over {
+		return l.err
+	}
 	select {
-	case err := <-h.result:
-		return err
+	case l.err = <-l.result:
+		l.over = true
+		return l.err
 	case <-time.After(10 * time.Second):
-		h.t.Fatal("Lead did not return after its context ended")
+		l.tb.Fatal(msg)
 		return nil
 	}
+}
+
+// returned reports whether Lead has returned, and what, without waiting.
+func (l *leading) returned() (bool, error) {
+	if !l.over {
+		select {
+		case l.err = <-l.result:
+			l.over = true
+		default:
+		}
+	}
+	return l.over, l.err
 }
 
 // advance waits until want timers are armed (the runner is idle), then moves the clock.
@@ -404,14 +458,8 @@ func TestRunner_StepsDownWhenFenced(t *testing.T) {
 	h.waitRows("job", "first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	h.ledger.raise("job", token+1) // a newer leader
 	h.advance(time.Minute, 1)
-	select {
-	case err := <-h.result:
-		h.cancel = nil
-		if !errors.Is(err, scheduler.ErrFenced) {
-			t.Fatalf("Lead=%v, want ErrFenced", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Lead did not step down after the store refused its token")
+	if err := h.term.ended("Lead did not step down after the store refused its token"); !errors.Is(err, scheduler.ErrFenced) {
+		t.Fatalf("Lead=%v, want ErrFenced", err)
 	}
 	if rows := h.rows("job"); len(rows) != 1 {
 		t.Fatalf("rows=%+v: the fenced claim must write nothing", rows)

@@ -12,11 +12,3 @@ func (r *Runner) scrub(c *scheduler.Completion) {
 	c.Output = r.opts.Scrub(c.Output)
 	c.Error = r.opts.Scrub(c.Error)
 }
-
-// scrubText passes s through Options.Scrub, for a log line that quotes what a job returned.
-func (r *Runner) scrubText(s string) string {
-	if r.opts.Scrub == nil {
-		return s
-	}
-	return r.opts.Scrub(s)
-}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler"
@@ -21,11 +20,8 @@ func TestRunner_ScrubsOutcome(t *testing.T) {
 		return "DSN=postgres://u:" + secret + "@db/app", scheduler.Permanent(errors.New("exit: saw " + secret))
 	})
 	h := &harness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: newFakeLedger()}
-	r, err := New([]Spec{spec(t, "leaky", exec, nil)}, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock,
-		Logger: zaptest.NewLogger(t), Scrub: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, []Spec{spec(t, "leaky", exec, nil)}, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock,
+		Scrub: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }})
 	h.runner = r
 	h.lead(token)
 	h.advance(time.Minute, 1)
@@ -46,11 +42,8 @@ func TestRunner_ScrubsRetryLog(t *testing.T) {
 	})
 	core, logs := observer.New(zap.InfoLevel)
 	h := &harness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: newFakeLedger()}
-	r, err := New([]Spec{spec(t, "leaky", exec, func(s *Spec) { s.Retries = 1 })}, Options{Node: "n1", Ledger: h.ledger,
+	r := mustNew(t, []Spec{spec(t, "leaky", exec, func(s *Spec) { s.Retries = 1 })}, Options{Node: "n1", Ledger: h.ledger,
 		Clock: h.clock, Logger: zap.New(core), Scrub: func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.runner = r
 	h.lead(token)
 	h.advance(time.Minute, 1)

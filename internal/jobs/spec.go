@@ -7,6 +7,8 @@ import (
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/catchup"
 	"scheduler/internal/schedule"
 )
 
@@ -22,14 +24,14 @@ const (
 )
 
 // Misfire says what a new leader does with slots that were due within the catch-up window but
-// never ran (or were left running by an older leader).
-type Misfire string
+// never ran (or were left running by an older leader); package catchup applies it.
+type Misfire = catchup.Misfire
 
 // The misfire policies.
 const (
-	MisfireSkip Misfire = "skip" // record them missed
-	MisfireOnce Misfire = "once" // run the latest, record the rest missed
-	MisfireAll  Misfire = "all"  // run them all, oldest first, one after another
+	MisfireSkip = catchup.MisfireSkip // record them missed
+	MisfireOnce = catchup.MisfireOnce // run the latest, record the rest missed
+	MisfireAll  = catchup.MisfireAll  // run them all, oldest first, one after another
 )
 
 // Spec is one job of the cron table, as the runner runs it.
@@ -52,9 +54,15 @@ func (s *Spec) fireAt(slot time.Time) time.Time {
 	return slot.Add(schedule.Jitter(s.Name, slot, s.Jitter))
 }
 
-// onSchedule reports whether at is one of the job's slots.
-func (s *Spec) onSchedule(at time.Time) bool {
-	return s.Schedule.Next(at.Add(-time.Nanosecond)).At.Equal(at)
+// attemptJob is what running the job's attempts reads of it.
+func (s *Spec) attemptJob() attempts.Job {
+	return attempts.Job{Name: s.Name, Executor: s.Executor, Timeout: s.Timeout, Retries: s.Retries,
+		RetryBackoff: s.RetryBackoff, Location: s.Schedule.Location()}
+}
+
+// catchupJob is what catch-up planning reads of the job.
+func (s *Spec) catchupJob() catchup.Job {
+	return catchup.Job{Name: s.Name, Schedule: s.Schedule, Misfire: s.Misfire, Window: s.Catchup, Jitter: s.Jitter, Enabled: s.Enabled}
 }
 
 // validate checks what the runner relies on; the configuration layer reports user errors.

@@ -1,25 +1,16 @@
 package jobs
 
 import (
-	"context"
-
 	"go.uber.org/zap"
 
 	"scheduler"
 )
 
-// claimSlotsAhead claims slots ahead of their fire time, leaving their runs not started, so that
-// the attempt count counts only attempts that started: a slot claimed ahead by a leader that
-// stopped before the slot fired is run by the next leader as attempt 1, not 2.
-func (t *term) claimSlotsAhead(ctx context.Context, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
-	return t.r.opts.Ledger.ClaimAheadMany(ctx, t.token, t.r.opts.Node, slots)
-}
-
 // markStarted records, off the loop and off the runs' start path, that the runs just launched
 // that were claimed ahead (attempt 0) have started. If the write does not land and the term
 // ends with such a run cut off, the next leader numbers its retry as attempt 1 again: the
 // count then misses that attempt, which the log shows.
-func (t *term) markStarted(launched []scheduler.Run) {
+func (t *tenure) markStarted(launched []scheduler.Run) {
 	if t.ended {
 		return
 	}

@@ -1,11 +1,8 @@
 package jobs
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
 
 	"scheduler"
 )
@@ -25,19 +22,8 @@ func TestRunner_StartedRunClaimedAheadIsAttemptTwoWhenTakenOver(t *testing.T) {
 	}
 
 	clock := newFakeClock(t0.Add(90 * time.Second))
-	next, err := New([]Spec{spec(t, "job", execFunc(succeed), nil)}, Options{Node: "n2", Ledger: h.ledger, Clock: clock, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	result := make(chan error, 1)
-	go func() { result <- next.Lead(ctx, token+1) }()
-	defer func() {
-		cancel()
-		if err := <-result; err != nil {
-			t.Errorf("Lead=%v", err)
-		}
-	}()
+	next := mustNew(t, []Spec{spec(t, "job", execFunc(succeed), nil)}, Options{Node: "n2", Ledger: h.ledger, Clock: clock})
+	defer leadAsync(t, next, token+1).stopped()
 	rows := h.waitRows("job", "takeover", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 	if rows[0].Attempt != 2 || rows[0].Token != token+1 {
 		t.Fatalf("rows=%+v, want the run taken over as attempt 2", rows)

@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/parallel"
 )
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
-func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
+func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
@@ -44,26 +45,16 @@ func (t *term) takeOver(ctx context.Context, specs []*Spec) error {
 
 // raiseUnblocked raises the fences of names; a job whose fence is above the token is blocked
 // (when etcd confirms the term) and the others are raised again without it.
-func (t *term) raiseUnblocked(ctx context.Context, names []string) error {
-	for {
-		err := t.raiseAll(ctx, names)
-		if errors.Is(err, scheduler.ErrFenceHeld) {
-			return t.raiseAround(ctx, names, err)
-		}
-		if !errors.Is(err, scheduler.ErrFenced) {
-			return err
-		}
-		if rerr := t.refused(ctx, "", err); rerr != nil {
-			return rerr
-		}
-		rest := slices.DeleteFunc(slices.Clone(names), t.isBlocked)
-		if len(rest) == len(names) {
-			return t.fenced("", err)
-		}
-		if names = rest; len(names) == 0 {
-			return nil
-		}
+func (t *tenure) raiseUnblocked(ctx context.Context, names []string) error {
+	raise := func(names []string) error { return t.raiseAll(ctx, names) }
+	names, err, end := withoutRefused(ctx, t, names, func(n string) string { return n }, raise(names), raise)
+	switch {
+	case end != nil:
+		return end
+	case errors.Is(err, scheduler.ErrFenceHeld):
+		return t.raiseAround(ctx, names, err)
 	}
+	return err
 }
 
 // heldParts is how many parts raiseAround splits a set of jobs into.
@@ -74,19 +65,15 @@ const heldParts = 8
 // again, until the jobs whose fences are held are found. Those are held back (blocked) and
 // raised again later; the others run. One open transaction on one job's fence, such as a job
 // role's fence_verify, must not stop every job.
-func (t *term) raiseAround(ctx context.Context, names []string, err error) error {
+func (t *tenure) raiseAround(ctx context.Context, names []string, err error) error {
 	if len(names) == 1 {
 		if js := t.jobs[names[0]]; js != nil && !t.ended {
-			t.hold(js, err)
+			t.block(js, 0, true, err)
 			return nil
 		}
 		return err
 	}
-	size := (len(names) + heldParts - 1) / heldParts
-	var parts [][]string
-	for lo := 0; lo < len(names); lo += size {
-		parts = append(parts, names[lo:min(lo+size, len(names))])
-	}
+	parts := slices.Collect(slices.Chunk(names, (len(names)+heldParts-1)/heldParts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, part := range parts {
@@ -116,144 +103,94 @@ const raiseParts = 4
 
 // raiseAll raises the fences of names to the term's token; a large table in parallel parts,
 // since each part waits mostly on round trips to the store.
-func (t *term) raiseAll(ctx context.Context, names []string) error {
+func (t *tenure) raiseAll(ctx context.Context, names []string) error {
 	if len(names) < 4*maxClaimBatch/10 {
 		return t.r.opts.Ledger.RaiseAll(ctx, names, t.token)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	size := (len(names) + raiseParts - 1) / raiseParts
-	for lo := 0; lo < len(names); lo += size {
-		part := names[lo:min(lo+size, len(names))]
+	for part := range slices.Chunk(names, (len(names)+raiseParts-1)/raiseParts) {
 		g.Go(func() error { return t.r.opts.Ledger.RaiseAll(gctx, part, t.token) })
 	}
 	return g.Wait()
 }
 
-// catchUp handles the slots due before now that no run finished: per job, planCatchup decides;
-// then the missed slots are recorded in one batch, orphans closed, and the runs to make
-// started (the first of each job at once, the rest queued behind it, in slot order).
-func (t *term) catchUp(ctx context.Context, specs []*Spec, now time.Time) error {
-	names := make([]string, len(specs))
-	var widest time.Duration
-	for i, s := range specs {
-		names[i] = s.Name
-		widest = max(widest, s.Catchup)
-	}
-	ledger := t.r.opts.Ledger
-	// The three reads are independent: they go in parallel.
-	var (
-		window, orphans []scheduler.Run
-		last            map[string]scheduler.Run
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		if window, err = ledger.Window(gctx, names, now.Add(-widest), now); err != nil {
-			return t.takeoverErr("read the ledger window", err)
-		}
-		return nil
-	})
-	g.Go(func() (err error) {
-		if last, err = ledger.Last(gctx, names...); err != nil {
-			return t.takeoverErr("read the last runs", err)
-		}
-		return nil
-	})
-	g.Go(func() (err error) {
-		if orphans, err = ledger.Orphans(gctx, names...); err != nil {
-			return t.takeoverErr("read orphaned runs", err)
-		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
+// reclaimAll takes over runs older leaders left running, and runs them again: in batches of
+// ReclaimMany, maxClaimsInFlight at once, each part's runs launched as soon as it is taken over
+// (the runs' executors start as the batches land, not after the last one). Their runs are
+// launched here, on the loop goroutine.
+func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error {
+	orphans, written := t.takeUnwritten(orphans)
+	if err := t.closeRuns(ctx, written); err != nil {
 		return err
 	}
-	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
-	// again: their saved outcomes must stay saved, not be written against a refusing fence.
-	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) })
-	// Runs of an earlier term of this process whose executors returned are finished with their
-	// outcomes, never run again.
-	orphans, closes := t.takeUnwritten(orphans)
-	windowOf := map[string][]scheduler.Run{}
-	for _, r := range window {
-		windowOf[r.Job] = append(windowOf[r.Job], r)
-	}
-	orphansOf := map[string][]scheduler.Run{}
-	for _, r := range orphans {
-		orphansOf[r.Job] = append(orphansOf[r.Job], r)
-	}
-
-	var (
-		missed []scheduler.Outcome
-		first  []pending
-	)
-	for _, s := range specs {
-		if t.isBlocked(s.Name) {
-			continue
-		}
-		var lastRun *scheduler.Run
-		if r, ok := last[s.Name]; ok {
-			lastRun = &r
-		}
-		plan, err := planCatchup(s, now, windowOf[s.Name], orphansOf[s.Name], lastRun)
-		if err != nil {
-			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
-			continue
-		}
-		missed = append(missed, plan.missed...)
-		for _, o := range plan.ahead {
-			t.jobs[s.Name].orphanAhead(o)
-		}
-		closes = append(closes, plan.close...)
-		if len(plan.run) == 0 {
-			continue
-		}
-		if t.r.opts.Paused != nil && t.r.opts.Paused(s.Name) {
-			for _, p := range plan.run {
-				if p.orphan != nil {
-					closes = append(closes, orphanNotRun(*p.orphan, scheduler.StatusSkipped, reasonPaused))
-				} else {
-					missed = append(missed, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: "paused"})
-				}
-			}
-			continue
-		}
-		for _, p := range plan.run {
-			t.lg.Info("catch-up run", zap.String("job", s.Name), zap.Time("slot", p.slot.At), zap.Bool("orphan", p.orphan != nil))
-			if h := t.r.opts.Hooks.CatchupRun; h != nil {
-				h(s.Name)
+	if len(orphans) <= 1 {
+		for _, o := range orphans {
+			if err := t.reclaim(ctx, o); err != nil {
+				return err
 			}
 		}
-		first = append(first, plan.run[0])
-		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, plan.run[1:]...)
+		return nil
 	}
-	// Closing orphans, recording missed slots and claiming the runs touch different rows: the
-	// writes of the first two go on beside the claims, which launch runs and so stay on the loop
-	// goroutine, as does settling the answers (a refusal may block a job).
-	var (
-		w          sync.WaitGroup
-		closeErrs  []error
-		recordErrs []error
-	)
-	if len(closes) > 0 {
-		w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
-	}
-	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
-	err := t.start(ctx, first)
-	w.Wait()
-	if len(closes) > 0 {
-		if cerr := t.closed(ctx, closes, closeErrs); cerr != nil {
-			return cerr
+	runs := make([]scheduler.Run, len(orphans))
+	errs := make([]error, len(orphans))
+	return parallel.Batches(len(orphans), maxClaimBatch, maxClaimsInFlight, func(_, lo, hi int) {
+		part := orphans[lo:hi]
+		slots := make([]scheduler.SlotKey, len(part))
+		for i, o := range part {
+			slots[i] = o.Key()
 		}
-	}
-	if rerr := t.recorded(ctx, missed, recordErrs); rerr != nil {
-		return rerr
-	}
-	return err
+		got, err := t.r.opts.Ledger.ReclaimMany(ctx, t.token, t.r.opts.Node, slots)
+		if err == nil && len(got) != len(part) {
+			err = fmt.Errorf("the ledger answered %d takeovers for %d runs", len(got), len(part))
+		}
+		for i := range part {
+			switch {
+			case err != nil:
+				errs[lo+i] = err
+			case !got[i].Written:
+				errs[lo+i] = fmt.Errorf("run %d of job %q is no longer an orphan", part[i].RunID, part[i].Job)
+			default:
+				runs[lo+i] = got[i].Run
+			}
+		}
+	}, func(_, lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-func (t *term) takeoverErr(what string, err error) error {
-	if errors.Is(err, scheduler.ErrFenced) {
-		return t.fenced("", err)
+// reclaim takes over a run an older leader left running, and runs it again.
+func (t *tenure) reclaim(ctx context.Context, orphan scheduler.Run) error {
+	if _, written := t.takeUnwritten([]scheduler.Run{orphan}); len(written) > 0 {
+		return t.closeRuns(ctx, written)
 	}
-	return fmt.Errorf("catch-up: %s: %w", what, err)
+	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Key())
+	return t.reclaimed(orphan, run, err)
+}
+
+// reclaimed launches a run taken over, or reports why it could not be.
+func (t *tenure) reclaimed(orphan, run scheduler.Run, err error) error {
+	switch {
+	case errors.Is(err, scheduler.ErrFenced):
+		if job, _ := refusedJob(err, orphan.Job); job != orphan.Job {
+			// A batch refused for another job: once that job is blocked, this one is taken over
+			// on its own.
+			if rerr := t.refused(t.claimCtx, job, err); rerr != nil {
+				return rerr
+			}
+			return t.reclaim(t.claimCtx, orphan)
+		}
+		return t.refused(t.claimCtx, orphan.Job, err)
+	case err != nil:
+		t.lg.Warn("take over run", zap.String("job", orphan.Job), zap.Time("slot", orphan.ScheduledAt), zap.Int64("run_id", orphan.RunID), zap.Error(err))
+		return nil
+	}
+	t.lg.Info("run taken over", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
+		zap.Int64("old_token", orphan.Token), zap.Int("attempt", run.Attempt))
+	t.launch(nil, run)
+	return nil
 }

@@ -1,8 +1,11 @@
-// Package kinds holds the job kinds: what one attempt of a job does. Each kind checks its own
-// configuration when it is built and implements scheduler.Executor:
+// Package kinds holds the job kinds: what one attempt of a job does. Each kind has a
+// configuration type whose Check reports every Problem at its key (command[0], headers.X,
+// params.clients): the one check of that kind's settings, which the configuration check calls and
+// the kind's constructor calls again before it builds. Each kind implements scheduler.Executor:
 //
-//   - exec runs a command (no shell), in its own process group, as the configured user, with the
-//     run's identity in its environment and its output captured to a bounded excerpt;
+//   - exec runs a command (no shell), in its own process group, as the configured user and group
+//     (looked up here; UserSwitch says whether the process may switch), with the run's identity
+//     in its environment and its output captured to a bounded excerpt;
 //   - http sends one request carrying the run's identity and fencing token in its headers, and
 //     follows redirects only as its policy allows;
 //   - sql runs its statements as a whole in one transaction of the store fenced with the run's

@@ -1,17 +1,11 @@
 package kinds
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,10 +55,12 @@ type ExecConfig struct {
 	Environ []string
 	// OutputLimit is how many bytes of output are kept, head and tail. Default DefaultOutputLimit.
 	OutputLimit int
-	// Credential runs the program as another user and group, with the supplementary groups it
-	// lists (an empty list clears them). nil: the daemon's. Switching needs root or CAP_SETUID
-	// and CAP_SETGID, and stopping the job CAP_KILL; the caller checks that.
-	Credential *syscall.Credential
+	// User and Group run the program as another user and group, by name or numeric id. With
+	// User, the job gets the user's primary group (unless Group is set), its supplementary groups
+	// and its HOME, USER and LOGNAME; with Group alone, the daemon's supplementary groups are
+	// dropped. Empty: the daemon's. Switching needs root or CAP_SETUID and CAP_SETGID, and
+	// stopping the job CAP_KILL: see UserSwitch, which the caller checks.
+	User, Group string
 }
 
 // ExecJob runs a program, the exec job type.
@@ -102,23 +98,67 @@ type ExecJob struct {
 	cred  *syscall.Credential
 }
 
-// NewExec checks cfg and returns the job. Every problem is reported, joined.
-func NewExec(cfg ExecConfig) (*ExecJob, error) {
-	var errs []error
-	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
-		errs = append(errs, errors.New("command: a program is required"))
+// Check reports every problem of cfg, each at its key: the one check of an exec job's
+// settings. It looks the user and group up, but does not ask whether this process may switch
+// to them (UserSwitch).
+func (cfg ExecConfig) Check() []Problem {
+	var ps problems
+	switch {
+	case len(cfg.Command) == 0:
+		ps.add("command", "is required for an exec job: the argv list, e.g. [/usr/bin/backup, --full]")
+	case strings.TrimSpace(cfg.Command[0]) == "":
+		ps.add("command[0]", "must name the program to run")
 	}
 	for i, a := range cfg.Command {
 		if strings.IndexByte(a, 0) >= 0 {
-			errs = append(errs, fmt.Errorf("command[%d]: contains a NUL byte", i))
+			ps.add(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
 		}
 	}
-	env := map[string]string{}
+	for _, k := range sortedNames(cfg.Env) {
+		switch v := cfg.Env[k]; {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			ps.add("env", fmt.Sprintf("invalid variable name %q", k))
+		case isRunVariable(k):
+			ps.add("env."+k, "set by the scheduler for each run")
+		case strings.IndexByte(v, 0) >= 0:
+			ps.add("env."+k, "contains a NUL byte")
+		}
+	}
+	if cfg.User != "" {
+		if _, err := lookupUser(cfg.User); err != nil {
+			ps.add("user", err.Error())
+		}
+	}
+	if cfg.Group != "" {
+		if _, err := lookupGroup(cfg.Group); err != nil {
+			ps.add("group", err.Error())
+		}
+	}
+	if cfg.KillGrace < 0 {
+		ps.add("kill grace", fmt.Sprintf("must not be negative, got %s", cfg.KillGrace))
+	}
+	if cfg.OutputLimit < 0 {
+		ps.add("output limit", fmt.Sprintf("must not be negative, got %d", cfg.OutputLimit))
+	}
+	return ps
+}
+
+// NewExec checks cfg (Check) and returns the job. Every problem is reported, joined, each a
+// Problem.
+func NewExec(cfg ExecConfig) (*ExecJob, error) {
+	if err := refusal(cfg.Check()); err != nil {
+		return nil, err
+	}
+	id, err := resolveIdentity(cfg.User, cfg.Group)
+	if err != nil {
+		return nil, err
+	}
 	base := cfg.Environ
 	if base == nil {
 		base = os.Environ()
 	}
-	for _, kv := range base {
+	env := map[string]string{}
+	for _, kv := range id.environ(base) {
 		k, v, ok := strings.Cut(kv, "=")
 		if ok && inheritedVar(k) {
 			env[k] = v
@@ -127,27 +167,8 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 	if _, ok := env["PATH"]; !ok {
 		env["PATH"] = defaultPath
 	}
-	for _, k := range sortedNames(cfg.Env) {
-		v := cfg.Env[k]
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			errs = append(errs, fmt.Errorf("env: invalid variable name %q", k))
-		case isRunVariable(k):
-			errs = append(errs, fmt.Errorf("env.%s: set by the scheduler for each run", k))
-		case strings.IndexByte(v, 0) >= 0:
-			errs = append(errs, fmt.Errorf("env.%s: contains a NUL byte", k))
-		default:
-			env[k] = v
-		}
-	}
-	if cfg.KillGrace < 0 {
-		errs = append(errs, fmt.Errorf("kill grace: must not be negative, got %s", cfg.KillGrace))
-	}
-	if cfg.OutputLimit < 0 {
-		errs = append(errs, fmt.Errorf("output limit: must not be negative, got %d", cfg.OutputLimit))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	for k, v := range cfg.Env {
+		env[k] = v
 	}
 	j := &ExecJob{
 		argv:  append([]string(nil), cfg.Command...),
@@ -156,8 +177,8 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 		grace: cfg.KillGrace,
 		limit: cfg.OutputLimit,
 	}
-	if c := cfg.Credential; c != nil {
-		j.cred = &syscall.Credential{Uid: c.Uid, Gid: c.Gid, Groups: append([]uint32{}, c.Groups...)}
+	if id != nil {
+		j.cred = id.cred
 	}
 	if j.grace == 0 {
 		j.grace = DefaultKillGrace
@@ -243,182 +264,4 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		return output, fmt.Errorf("run %s: %w", name, waitErr)
 	}
 	return output, nil
-}
-
-// terminate ends process group pgid: SIGTERM, then SIGKILL once the grace has passed unless the
-// leader and every other member have ended, then a wait of at most killWait for the killed to go.
-// exited delivers the leader's Wait result; nil means the leader has been waited for already. It
-// returns the leader's Wait result.
-func (j *ExecJob) terminate(pgid int, exited <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	grace := time.NewTimer(j.grace)
-	defer grace.Stop()
-	var waitErr error
-	leaderDone := exited == nil
-	if !leaderDone {
-		select {
-		case waitErr = <-exited:
-			leaderDone = true
-		case <-grace.C:
-		}
-	}
-	if leaderDone && waitGroupGone(pgid, grace.C) {
-		return waitErr
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	if !leaderDone {
-		waitErr = <-exited
-	}
-	// SIGKILL takes effect when each process next runs; only one stuck in an uninterruptible
-	// wait (a hung network file system) outlasts killWait, and then nothing more can be done.
-	killed := time.NewTimer(killWait)
-	defer killed.Stop()
-	waitGroupGone(pgid, killed.C)
-	return waitErr
-}
-
-// waitGroupGone polls until no live process is left in group pgid (true) or deadline fires
-// (false). The members are not children of this process, so they cannot be waited for.
-func waitGroupGone(pgid int, deadline <-chan time.Time) bool {
-	interval := 5 * time.Millisecond
-	for groupAlive(pgid) {
-		poll := time.NewTimer(interval)
-		select {
-		case <-deadline:
-			poll.Stop()
-			return false
-		case <-poll.C:
-		}
-		interval = min(2*interval, 100*time.Millisecond)
-	}
-	return true
-}
-
-// groupAlive reports whether process group pgid has a member that has not exited. kill(-pgid, 0)
-// also succeeds for zombies, which linger where nothing reaps orphans, so on a "yes" the members
-// are looked up in /proc where it exists.
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	live, known := liveMembers(pgid)
-	return live || !known
-}
-
-// liveMembers scans /proc for a process of group pgid in a state other than zombie or dead.
-// known is false when /proc cannot be read.
-func liveMembers(pgid int) (live, known bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false, false
-	}
-	want := strconv.Itoa(pgid)
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// "pid (comm) state ppid pgrp ...": comm may hold anything, so split after its last ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
-			return true, true
-		}
-	}
-	return false, true
-}
-
-// environ is the job's environment for run.
-func (j *ExecJob) environ(run scheduler.Attempt) []string {
-	env := make([]string, 0, len(j.env)+5)
-	env = append(env, j.env...)
-	return append(env,
-		EnvFenceToken+"="+strconv.FormatInt(run.Token, 10),
-		EnvJob+"="+run.Job,
-		EnvScheduledAt+"="+run.Slot.Format(time.RFC3339),
-		EnvRunID+"="+run.RunID,
-		EnvAttempt+"="+strconv.Itoa(run.Attempt),
-	)
-}
-
-// lookPath finds the program in the job's PATH rather than the daemon's, as a shell started with
-// the job's environment would.
-func (j *ExecJob) lookPath() (string, error) {
-	name := j.argv[0]
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && j.dir != "" {
-			p = filepath.Join(j.dir, p)
-		}
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("program %s: %w", name, err)
-		}
-		return name, nil // relative to Dir: the child resolves it after its chdir
-	}
-	for _, d := range filepath.SplitList(j.path) {
-		if !filepath.IsAbs(d) {
-			continue // never run something from wherever the daemon happens to be
-		}
-		p := filepath.Join(d, name)
-		if checkExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("program %s: not found in PATH %s", name, j.path)
-}
-
-// checkExecutable reports why p cannot be run, or nil.
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return errors.New("is a directory")
-	case fi.Mode()&0o111 == 0:
-		return errors.New("not executable")
-	}
-	return nil
-}
-
-// permanentStartError reports whether starting failed for a reason a retry will meet again: a
-// missing or unexecutable program, interpreter or working directory. Other failures (out of
-// processes or memory) may pass.
-func permanentStartError(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.ENOTDIR)
-}
-
-// inheritedVar reports whether a job inherits the daemon's variable name.
-func inheritedVar(name string) bool {
-	switch name {
-	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR":
-		return true
-	}
-	return strings.HasPrefix(name, "LC_")
-}
-
-// isRunVariable reports whether name is one of the variables set for each run.
-func isRunVariable(name string) bool {
-	switch name {
-	case EnvFenceToken, EnvJob, EnvScheduledAt, EnvRunID, EnvAttempt:
-		return true
-	}
-	return false
-}
-
-// sortedNames returns the keys of m in order, so that problems and variables come out stably.
-func sortedNames(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

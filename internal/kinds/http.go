@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,50 +65,65 @@ type HTTPJob struct {
 	follow  bool
 }
 
-// NewHTTP checks cfg and returns the job, which sends its requests with client (its timeout and
-// transport apply; the redirect policy is the job's own). Every problem is reported, joined.
-func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
-	var errs []error
-	if client == nil {
-		errs = append(errs, errors.New("http client: required"))
-	}
+// Methods are the request methods an http job may use.
+var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// Check reports every problem of cfg, each at its key: the one check of an http job's settings.
+func (cfg HTTPConfig) Check() []Problem {
+	var ps problems
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case cfg.URL == "":
-		errs = append(errs, errors.New("url: required"))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("url: %w", err))
-	case u.Scheme != "http" && u.Scheme != "https":
-		errs = append(errs, fmt.Errorf("url: scheme must be http or https, got %q", u.Scheme))
-	case u.Host == "":
-		errs = append(errs, fmt.Errorf("url: no host in %q", u.Redacted()))
+		ps.add("url", "is required for an http job")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		ps.add("url", fmt.Sprintf("must be an absolute http:// or https:// URL, got %q", redacted(cfg.URL, u, err)))
 	}
-	method := strings.ToUpper(cfg.Method)
-	if method == "" {
-		method = http.MethodPost
+	if cfg.Method != "" && !slices.Contains(Methods, cfg.Method) {
+		ps.add("method", fmt.Sprintf("must be one of %s; got %q", strings.Join(Methods, ", "), cfg.Method))
 	}
-	if !isToken(method) {
-		errs = append(errs, fmt.Errorf("method: %q is not a method name", cfg.Method))
-	}
-	headers := http.Header{}
 	for _, k := range sortedNames(cfg.Headers) {
-		v := cfg.Headers[k]
-		switch {
+		switch v := cfg.Headers[k]; {
 		case !isToken(k):
-			errs = append(errs, fmt.Errorf("headers: invalid header name %q", k))
+			ps.add("headers", fmt.Sprintf("invalid header name %q", k))
 		case isRunHeader(k):
-			errs = append(errs, fmt.Errorf("headers.%s: set by the scheduler for each run", k))
+			ps.add("headers."+k, "set by the scheduler for each run")
 		case strings.ContainsAny(v, "\r\n\x00"):
-			errs = append(errs, fmt.Errorf("headers.%s: value contains a line break or NUL", k))
-		default:
-			headers.Set(k, v)
+			ps.add("headers."+k, "value contains a line break or NUL")
 		}
 	}
 	if cfg.OutputLimit < 0 {
-		errs = append(errs, fmt.Errorf("output limit: must not be negative, got %d", cfg.OutputLimit))
+		ps.add("output limit", fmt.Sprintf("must not be negative, got %d", cfg.OutputLimit))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	return ps
+}
+
+// redacted is raw as a problem may show it: without a password when it parses.
+func redacted(raw string, u *url.URL, err error) string {
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// NewHTTP checks cfg (Check) and returns the job, which sends its requests with client (its
+// timeout and transport apply; the redirect policy is the job's own). Every problem is reported,
+// joined, each a Problem.
+func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
+	ps := cfg.Check()
+	if client == nil {
+		ps = append(ps, Problem{"http client", "required"})
+	}
+	if err := refusal(ps); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(cfg.URL) // Check parsed it
+	method := cfg.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	headers := http.Header{}
+	for k, v := range cfg.Headers {
+		headers.Set(k, v)
 	}
 	j := &HTTPJob{url: u, method: method, headers: headers, limit: cfg.OutputLimit, follow: cfg.FollowRedirects}
 	c := *client

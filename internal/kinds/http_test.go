@@ -103,7 +103,7 @@ func TestHTTPJob_Request(t *testing.T) {
 	}
 
 	t.Run("ConfiguredMethod", func(t *testing.T) {
-		j := mustHTTP(t, srv.Client(), HTTPConfig{URL: srv.URL, Method: "put"})
+		j := mustHTTP(t, srv.Client(), HTTPConfig{URL: srv.URL, Method: "PUT"})
 		if _, err := j.Execute(ctx, run); err != nil {
 			t.Fatalf("Execute: %v", err)
 		}
@@ -220,10 +220,11 @@ func TestNewHTTP_Invalid(t *testing.T) {
 		errHas string
 	}{
 		{"NoClient", nil, HTTPConfig{URL: "http://x"}, "http client: required"},
-		{"NoURL", http.DefaultClient, HTTPConfig{}, "url: required"},
-		{"Scheme", http.DefaultClient, HTTPConfig{URL: "ftp://x/y"}, "scheme must be http or https"},
-		{"NoHost", http.DefaultClient, HTTPConfig{URL: "http:///path"}, "no host"},
+		{"NoURL", http.DefaultClient, HTTPConfig{}, "url: is required"},
+		{"Scheme", http.DefaultClient, HTTPConfig{URL: "ftp://x/y"}, "url: must be an absolute http"},
+		{"NoHost", http.DefaultClient, HTTPConfig{URL: "http:///path"}, "url: must be an absolute http"},
 		{"Method", http.DefaultClient, HTTPConfig{URL: "http://x", Method: "GE T"}, "method:"},
+		{"MethodLowerCase", http.DefaultClient, HTTPConfig{URL: "http://x", Method: "put"}, `method: must be one of GET, POST, PUT, PATCH, DELETE; got "put"`},
 		{"HeaderName", http.DefaultClient, HTTPConfig{URL: "http://x", Headers: map[string]string{"Bad Name": "v"}}, "invalid header name"},
 		{"HeaderValue", http.DefaultClient, HTTPConfig{URL: "http://x", Headers: map[string]string{"X-A": "v\r\nX-B: w"}}, "line break"},
 		{"RunHeader", http.DefaultClient, HTTPConfig{URL: "http://x", Headers: map[string]string{"fencing-token": "1"}}, "set by the scheduler"},

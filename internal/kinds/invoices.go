@@ -2,8 +2,10 @@ package kinds
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
 	"time"
 
 	"scheduler"
@@ -27,27 +29,23 @@ ON CONFLICT DO NOTHING`
 // so once a newer leader has written, the older one's next transaction is rejected: the run stops
 // at the first rejected client with an error wrapping scheduler.ErrFenced.
 //
+// With EmailTo set, the transaction that writes a new invoice also queues its e-mail in the
+// outbox (Attempt.Enqueue), under a key stable for the job, slot and client: the e-mail commits
+// with its invoice or not at all, so each invoice row has exactly one e-mail, which the leader's
+// dispatcher delivers. An invoice already billed queues nothing.
+//
 // The output is "billed N of M clients (K already billed)", N counting the clients whose
-// transaction committed, those already billed included.
+// transaction committed, those already billed included; with EmailTo, ", Q e-mails queued".
 type InvoicesJob struct {
 	p InvoicesParams
 }
 
-// NewInvoices returns the job billing with parameters p (see ParseInvoicesParams). Its writes go
-// through each attempt's fenced transaction.
+// NewInvoices checks p (InvoicesParams.Check) and returns the job billing with it (see
+// ParseInvoicesParams). Its writes go through each attempt's fenced transaction. Every problem
+// is reported, joined, each a Problem.
 func NewInvoices(p InvoicesParams) (*InvoicesJob, error) {
-	var errs []error
-	if p.Clients < 1 {
-		errs = append(errs, fmt.Errorf("clients: must be at least 1, got %d", p.Clients))
-	}
-	if p.Delay < 0 {
-		errs = append(errs, fmt.Errorf("delay: must not be negative, got %s", p.Delay))
-	}
-	if p.Period != "month" && p.Period != "slot" {
-		errs = append(errs, fmt.Errorf("period: must be month or slot, got %q", p.Period))
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := refusal(p.Check()); err != nil {
+		return nil, err
 	}
 	return &InvoicesJob{p: p}, nil
 }
@@ -63,9 +61,13 @@ func (j *InvoicesJob) Period(slot time.Time) string {
 // Execute bills the clients once for run; see InvoicesJob.
 func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (string, error) {
 	period := j.Period(run.Slot)
-	billed, already := 0, 0
+	billed, already, queued := 0, 0, 0
 	summary := func() string {
-		return fmt.Sprintf("billed %d of %d clients (%d already billed)", billed, j.p.Clients, already)
+		s := fmt.Sprintf("billed %d of %d clients (%d already billed)", billed, j.p.Clients, already)
+		if j.p.EmailTo != "" {
+			s += fmt.Sprintf(", %d e-mails queued", queued)
+		}
+		return s
 	}
 	for id := 1; id <= j.p.Clients; id++ {
 		if id > 1 && j.p.Delay > 0 {
@@ -78,9 +80,14 @@ func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (strin
 		}
 		amount := fmt.Sprintf("%d.00", 100+id)
 		var n int64
+		var q bool
 		err := run.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
 			var err error
-			n, err = tx.Exec(ctx, insertInvoice, id, period, amount, run.Token)
+			n, q = 0, false
+			if n, err = tx.Exec(ctx, insertInvoice, id, period, amount, run.Token); err != nil || n == 0 || j.p.EmailTo == "" {
+				return err
+			}
+			q, err = run.Enqueue(ctx, tx, j.email(run, id, period, amount))
 			return err
 		})
 		if err != nil {
@@ -90,8 +97,46 @@ func (j *InvoicesJob) Execute(ctx context.Context, run scheduler.Attempt) (strin
 		if n == 0 {
 			already++
 		}
+		if q {
+			queued++
+		}
 	}
 	return summary(), nil
+}
+
+// email is the e-mail of client id's invoice for period, keyed by the run's job, slot and the
+// client, so that a redo of the slot finds it queued.
+func (j *InvoicesJob) email(run scheduler.Attempt, id int, period, amount string) scheduler.Message {
+	key := fmt.Sprintf("invoice.%s.%d.%d", run.Job, run.Slot.UTC().UnixMicro(), id)
+	if run.Manual {
+		key += ".manual"
+	}
+	return scheduler.Message{
+		Key:         key,
+		Kind:        scheduler.MessageEmail,
+		Destination: emailTo(j.p.EmailTo, id),
+		Subject:     fmt.Sprintf("Invoice %s", period),
+		Body:        fmt.Sprintf("Client %d\nPeriod %s\nAmount due: %s\n", id, period, amount),
+	}
+}
+
+// emailTo is the address of client id from template.
+func emailTo(template string, id int) string {
+	return strings.ReplaceAll(template, "{client}", strconv.Itoa(id))
+}
+
+// checkEmailTo reports what is wrong with an email_to template, "" when nothing is (or it is
+// empty).
+func checkEmailTo(template string) string {
+	if template == "" {
+		return ""
+	}
+	addr := emailTo(template, 1)
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Address != addr || len(addr) > 254 {
+		return fmt.Sprintf("must be one e-mail address, {client} standing for the client's id, got %q", template)
+	}
+	return ""
 }
 
 // pause waits d or until ctx is done, whichever comes first, and returns ctx's error then.

@@ -29,6 +29,9 @@ type InvoicesParams struct {
 	// Period is "month" (one invoice per client per month of the slot, YYYY-MM) or "slot" (one
 	// per client per slot, its RFC3339 time). Default month.
 	Period string
+	// EmailTo, when set, queues one e-mail per new invoice to this address, "{client}" replaced
+	// by the client's id (such as "client-{client}@example.test"). Default: no e-mail.
+	EmailTo string
 }
 
 // StockParams are the parameters of the stock builtin; it has none today.
@@ -37,21 +40,31 @@ type StockParams struct{}
 // BuiltinNames lists the builtin jobs, sorted.
 func BuiltinNames() []string { return []string{"invoices", "stock"} }
 
-// CheckBuiltin reports every problem with a builtin name and its parameters.
-func CheckBuiltin(name string, params map[string]any) []ParamError {
-	var errs []ParamError
-	switch name {
-	case "invoices":
-		_, errs = ParseInvoicesParams(params)
-	case "stock":
-		_, errs = ParseStockParams(params)
-	default:
-		errs = []ParamError{{Msg: fmt.Sprintf("unknown builtin %q (known: %s)", name, strings.Join(BuiltinNames(), ", "))}}
+// maxClients bounds Clients: ids are written as integers, and a run bills one client per
+// fenced transaction.
+const maxClients = 10_000_000
+
+// Check reports every problem of p, each at its key (params.NAME): the one check of the invoices
+// builtin's parameters, which ParseInvoicesParams and NewInvoices both apply.
+func (p InvoicesParams) Check() []Problem {
+	var ps problems
+	if p.Clients < 1 || p.Clients > maxClients {
+		ps.add("params.clients", fmt.Sprintf("must be a whole number from 1 to %d, got %d", maxClients, p.Clients))
 	}
-	return errs
+	if p.Delay < 0 {
+		ps.add("params.delay", fmt.Sprintf("must not be negative, got %s", p.Delay))
+	}
+	if p.Period != "month" && p.Period != "slot" {
+		ps.add("params.period", fmt.Sprintf("must be month or slot, got %v", p.Period))
+	}
+	if msg := checkEmailTo(p.EmailTo); msg != "" {
+		ps.add("params.email_to", msg)
+	}
+	return ps
 }
 
-// ParseInvoicesParams reads the invoices builtin's parameters, applying defaults.
+// ParseInvoicesParams reads the invoices builtin's parameters, applying defaults, and checks
+// them (InvoicesParams.Check).
 func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 	p := InvoicesParams{Clients: 600, Period: "month"}
 	var errs []ParamError
@@ -59,8 +72,8 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 		switch k {
 		case "clients":
 			n, ok := asInt(v)
-			if !ok || n < 1 || n > 10_000_000 {
-				errs = append(errs, ParamError{k, fmt.Sprintf("must be a whole number from 1 to 10000000, got %v", v)})
+			if !ok {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be a whole number from 1 to %d, got %v", maxClients, v)})
 				continue
 			}
 			p.Clients = n
@@ -72,15 +85,29 @@ func ParseInvoicesParams(m map[string]any) (InvoicesParams, []ParamError) {
 			}
 			p.Delay = d
 		case "period":
-			s, _ := v.(string)
-			if s != "month" && s != "slot" {
+			s, ok := v.(string)
+			if !ok {
 				errs = append(errs, ParamError{k, fmt.Sprintf("must be month or slot, got %v", v)})
 				continue
 			}
 			p.Period = s
+		case "email_to":
+			s, ok := v.(string)
+			if !ok {
+				errs = append(errs, ParamError{k, fmt.Sprintf("must be a string, got %v", v)})
+				continue
+			}
+			if msg := checkEmailTo(s); msg != "" {
+				errs = append(errs, ParamError{k, msg})
+				continue
+			}
+			p.EmailTo = s
 		default:
-			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, period)"})
+			errs = append(errs, ParamError{k, "unknown parameter of builtin invoices (known: clients, delay, email_to, period)"})
 		}
+	}
+	for _, pr := range p.Check() {
+		errs = append(errs, ParamError{strings.TrimPrefix(pr.Key, "params."), pr.Message})
 	}
 	sortParamErrors(errs)
 	return p, errs
@@ -121,14 +148,8 @@ func asDuration(v any) (time.Duration, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration (use a unit, such as 500ms or 2s)", d)
 		}
-		if parsed < 0 {
-			return 0, fmt.Errorf("must not be negative, got %s", parsed)
-		}
 		return parsed, nil
 	case time.Duration:
-		if d < 0 {
-			return 0, fmt.Errorf("must not be negative, got %s", d)
-		}
 		return d, nil
 	case int:
 		if d == 0 {

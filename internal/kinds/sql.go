@@ -2,8 +2,8 @@ package kinds
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"scheduler"
@@ -27,10 +27,28 @@ type SQLJob struct {
 	cfg SQLConfig
 }
 
-// NewSQL returns the job running cfg's statements through each attempt's fenced transaction.
-func NewSQL(cfg SQLConfig) (*SQLJob, error) {
+// roleRE is a lower-case identifier, what CREATE ROLE makes of an unquoted name: the role is
+// set without quoting, so nothing else may pass.
+var roleRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// Check reports every problem of cfg, each at its key: the one check of a sql job's settings.
+// Whether the store has roles at all is the caller's to check.
+func (cfg SQLConfig) Check() []Problem {
+	var ps problems
 	if strings.TrimSpace(cfg.Statements) == "" {
-		return nil, errors.New("sql: statements required")
+		ps.add("sql", "is required for a sql job: the statements to run")
+	}
+	if cfg.Role != "" && (!roleRE.MatchString(cfg.Role) || len(cfg.Role) > 63) {
+		ps.add("role", fmt.Sprintf("must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", cfg.Role))
+	}
+	return ps
+}
+
+// NewSQL checks cfg (Check) and returns the job running its statements through each attempt's
+// fenced transaction. Every problem is reported, joined, each a Problem.
+func NewSQL(cfg SQLConfig) (*SQLJob, error) {
+	if err := refusal(cfg.Check()); err != nil {
+		return nil, err
 	}
 	return &SQLJob{cfg: cfg}, nil
 }

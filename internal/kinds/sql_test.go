@@ -75,7 +75,7 @@ func TestSQLJob_Role(t *testing.T) {
 
 func TestNewSQL_Invalid(t *testing.T) {
 	_, err := NewSQL(SQLConfig{Statements: "  "})
-	if err == nil || !strings.Contains(err.Error(), "statements required") {
+	if err == nil || !strings.Contains(err.Error(), "sql: is required") {
 		t.Fatalf("err = %v, want the missing statements named", err)
 	}
 }

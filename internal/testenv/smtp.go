@@ -42,6 +42,9 @@ type SMTPOptions struct {
 	// Refuse, if set, is asked about every recipient: a non-zero code
 	// refuses it with that SMTP reply code and text.
 	Refuse func(rcpt string) (code int, text string)
+	// Delay, if set, is waited before the server answers each MAIL FROM: a slow receiver, so
+	// that a sender is caught in the middle of its deliveries.
+	Delay time.Duration
 }
 
 // SMTPMessage is one message an SMTP test server accepted.
@@ -53,6 +56,8 @@ type SMTPMessage struct {
 	Body      string
 	TLS       bool   // the session was encrypted
 	User      string // the authenticated user, if any
+	// At is when the server accepted the message (its reply to the end of DATA).
+	At time.Time
 }
 
 // SMTPServer is a real SMTP server on a loopback port that keeps every
@@ -157,6 +162,9 @@ func (ss *smtpSession) Mail(from string, _ *smtp.MailOptions) error {
 		return smtp.ErrAuthRequired
 	}
 	ss.from = from
+	if ss.s.opts.Delay > 0 {
+		time.Sleep(ss.s.opts.Delay)
+	}
 	return nil
 }
 
@@ -184,7 +192,7 @@ func (ss *smtpSession) Data(r io.Reader) error {
 	ss.s.mu.Lock()
 	ss.s.msgs = append(ss.s.msgs, SMTPMessage{From: ss.from, To: append([]string(nil), ss.to...),
 		MessageID: msg.Header.Get("Message-ID"), Subject: msg.Header.Get("Subject"), Body: string(body),
-		TLS: isTLS, User: ss.user})
+		TLS: isTLS, User: ss.user, At: time.Now()})
 	ss.s.mu.Unlock()
 	return nil
 }

@@ -101,5 +101,6 @@ func TestE2E(t *testing.T) {
 	t.Run("JobsCannotReadDaemonSecrets", s.jobsCannotReadSecrets)
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
+	t.Run("Outbox", s.outboxFaults)
 	t.Run("Backends", s.backends)
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"scheduler"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/election"
+	"scheduler/internal/fence"
+	"scheduler/internal/jobs"
+	"scheduler/internal/status"
+)
+
+// statusSource is what `status` and /status read. With the etcd backend: the election and the
+// control keys in etcd. With another: the leader from leader (the daemon's observer, or one read
+// of the backend for a command) and the control state in the store. Either way, the fences and
+// the runs in the store.
+type statusSource struct {
+	cli    *clientv3.Client                          // etcd backend
+	prefix string                                    // etcd backend
+	leader func(context.Context) (leaderSeen, error) // other backends; errNoLeader when none leads
+	ctl    controlState
+	store  *fence.Store
+}
+
+var _ status.Source = statusSource{}
+
+// explainFor words a blocked job as the runner logs it, and names where cfg's backend keeps
+// the leader and the control state.
+func explainFor(cfg *Config) status.Explain {
+	ex := status.Explain{Blocked: jobs.BlockReason, Held: jobs.HeldReason}
+	if cfg.Election.Backend != backendEtcd {
+		ex.Election, ex.Control = cfg.Election.Backend, "the store"
+	}
+	return ex
+}
+
+func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
+	if s.cli == nil {
+		return s.backendElection(ctx)
+	}
+	snap, err := election.ReadSnapshot(ctx, s.cli, s.prefix)
+	if err != nil {
+		return status.Election{}, err
+	}
+	var nodes []string
+	if replicas != nil {
+		nodes = make([]string, len(replicas))
+		for i, r := range replicas {
+			nodes[i] = r.Node
+		}
+	}
+	e := status.Election{Leaseless: make([]status.LeaselessKey, len(snap.Leaseless)), Problems: snap.Problems(nodes)}
+	for i, c := range snap.Leaseless {
+		e.Leaseless[i] = status.LeaselessKey{Key: c.Key, Value: election.ShownValue(c.Node), CreateRevision: c.Rev, Remove: election.RemoveCommand(c.Key)}
+	}
+	if snap.Leads {
+		e.Leader = &status.Leader{Node: snap.Leader.Node, Token: snap.Leader.Token}
+		if !snap.Leader.Since.IsZero() {
+			since := snap.Leader.Since.UTC()
+			e.Leader.Since = &since
+		}
+	}
+	return e, nil
+}
+
+// backendElection reads the leader of a backend other than etcd, which has no election keys of
+// its own to check: no lease-less keys, no problems.
+func (s statusSource) backendElection(ctx context.Context) (status.Election, error) {
+	l, err := s.leader(ctx)
+	switch {
+	case errors.Is(err, errNoLeader):
+		return status.Election{}, nil
+	case err != nil:
+		return status.Election{}, err
+	}
+	e := status.Election{Leader: &status.Leader{Node: l.Node, Token: l.Token}}
+	if !l.Since.IsZero() {
+		since := l.Since.UTC()
+		e.Leader.Since = &since
+	}
+	return e, nil
+}
+
+func (s statusSource) Replicas(ctx context.Context) ([]status.Replica, error) {
+	rs, err := s.ctl.Replicas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]status.Replica, len(rs))
+	for i, r := range rs {
+		out[i] = status.Replica(r)
+	}
+	return out, nil
+}
+
+func (s statusSource) Paused(ctx context.Context) (map[string]bool, error) {
+	ps, err := s.ctl.Paused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(ps))
+	for job := range ps {
+		out[job] = true
+	}
+	return out, nil
+}
+
+func (s statusSource) Fences(ctx context.Context, jobs ...string) (map[string]int64, error) {
+	return s.store.Fences(ctx, jobs...)
+}
+
+func (s statusSource) Last(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
+	return s.store.Last(ctx, jobs...)
+}
+
+// statusEntries returns the table js as the status shows it.
+func statusEntries(js []Job) []status.Entry {
+	out := make([]status.Entry, len(js))
+	for i, j := range js {
+		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
+		if sched := j.schedule; sched != nil {
+			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
+		}
+	}
+	return out
+}
+
+// statusView is what the daemon shows on /status and /readyz.
+type statusView struct{ d *daemon }
+
+var _ status.Daemon = statusView{}
+
+func (v statusView) Table() []status.Entry {
+	table, _ := v.d.table()
+	return statusEntries(table)
+}
+
+func (v statusView) Blocked() []string {
+	bs := v.d.runner.Blocked()
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = b.Reason
+	}
+	return out
+}
+
+func (v statusView) CheckSchema(ctx context.Context) error { return v.d.store.CheckSchema(ctx) }

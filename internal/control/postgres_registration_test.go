@@ -1,0 +1,97 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"scheduler/internal/testenv"
+)
+
+// TestPostgresRegistration_Run keeps a replica registered in a real Postgres store: the entry
+// appears, follows a republish well before its next renewal, is written again after it was
+// deleted from outside, and expires once Run has returned.
+func TestPostgresRegistration_Run(t *testing.T) {
+	ctx, s, pool := pgStore(t)
+	var hash atomic.Value
+	hash.Store("h1")
+	// A long TTL: a republish seen within seconds is the republish, not a renewal.
+	const ttl = 30 * time.Second
+	reg, err := s.NewRegistration(ttl, func() Replica {
+		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
+	}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := reg.Run(rctx); err != nil {
+			t.Errorf("Run=%v, want nil", err)
+		}
+	})
+	shows := func(want string) func() bool {
+		return func() bool {
+			rs, err := s.Replicas(ctx)
+			return err == nil && len(rs) == 1 && rs[0].TableHash == want
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry a with hash h1", shows("h1"))
+
+	hash.Store("h2")
+	reg.Republish()
+	testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, "entry republished with hash h2", shows("h2"))
+
+	stop()
+	wg.Wait()
+	// Shorten the entry's life by hand, as a TTL would end it, and see nothing renew it.
+	if _, err := pool.Exec(ctx, "UPDATE "+pgSchema+".control_replica SET expires_at = clock_timestamp()"); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := s.Replicas(ctx); err != nil || len(rs) != 0 {
+		t.Fatalf("replicas after Run returned = %+v, %v; want none", rs, err)
+	}
+}
+
+// TestPostgresRegistration_Failing logs a registration the store refuses and keeps trying until
+// its context ends.
+func TestPostgresRegistration_Failing(t *testing.T) {
+	ctx, _, pool := pgStore(t)
+	s, err := NewPostgres(pool, "no_such_schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	reg, err := s.NewRegistration(300*time.Millisecond, func() Replica { return Replica{Node: "a"} }, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := reg.Run(rctx); err != nil {
+		t.Fatalf("Run=%v, want nil", err)
+	}
+	// Renewed every TTL/3 for a second: several failures, logged once (the first of thirty).
+	if n := logs.FilterMessage("register replica").Len(); n != 1 {
+		t.Fatalf("%d warnings, want 1: %v", n, logs.All())
+	}
+}
+
+func TestPostgres_NewRegistrationRefuses(t *testing.T) {
+	_, s, _ := pgStore(t)
+	replica := func() Replica { return Replica{Node: "a"} }
+	if _, err := s.NewRegistration(0, replica, testLogger(t)); err == nil {
+		t.Error("NewRegistration with a zero TTL: no error")
+	}
+	if _, err := s.NewRegistration(time.Second, nil, testLogger(t)); err == nil {
+		t.Error("NewRegistration without a replica: no error")
+	}
+	if _, err := s.NewRegistration(time.Second, replica, nil); err == nil {
+		t.Error("NewRegistration without a logger: no error")
+	}
+}

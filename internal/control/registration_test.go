@@ -1,0 +1,81 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler/internal/testenv"
+)
+
+// TestRegistration_Run keeps a replica registered on a real etcd: the entry appears, follows a
+// republish, comes back after its lease is revoked from outside, and is gone once Run returns.
+func TestRegistration_Run(t *testing.T) {
+	e := testenv.MustEtcd(t)
+	cli := e.Client(t)
+	ctx := testCtx(t)
+	s := mustStore(t, cli, "/reg/election")
+	var hash atomic.Value
+	hash.Store("h1")
+	reg, err := s.NewRegistration(2*time.Second, func() Replica {
+		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
+	}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := reg.Run(rctx); err != nil {
+			t.Errorf("Run=%v, want nil", err)
+		}
+	})
+	entry := func() (Replica, bool) {
+		rs, err := s.Replicas(ctx)
+		if err != nil || len(rs) != 1 {
+			return Replica{}, false
+		}
+		return rs[0], true
+	}
+	shows := func(want string) func() bool {
+		return func() bool { r, ok := entry(); return ok && r.TableHash == want }
+	}
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry a with hash h1", shows("h1"))
+
+	hash.Store("h2")
+	reg.Republish()
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry republished with hash h2", shows("h2"))
+
+	resp, err := cli.Get(ctx, s.k.replica("a"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get the entry: %v", err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry registered again on a new lease", func() bool {
+		r, err := cli.Get(ctx, s.k.replica("a"))
+		return err == nil && len(r.Kvs) == 1 && r.Kvs[0].Lease != resp.Kvs[0].Lease
+	})
+
+	stop()
+	wg.Wait()
+	if _, ok := entry(); ok {
+		t.Fatal("entry still registered after Run returned")
+	}
+}
+
+func TestStore_NewRegistrationRefuses(t *testing.T) {
+	s := mustStore(t, testenv.MustEtcd(t).Client(t), "/reg/election")
+	replica := func() Replica { return Replica{Node: "a"} }
+	if _, err := s.NewRegistration(500*time.Millisecond, replica, testLogger(t)); err == nil {
+		t.Error("NewRegistration with a TTL under a second: no error")
+	}
+	if _, err := s.NewRegistration(time.Second, nil, testLogger(t)); err == nil {
+		t.Error("NewRegistration without a replica: no error")
+	}
+}

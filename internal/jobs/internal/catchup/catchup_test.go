@@ -1,0 +1,127 @@
+package catchup
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"scheduler"
+
+	"scheduler/internal/schedule"
+)
+
+// t0 is a round instant the tests start from.
+var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+// job returns a job that runs every minute, overridden by mod.
+func job(tb testing.TB, name string, mod func(*Job)) Job {
+	tb.Helper()
+	s, err := schedule.Parse("@every 1m", time.UTC)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	j := Job{Name: name, Schedule: s, Misfire: MisfireOnce, Window: time.Hour, Enabled: true}
+	if mod != nil {
+		mod(&j)
+	}
+	return j
+}
+
+// TestDecide_OrphanIsAlwaysFinished: a slot an older leader started and left running is
+// finished by the next leader whatever the misfire policy; the policy applies to the slots
+// that never started.
+func TestDecide_OrphanIsAlwaysFinished(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	orphan := scheduler.Run{RunID: 9, Job: "job", ScheduledAt: at(1), Status: scheduler.StatusRunning, Token: 5, Attempt: 1}
+	done := scheduler.Run{RunID: 8, Job: "job", ScheduledAt: at(0), Status: scheduler.StatusSucceeded, Token: 5, Attempt: 1}
+	for _, tc := range []struct {
+		misfire Misfire
+		run     []int // minutes of the slots run, oldest first
+		missed  int
+	}{
+		{MisfireSkip, []int{1}, 3},
+		{MisfireOnce, []int{1, 4}, 2},
+		{MisfireAll, []int{1, 2, 3, 4}, 0},
+	} {
+		t.Run(string(tc.misfire), func(t *testing.T) {
+			j := job(t, "job", func(j *Job) { j.Misfire = tc.misfire })
+			plan, err := Decide(j, at(4).Add(30*time.Second), []scheduler.Run{done, orphan}, []scheduler.Run{orphan}, &orphan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ran []int
+			for _, p := range plan.Run {
+				ran = append(ran, int(p.Key.At.Sub(t0)/time.Minute))
+			}
+			if !slices.Equal(ran, tc.run) || len(plan.Missed) != tc.missed || len(plan.Close) != 0 {
+				t.Fatalf("run %v missed %d closed %d, want run %v missed %d closed 0", ran, len(plan.Missed), len(plan.Close), tc.run, tc.missed)
+			}
+			if plan.Run[0].Orphan == nil || plan.Run[0].Orphan.RunID != orphan.RunID {
+				t.Fatalf("the orphan is not taken over: %+v", plan.Run[0])
+			}
+		})
+	}
+}
+
+// TestDecide_OrphanThatRanIsNeverMissed: an orphan older than the catch-up window is not run
+// again; one that started (its outcome was lost) is closed failed saying so, never missed; one
+// claimed ahead that never started missed its slot.
+func TestDecide_OrphanThatRanIsNeverMissed(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	j := job(t, "job", func(j *Job) { j.Window = 10 * time.Minute })
+	ran := scheduler.Run{RunID: 1, Job: "job", ScheduledAt: at(0), Status: scheduler.StatusRunning, Token: 5, Attempt: 1}
+	ahead := scheduler.Run{RunID: 2, Job: "job", ScheduledAt: at(1), Status: scheduler.StatusRunning, Token: 5}
+	last := ahead
+	plan, err := Decide(j, at(120), nil, []scheduler.Run{ran, ahead}, &last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Close) != 2 {
+		t.Fatalf("closed %+v, want both orphans", plan.Close)
+	}
+	for _, c := range plan.Close {
+		switch c.RunID {
+		case ran.RunID:
+			if c.Status != scheduler.StatusFailed || c.Attempt != 1 || !strings.Contains(c.Reason, "started") {
+				t.Errorf("orphan that ran closed as %+v, want failed, attempt 1, saying it started", c)
+			}
+		case ahead.RunID:
+			if c.Status != scheduler.StatusMissed {
+				t.Errorf("orphan that never started closed as %+v, want missed", c)
+			}
+		}
+	}
+	for _, m := range plan.Missed {
+		if m.Slot.At.Equal(ran.ScheduledAt) {
+			t.Errorf("the slot that ran is recorded missed: %+v", m)
+		}
+	}
+}
+
+// TestNotRun: an orphan that never started is closed with the status asked for; one that
+// started is closed failed, with its attempt, saying it started.
+func TestNotRun(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		attempt     int
+		status      scheduler.Status
+		wantStatus  scheduler.Status
+		wantStarted bool
+	}{
+		{"NeverStartedMissed", 0, scheduler.StatusMissed, scheduler.StatusMissed, false},
+		{"NeverStartedSkipped", 0, scheduler.StatusSkipped, scheduler.StatusSkipped, false},
+		{"StartedIsFailed", 2, scheduler.StatusSkipped, scheduler.StatusFailed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := scheduler.Run{RunID: 7, Job: "job", ScheduledAt: t0, Status: scheduler.StatusRunning, Attempt: tc.attempt}
+			c := NotRun(o, tc.status, "paused")
+			if c.RunID != 7 || c.Job != "job" || c.Status != tc.wantStatus || c.Attempt != tc.attempt {
+				t.Fatalf("closed as %+v, want run 7 of job, status %s, attempt %d", c, tc.wantStatus, tc.attempt)
+			}
+			if started := strings.Contains(c.Reason, "started"); started != tc.wantStarted || !strings.HasPrefix(c.Reason, "paused") {
+				t.Fatalf("reason %q: says it started=%v, want %v, after the reason given", c.Reason, started, tc.wantStarted)
+			}
+		})
+	}
+}

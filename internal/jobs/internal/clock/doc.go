@@ -1,0 +1,4 @@
+// Package clock is the runner's source of time: Clock, the interface its parts are given; Real,
+// the wall clock, for the daemon; and Fake, a clock only its user moves, so that schedules,
+// retries, timeouts and catch-up are tested exactly and without sleeping.
+package clock

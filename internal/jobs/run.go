@@ -1,0 +1,159 @@
+package jobs
+
+import (
+	"runtime"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"scheduler"
+
+	"scheduler/internal/jobs/internal/attempts"
+)
+
+// launch starts the run's goroutine. Everything the goroutine reads of the job is taken here, on
+// the loop: a reload replaces js.spec while the run goes on.
+func (t *tenure) launch(js *jobState, run scheduler.Run) {
+	if js == nil {
+		js = t.jobs[run.Job]
+	}
+	rc := &attempts.Cancel{}
+	if t.ended {
+		rc.Do(errTermEnded)
+	}
+	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc})
+	t.runs++
+	t.started = append(t.started, run)
+	t.unstarted.Add(1)
+	spec := js.spec
+	go func() {
+		d, f := t.execute(rc, spec, run)
+		if f == nil {
+			d.js = js
+			t.done <- d
+			return
+		}
+		f.done.js = js
+		t.completer.Add(f)
+	}()
+}
+
+// cancelRuns cancels every run of the tenure with cause, and gives up the outcome writes still
+// being retried.
+func (t *tenure) cancelRuns(cause error) {
+	t.completer.Stop()
+	for _, js := range t.jobs {
+		for _, a := range js.active {
+			a.cancel.Do(cause)
+		}
+	}
+}
+
+// runsDone is runDone for runs whose outcomes were written together; the slots queued behind
+// them start together, in one claim.
+func (t *tenure) runsDone(ds []runDone) {
+	var next []pending
+	for _, d := range ds {
+		if p, ok := t.finishRun(d); ok {
+			next = append(next, p)
+		}
+	}
+	t.startQueued(next)
+}
+
+// runDone removes a finished run and starts the next queued slot of its job.
+func (t *tenure) runDone(d runDone) {
+	if p, ok := t.finishRun(d); ok {
+		t.startQueued([]pending{p})
+	}
+}
+
+// startQueued starts slots taken from their jobs' queues.
+func (t *tenure) startQueued(ps []pending) {
+	if len(ps) == 0 {
+		return
+	}
+	if err := t.start(t.runsCtx, ps); err != nil {
+		t.end(err)
+	}
+}
+
+// finishRun removes a finished run and returns the next slot queued for its job, if it is to
+// start now.
+func (t *tenure) finishRun(d runDone) (pending, bool) {
+	t.runs--
+	js := d.js
+	if js == nil {
+		js = t.jobs[d.job]
+	}
+	if d.out != nil {
+		t.logFinished(d.out)
+	}
+	if i := slices.IndexFunc(js.active, func(a activeRun) bool { return a.runID == d.runID }); i >= 0 {
+		js.active = slices.Delete(js.active, i, i+1)
+	}
+	if d.fenced != nil {
+		if err := t.refused(t.claimCtx, d.job, d.fenced); err != nil {
+			t.end(err)
+		}
+	}
+	if t.draining {
+		if t.runs == 0 && t.drainIdle != nil {
+			close(t.drainIdle)
+			t.drainIdle = nil
+		}
+		return pending{}, false
+	}
+	if len(js.active) == 0 && len(js.queue) > 0 && !t.ended {
+		next := js.queue[0]
+		js.queue = js.queue[1:]
+		return next, true
+	}
+	return pending{}, false
+}
+
+// maxStartWait bounds how long yieldToStarts holds back work that can wait.
+const maxStartWait = 100 * time.Millisecond
+
+// yieldToStarts lets the runs just launched reach their executors before the caller goes on
+// with work that can wait (the next slots, log lines, outcome writes): on a busy machine that
+// work would otherwise share the processors with a herd still starting. It yields until every
+// launched run has started, or maxStartWait passed on the runner's clock.
+func (t *tenure) yieldToStarts() {
+	var deadline time.Time
+	for i := 0; t.unstarted.Load() > 0; i++ {
+		if i%64 == 0 {
+			now := t.r.clock.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(maxStartWait)
+			} else if now.After(deadline) {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// maxKeptStarted bounds the capacity logStarted keeps between steps.
+const maxKeptStarted = 4096
+
+// logStarted writes the start lines of the runs launched in this step. They are written after
+// the step, when the runs have started, so that a herd does not wait for its own log lines; a
+// run's end line is written when the loop hears of its end, always after.
+func (t *tenure) logStarted() {
+	if len(t.started) == 0 {
+		return
+	}
+	t.yieldToStarts()
+	t.markStarted(t.started)
+	for i, run := range t.started {
+		t.lg.Info("run started", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
+			zap.Int("attempt", max(run.Attempt, 1)))
+		t.started[i] = scheduler.Run{}
+	}
+	t.started = t.started[:0]
+	if cap(t.started) > maxKeptStarted {
+		t.started = nil // a herd's worth: not kept until the next herd
+	}
+}

@@ -1,0 +1,13 @@
+// Package status is the operator's view of a replica: the status document (`scheduler status`
+// and /status), the readiness check (/readyz), the liveness answer (/healthz) and the
+// Prometheus metrics (/metrics) fed by the runner's and the election's events.
+//
+// Everything here reads; nothing changes state. Pausing, resuming and triggering go through
+// etcd, or the store with another election backend, with their authentication, so the HTTP
+// server needs none. A part that cannot be read (etcd down, the store unreachable) becomes a warning in the document or a reason in the
+// readiness failure: a partial answer still helps an operator.
+//
+// The package reads through the small interfaces it declares, Source and Daemon, which the
+// command wires to the election, the control store, the fence store and the runner. The
+// document's JSON and the metric names and labels are part of the external contract.
+package status

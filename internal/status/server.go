@@ -1,0 +1,158 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// Daemon is what the running daemon gives the server: its table as configured now (a reload
+// replaces it), the reasons of the jobs its term has blocked, and the store's schema check.
+type Daemon interface {
+	Table() []Entry
+	Blocked() []string
+	CheckSchema(ctx context.Context) error
+}
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the TCP address to listen on; port 0 picks a free port (see Server.Addr).
+	Addr string
+	// Explain words why a job is blocked.
+	Explain Explain
+	// Now is the clock of the status document. Default: time.Now.
+	Now func() time.Time
+}
+
+// Timeouts of one request: the store and etcd must answer well within a scrape interval.
+const (
+	statusTimeout = 5 * time.Second
+	readyTimeout  = 2 * time.Second
+)
+
+// shutdownTimeout bounds how long Run waits for requests in flight once its context ends.
+const shutdownTimeout = 5 * time.Second
+
+// Server serves /healthz, /readyz, /metrics and /status.
+type Server struct {
+	cfg Config
+	src Source
+	d   Daemon
+	m   *Metrics
+	lg  *zap.Logger
+	ln  net.Listener
+	srv *http.Server
+}
+
+// New listens on cfg.Addr, so that an address in use fails at start, and returns the server
+// that Run serves there.
+func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server, error) {
+	switch {
+	case src == nil || d == nil || m == nil || lg == nil:
+		return nil, errors.New("status: New needs a source, a daemon, metrics and a logger")
+	case cfg.Explain.Blocked == nil || cfg.Explain.Held == nil:
+		return nil, errors.New("status: New needs both explanations of a blocked job")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("status server: %w", err)
+	}
+	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln}
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Run serves until ctx ends, then shuts the server down, waiting a bounded time for the
+// requests in flight. It returns the error that stopped serving before ctx ended.
+func (s *Server) Run(ctx context.Context) error {
+	s.lg.Info("http listening", zap.String("addr", s.ln.Addr().String()))
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http on %s: %w", s.ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	_ = s.srv.Shutdown(sctx)
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http on %s: %w", s.ln.Addr(), err)
+	}
+	return nil
+}
+
+// Handler serves the read-only operations endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{Registry: s.m.reg}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
+		defer cancel()
+		doc := Collect(ctx, s.src, s.cfg.Explain, s.d.Table(), s.cfg.Now())
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(doc)
+	})
+	return mux
+}
+
+// readyz answers 200 when the coordinator and the store answer, the schema is current, the election works
+// and no job is blocked, else 503 with what is wrong.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := Ready(ctx, s.src, s.d, s.cfg.Explain); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// Ready returns nil when etcd (or, with another backend, the control state in the store) and the
+// store answer, the schema is current, the election works and no job is blocked, and otherwise
+// every problem, joined, each named after the place ex says it is read from. It reads the
+// election once.
+func Ready(ctx context.Context, src Source, d Daemon, ex Explain) error {
+	electionAt, controlAt := ex.places()
+	var problems []error
+	rs, err := src.Replicas(ctx)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("%s: read the replicas: %w", controlAt, err))
+		rs = nil
+	} else if rs == nil {
+		rs = []Replica{}
+	}
+	if e, err := src.Election(ctx, rs); err != nil {
+		problems = append(problems, fmt.Errorf("%s: %w", electionAt, err))
+	} else {
+		for _, p := range e.Problems {
+			problems = append(problems, errors.New("election: "+p))
+		}
+	}
+	if err := d.CheckSchema(ctx); err != nil {
+		problems = append(problems, fmt.Errorf("store: %w", err))
+	}
+	for _, b := range d.Blocked() {
+		problems = append(problems, errors.New(b))
+	}
+	return errors.Join(problems...)
+}
