@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// controlCmd is a command that changes cluster-wide state in etcd for one configured job.
+// controlCmd is a command that changes cluster-wide state for one configured job: in etcd, or
+// in the store with another election backend.
 func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *session, job string) (string, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   use + " JOB",
@@ -75,7 +76,7 @@ func newTriggerCmd(c *cli) *cobra.Command {
 		})
 }
 
-// requester names who asks, for the record in etcd: the user and the replica name.
+// requester names who asks, for the record in the control state: the user and the replica name.
 func requester(s *session) string {
 	user := os.Getenv("USER")
 	if user == "" {

@@ -80,7 +80,7 @@ func usesDataDir(cfg *Config) bool {
 //  2. end the leadership term: lead returns and the campaigner resigns, so a follower takes
 //     over at once instead of waiting out the lease;
 //  3. stop the watchers, the replica registration and the HTTP server;
-//  4. close the store, the etcd client and the embedded etcd.
+//  4. close the store and the backend's connections (the etcd client and the embedded etcd).
 //
 // A second SIGINT or SIGTERM exits at once (main restores the default action).
 func runDaemon(ctx context.Context, c *cli, node string) (err error) {
