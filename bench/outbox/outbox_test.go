@@ -139,7 +139,7 @@ func runCase(b *testing.B, n int, recv, send string) {
 			w.WriteHeader(http.StatusOK)
 		}))
 		defer srv.Close()
-		h, err := ob.NewWebhook(ob.WebhookConfig{})
+		h, err := ob.NewWebhook(ob.WebhookConfig{Hosts: []string{"127.0.0.1"}})
 		if err != nil {
 			b.Fatal(err)
 		}

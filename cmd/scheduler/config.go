@@ -231,6 +231,7 @@ func defaultSettings() map[string]any {
 		"outbox.max_attempts":    10,
 		"outbox.retry_backoff":   "30s",
 		"outbox.batch":           100,
+		"outbox.webhook.hosts":   []string{},
 		"defaults.timezone":      "UTC",
 		"defaults.method":        "POST",
 		"defaults.role":          "",

@@ -90,7 +90,8 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		ShutdownGrace: 30 * time.Second,
 		History: HistoryConfig{JobHistory: JobHistory{MaxAge: 2160 * time.Hour, MaxRuns: 10000},
 			PruneInterval: 10 * time.Minute, PruneBatch: 500, PrunePause: 200 * time.Millisecond},
-		Outbox: OutboxConfig{SMTP: OutboxSMTPConfig{TLS: "starttls"}, MaxAttempts: 10, RetryBackoff: 30 * time.Second, Batch: 100},
+		Outbox: OutboxConfig{SMTP: OutboxSMTPConfig{TLS: "starttls"}, MaxAttempts: 10, RetryBackoff: 30 * time.Second, Batch: 100,
+			Webhook: OutboxWebhookConfig{Hosts: []string{}}},
 	}
 	got := *cfg
 	got.Defaults, got.Jobs, got.historyFromTop = JobSpec{}, nil, nil

@@ -236,6 +236,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 			s["endpoints"] = splitList(list)
 		}
 	}
+	outboxListsFromEnv(raw)
 	historyFromTop := inheritHistory(raw)
 	inherited, defaultProblems := applyJobDefaults(raw)
 	problems = append(problems, defaultProblems...)

@@ -27,6 +27,27 @@ type OutboxConfig struct {
 	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
 	// Batch is the most messages one claim takes, 1 to 10000. Default: 100.
 	Batch int `mapstructure:"batch"`
+	// Webhook is where webhooks may go.
+	Webhook OutboxWebhookConfig `mapstructure:"webhook"`
+}
+
+// OutboxWebhookConfig is where the outbox's webhooks may go.
+type OutboxWebhookConfig struct {
+	// Hosts are the only hosts (names or IPv4 addresses, without port) a webhook may be posted
+	// to; a webhook to any other host is dead at once. Destinations come from jobs, and the
+	// leader must not post on a job's behalf to what the job cannot reach (loopback, metadata
+	// addresses). Default: empty, every webhook refused.
+	Hosts []string `mapstructure:"hosts"`
+}
+
+// outboxListsFromEnv splits the comma-separated lists that the environment sets, such as
+// SCHEDULER_OUTBOX_WEBHOOK_HOSTS=a.example,b.example.
+func outboxListsFromEnv(raw map[string]any) {
+	o, _ := raw["outbox"].(map[string]any)
+	w, _ := o["webhook"].(map[string]any)
+	if list, ok := w["hosts"].(string); ok {
+		w["hosts"] = splitList(list)
+	}
 }
 
 // OutboxSMTPConfig is the SMTP server of the outbox.
@@ -75,6 +96,11 @@ func (c *Config) validateOutbox(p *problems) {
 	if o.Batch < 1 || o.Batch > maxOutboxBatch {
 		p.add("outbox.batch", "must be from 1 to %d, got %d", maxOutboxBatch, o.Batch)
 	}
+	for i, h := range o.Webhook.Hosts {
+		if err := outbox.CheckWebhookHost(h); err != nil {
+			p.add(fmt.Sprintf("outbox.webhook.hosts[%d]", i), "must be a host name or IPv4 address without port or path, got %q", h)
+		}
+	}
 	if o.SMTP.Addr != "" || o.Log {
 		return
 	}
@@ -89,7 +115,7 @@ func (c *Config) validateOutbox(p *problems) {
 // newDispatcher returns the leader's dispatcher of the outbox in store: e-mails over SMTP, or
 // to the log with outbox.log, and webhooks over HTTP.
 func newDispatcher(o OutboxConfig, store *fence.Store, lg *zap.Logger, observe func(scheduler.Message, scheduler.Delivery)) (*outbox.Dispatcher, error) {
-	hook, err := outbox.NewWebhook(outbox.WebhookConfig{})
+	hook, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: o.Webhook.Hosts})
 	if err != nil {
 		return nil, fmt.Errorf("outbox webhooks: %w", err)
 	}

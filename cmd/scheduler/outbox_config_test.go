@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ func TestLoadConfig_Outbox(t *testing.T) {
 			`outbox.retry_backoff: must be positive, got 0s`,
 			`outbox.batch: must be from 1 to 10000, got 10001`,
 		}},
+		{"BadWebhookHosts", minimalJob + "outbox: {webhook: {hosts: [hooks.example.test, \"h:80\", \"\", \"h/x\"]}}\n", []string{
+			`outbox.webhook.hosts[1]: must be a host name or IPv4 address without port or path, got "h:80"`,
+			`outbox.webhook.hosts[2]: must be a host name or IPv4 address without port or path, got ""`,
+			`outbox.webhook.hosts[3]: must be a host name or IPv4 address without port or path, got "h/x"`,
+		}},
+		{"WebhookHosts", minimalJob + "outbox: {webhook: {hosts: [hooks.example.test, 10.0.0.7]}}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := LoadConfig(writeConfig(t, tc.body), nil)
@@ -80,8 +87,9 @@ func TestLoadConfig_OutboxValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := OutboxConfig{SMTP: OutboxSMTPConfig{Addr: "mail.example.test:465", From: "billing@example.test",
-		Username: "billing", Password: "s3cret", TLS: "tls"}, MaxAttempts: 3, RetryBackoff: 2 * time.Minute, Batch: 50}
-	if cfg.Outbox != want {
+		Username: "billing", Password: "s3cret", TLS: "tls"}, MaxAttempts: 3, RetryBackoff: 2 * time.Minute, Batch: 50,
+		Webhook: OutboxWebhookConfig{Hosts: []string{}}}
+	if !reflect.DeepEqual(cfg.Outbox, want) {
 		t.Fatalf("outbox = %+v, want %+v", cfg.Outbox, want)
 	}
 	found := false
@@ -94,5 +102,25 @@ func TestLoadConfig_OutboxValues(t *testing.T) {
 	if _, err := LoadConfig(writeConfig(t, minimalJob+"outbox: {smtp: {password: a, password_file: "+secret+"}}\n"), nil); err == nil ||
 		!strings.Contains(err.Error(), "outbox.smtp.password and outbox.smtp.password_file are both set") {
 		t.Fatalf("both password and its file: err = %v", err)
+	}
+}
+
+// TestLoadConfig_OutboxWebhookHosts: no webhook host is allowed unless listed, in the file or
+// in the environment as a comma-separated list.
+func TestLoadConfig_OutboxWebhookHosts(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, minimalJob), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Outbox.Webhook.Hosts) != 0 {
+		t.Fatalf("outbox.webhook.hosts = %q by default, want none", cfg.Outbox.Webhook.Hosts)
+	}
+	cfg, err = LoadConfig(writeConfig(t, minimalJob+"outbox: {webhook: {hosts: [a.example.test]}}\n"), nil)
+	if err != nil || !reflect.DeepEqual(cfg.Outbox.Webhook.Hosts, []string{"a.example.test"}) {
+		t.Fatalf("outbox.webhook.hosts from the file = %v (err %v), want [a.example.test]", cfg.Outbox.Webhook.Hosts, err)
+	}
+	cfg, err = LoadConfig(writeConfig(t, minimalJob), []string{"SCHEDULER_OUTBOX_WEBHOOK_HOSTS=a.example.test, b.example.test"})
+	if err != nil || !reflect.DeepEqual(cfg.Outbox.Webhook.Hosts, []string{"a.example.test", "b.example.test"}) {
+		t.Fatalf("outbox.webhook.hosts from the environment = %v (err %v), want [a.example.test b.example.test]", cfg.Outbox.Webhook.Hosts, err)
 	}
 }

@@ -128,7 +128,7 @@ func (r *outboxRig) dispatch(token int64, maxAttempts int) (stop func() error, e
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	hookD, err := outbox.NewWebhook(outbox.WebhookConfig{Timeout: 10 * time.Second})
+	hookD, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: 10 * time.Second})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -88,3 +88,26 @@ func TestPostgres_MigrateGrantsOutboxEnqueue(t *testing.T) {
 		t.Fatalf("enqueue by a role without grants: err %v, want permission denied (42501)", err)
 	}
 }
+
+// TestPostgres_OutboxEnqueueBuiltinKeys: a job role cannot queue a key of the invoices builtin
+// first, which would make the builtin's own message a redo and drop the real invoice's e-mail.
+func TestPostgres_OutboxEnqueueBuiltinKeys(t *testing.T) {
+	s, dsn := mustPostgresStore(t, Config{})
+	ctx := testCtx(t)
+	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "invoices_job", outboxRoleRecipe...))
+	for _, key := range []string{"invoice.invoices.1772330400000000.1", "Invoice.invoices.1.2", "INVOICE.x"} {
+		if _, err := conn.Exec(ctx, enqueueSQL, int64(10), key); sqlState(err) != "42501" {
+			t.Errorf("enqueue with the builtin's key %q: err %v, want insufficient_privilege (42501)", key, err)
+		}
+	}
+	var queued bool
+	if err := conn.QueryRow(ctx, enqueueSQL, int64(10), "invoices.own.1").Scan(&queued); err != nil || !queued {
+		t.Fatalf("enqueue with the job's own key: queued %v, err %v", queued, err)
+	}
+	if msgs := mustOutbox(t, ctx, s, ""); len(msgs) != 1 || msgs[0].Key != "invoices.own.1" {
+		t.Fatalf("outbox = %+v, want invoices.own.1 alone", msgs)
+	}
+}

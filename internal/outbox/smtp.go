@@ -116,6 +116,14 @@ func (s *SMTP) Deliver(ctx context.Context, m scheduler.Message, _ int64) error 
 
 // message builds the e-mail of m.
 func (s *SMTP) message(m scheduler.Message) (*gomail.Msg, error) {
+	// The destination and subject come from jobs: a line break in them would write headers of
+	// the job's choosing (a Bcc to anyone), whatever the mail library encodes.
+	if strings.ContainsAny(m.Destination, "\r\n\x00") {
+		return nil, fmt.Errorf("recipient %q: line breaks and NUL are not allowed", m.Destination)
+	}
+	if strings.ContainsAny(m.Subject, "\r\n\x00") {
+		return nil, fmt.Errorf("subject %q: line breaks and NUL are not allowed", m.Subject)
+	}
 	to, err := mail.ParseAddress(m.Destination)
 	if err != nil || to.Address != m.Destination {
 		return nil, fmt.Errorf("recipient %q: want one plain address", m.Destination)

@@ -150,3 +150,32 @@ func TestSMTP_Timeout(t *testing.T) {
 		t.Fatalf("deliver to a silent server: err %v, want a retryable error", err)
 	}
 }
+
+// TestSMTP_RefusesHeaderInjection: a line break in a job's recipient or subject is a
+// permanent failure, and nothing reaches the real server.
+func TestSMTP_RefusesHeaderInjection(t *testing.T) {
+	srv := testenv.MustSMTP(t, testenv.SMTPOptions{})
+	d, err := NewSMTP(SMTPConfig{Addr: srv.Addr, From: "billing@example.test", TLS: NoTLS, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct{ name, to, subject string }{
+		{"SubjectCRLF", "client-1@example.test", "Invoice\r\nBcc: evil@example.test"},
+		{"SubjectLF", "client-1@example.test", "Invoice\nBcc: evil@example.test"},
+		{"SubjectCR", "client-1@example.test", "Invoice\rBcc: evil@example.test"},
+		{"RecipientCRLF", "client-1@example.test\r\nBcc: evil@example.test", "Invoice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := email("inj.1", c.to)
+			m.Subject = c.subject
+			if err := d.Deliver(ctx, m, 7); !IsPermanent(err) {
+				t.Fatalf("deliver: err %v, want permanent", err)
+			}
+		})
+	}
+	if got := srv.Messages(); len(got) != 0 {
+		t.Fatalf("server received %d messages, want 0: %+v", len(got), got)
+	}
+}

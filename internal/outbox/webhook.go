@@ -22,9 +22,11 @@ const DefaultWebhookTimeout = 30 * time.Second
 
 // WebhookConfig configures a webhook deliverer.
 type WebhookConfig struct {
-	// Hosts, when set, are the only hosts (as in the URL, without the
-	// port) a webhook may go to: destinations come from jobs, and a job
-	// must not make the leader call what it cannot reach itself.
+	// Hosts are the only hosts (as in the URL, without the port,
+	// compared without case) a webhook may go to. Empty: every webhook
+	// is refused. Destinations come from jobs, and a job must not make
+	// the leader call what it cannot reach itself (loopback, a cloud's
+	// metadata address, the store).
 	Hosts []string
 	// Timeout bounds one request, response included. Default
 	// DefaultWebhookTimeout.
@@ -51,10 +53,12 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("webhook timeout %s: want > 0", cfg.Timeout)
 	}
-	for _, h := range cfg.Hosts {
-		if h == "" || strings.ContainsAny(h, ":/") {
-			return nil, fmt.Errorf("webhook host %q: want a host name without port or path", h)
+	cfg.Hosts = slices.Clone(cfg.Hosts)
+	for i, h := range cfg.Hosts {
+		if err := CheckWebhookHost(h); err != nil {
+			return nil, err
 		}
+		cfg.Hosts[i] = strings.ToLower(h)
 	}
 	return &Webhook{cfg: cfg, client: &http.Client{
 		Transport: cfg.Transport,
@@ -63,6 +67,15 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 			return http.ErrUseLastResponse
 		},
 	}}, nil
+}
+
+// CheckWebhookHost reports why h cannot be an allowed webhook host: it must
+// be a host name or an IP address, without port, path or user info.
+func CheckWebhookHost(h string) error {
+	if h == "" || strings.ContainsAny(h, ":/@?#[] \t\r\n") {
+		return fmt.Errorf("webhook host %q: want a host name or IPv4 address without port or path", h)
+	}
+	return nil
 }
 
 // maxReplyExcerpt is how much of a refusal's body goes into the error.
@@ -76,7 +89,7 @@ func (w *Webhook) Deliver(ctx context.Context, m scheduler.Message, token int64)
 		return Permanent(fmt.Errorf("url: %w", err))
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.User != nil:
 		return Permanent(fmt.Errorf("url %q: want http or https, a host and no user info", u.Redacted()))
-	case len(w.cfg.Hosts) > 0 && !slices.Contains(w.cfg.Hosts, u.Hostname()):
+	case !slices.Contains(w.cfg.Hosts, strings.ToLower(u.Hostname())):
 		return Permanent(fmt.Errorf("host %q is not among the allowed webhook hosts", u.Hostname()))
 	case !json.Valid([]byte(m.Body)):
 		return Permanent(errors.New("body is not valid JSON"))

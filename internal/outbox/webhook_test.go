@@ -52,7 +52,7 @@ func TestWebhook_Deliver(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hold)
-	w, err := NewWebhook(WebhookConfig{Timeout: 200 * time.Millisecond})
+	w, err := NewWebhook(WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +106,67 @@ func TestWebhook_Deliver(t *testing.T) {
 	}
 	if _, err := NewWebhook(WebhookConfig{Hosts: []string{"h:80"}}); err == nil {
 		t.Error("NewWebhook with a host:port: no error")
+	}
+}
+
+// TestWebhook_RefusesHostsNotAllowed: a job's destination cannot make the leader post to a
+// host that is not listed (loopback, a metadata address), and with no hosts listed every
+// webhook is refused; the receiver sees no request.
+func TestWebhook_RefusesHostsNotAllowed(t *testing.T) {
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		name  string
+		hosts []string
+		dest  string
+	}{
+		{"NoHostsListed", nil, srv.URL + "/ok"},
+		{"LoopbackNotListed", []string{"hooks.example.test"}, srv.URL + "/ok"},
+		{"LocalhostByName", []string{"hooks.example.test"}, "http://localhost:" + u.Port() + "/ok"},
+		{"MetadataAddress", []string{"hooks.example.test"}, "http://169.254.169.254/latest/meta-data/"},
+		{"IPv6Loopback", []string{"hooks.example.test"}, "http://[::1]:" + u.Port() + "/ok"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := NewWebhook(WebhookConfig{Hosts: c.hosts, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Deliver(ctx, hook("k", c.dest), 42); !IsPermanent(err) {
+				t.Fatalf("deliver to %s: err %v, want permanent", c.dest, err)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 0 {
+		t.Fatalf("server saw %d requests, want 0", n)
+	}
+	// Hosts compare without case; listed, the loopback server is reached.
+	w, err := NewWebhook(WebhookConfig{Hosts: []string{"LOCALHOST"}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	err = w.Deliver(ctx, hook("k", "http://Localhost:"+u.Port()+"/ok"), 42)
+	mu.Lock()
+	if err != nil || n != 1 {
+		t.Fatalf("deliver to a listed host: err %v, server saw %d requests, want nil and 1", err, n)
+	}
+	for _, h := range []string{"", "h:80", "h/x", "[::1]", "u@h"} {
+		if err := CheckWebhookHost(h); err == nil {
+			t.Errorf("CheckWebhookHost(%q): no error", h)
+		}
 	}
 }
