@@ -100,11 +100,17 @@ func (s *SMTP) Deliver(ctx context.Context, m scheduler.Message, _ int64) error 
 	if err != nil {
 		return Permanent(err)
 	}
-	c, err := gomail.NewClient(s.host, s.options()...)
+	conn := &boundConn{ctx: ctx, tls: s.tlsConfig(), implicit: s.cfg.TLS == TLS}
+	defer conn.release()
+	c, err := gomail.NewClient(s.host, append(s.options(), gomail.WithDialContextFunc(conn.dial))...)
 	if err != nil {
 		return Permanent(fmt.Errorf("smtp client: %w", err))
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		if ctx.Err() != nil {
+			// The connection was closed under the library: the cause is the end of ctx.
+			return fmt.Errorf("smtp session to %s cut short: %w: %w", s.cfg.Addr, context.Cause(ctx), err)
+		}
 		var se *gomail.SendError
 		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
 			return Permanent(err)
@@ -142,7 +148,8 @@ func (s *SMTP) message(m scheduler.Message) (*gomail.Msg, error) {
 	return msg, nil
 }
 
-func (s *SMTP) options() []gomail.Option {
+// tlsConfig is the TLS configuration of a connection to the server.
+func (s *SMTP) tlsConfig() *tls.Config {
 	tc := &tls.Config{ServerName: s.host, MinVersion: tls.VersionTLS12}
 	if s.cfg.TLSConfig != nil {
 		tc = s.cfg.TLSConfig.Clone()
@@ -150,7 +157,11 @@ func (s *SMTP) options() []gomail.Option {
 			tc.ServerName = s.host
 		}
 	}
-	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(s.cfg.Timeout), gomail.WithTLSConfig(tc)}
+	return tc
+}
+
+func (s *SMTP) options() []gomail.Option {
+	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(s.cfg.Timeout), gomail.WithTLSConfig(s.tlsConfig())}
 	switch s.cfg.TLS {
 	case TLS:
 		opts = append(opts, gomail.WithSSL())

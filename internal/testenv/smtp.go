@@ -45,6 +45,10 @@ type SMTPOptions struct {
 	// Delay, if set, is waited before the server answers each MAIL FROM: a slow receiver, so
 	// that a sender is caught in the middle of its deliveries.
 	Delay time.Duration
+	// Stall, if set, makes the server read each message's DATA and then
+	// not answer until Stall is closed (or the server stops): a receiver
+	// that hangs in the middle of DATA. Nothing is accepted meanwhile.
+	Stall <-chan struct{}
 }
 
 // SMTPMessage is one message an SMTP test server accepted.
@@ -68,9 +72,11 @@ type SMTPServer struct {
 	// RootCAs trusts the server's certificate.
 	RootCAs *x509.CertPool
 
-	opts SMTPOptions
-	mu   sync.Mutex
-	msgs []SMTPMessage
+	opts    SMTPOptions
+	stopped chan struct{} // closed when the server stops
+	stalled chan struct{} // receives each DATA that Stall holds
+	mu      sync.Mutex
+	msgs    []SMTPMessage
 }
 
 // MustSMTP starts an SMTP server on 127.0.0.1 and stops it in tb.Cleanup.
@@ -80,7 +86,7 @@ func MustSMTP(tb testing.TB, opts SMTPOptions) *SMTPServer {
 	if err != nil {
 		tb.Fatalf("testenv: smtp certificate: %v", err)
 	}
-	s := &SMTPServer{RootCAs: pool, opts: opts}
+	s := &SMTPServer{RootCAs: pool, opts: opts, stopped: make(chan struct{}), stalled: make(chan struct{}, 64)}
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &smtpSession{s: s, conn: c}, nil
 	}))
@@ -109,6 +115,7 @@ func MustSMTP(tb testing.TB, opts SMTPOptions) *SMTPServer {
 		_ = srv.Serve(ln)
 	}()
 	tb.Cleanup(func() {
+		close(s.stopped)
 		_ = srv.Close()
 		<-done
 	})
@@ -121,6 +128,10 @@ func (s *SMTPServer) Messages() []SMTPMessage {
 	defer s.mu.Unlock()
 	return append([]SMTPMessage(nil), s.msgs...)
 }
+
+// Stalled receives once for each DATA that SMTPOptions.Stall holds, when
+// the server has read it and is not answering.
+func (s *SMTPServer) Stalled() <-chan struct{} { return s.stalled }
 
 // MessageIDs counts the accepted messages by Message-ID.
 func (s *SMTPServer) MessageIDs() map[string]int {
@@ -182,6 +193,17 @@ func (ss *smtpSession) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return err
+	}
+	if ss.s.opts.Stall != nil {
+		select {
+		case ss.s.stalled <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ss.s.opts.Stall:
+		case <-ss.s.stopped:
+			return errors.New("server stopped")
+		}
 	}
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
