@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -29,6 +31,10 @@ var (
 	ErrNotClaimed = errors.New("fence: message not claimed with this token")
 	// ErrNotDead reports a retry of a message that is not dead.
 	ErrNotDead = errors.New("fence: message is not dead")
+	// ErrInvalidMessage reports a message refused before it reaches the
+	// store: its key, kind or slot is wrong, or its destination, subject or
+	// body holds a NUL byte or is not valid UTF-8.
+	ErrInvalidMessage = errors.New("fence: invalid message")
 )
 
 // keyPattern is the form of a message key; the schema checks it as well.
@@ -75,15 +81,34 @@ func checkMessage(m scheduler.Message) error {
 	}
 	switch {
 	case len(m.Key) > 200 || !keyPattern.MatchString(m.Key):
-		return fmt.Errorf("message key %q: want %s", m.Key, keyPattern)
+		return fmt.Errorf("%w: key %q: want %s", ErrInvalidMessage, m.Key, keyPattern)
 	case m.Kind != scheduler.MessageEmail && m.Kind != scheduler.MessageWebhook:
-		return fmt.Errorf("message %q: kind %q: want %q or %q", m.Key, m.Kind, scheduler.MessageEmail, scheduler.MessageWebhook)
+		return fmt.Errorf("%w %q: kind %q: want %q or %q", ErrInvalidMessage, m.Key, m.Kind, scheduler.MessageEmail, scheduler.MessageWebhook)
 	case m.Destination == "" || len(m.Destination) > 2048:
-		return fmt.Errorf("message %q: destination: want 1 to 2048 bytes", m.Key)
+		return fmt.Errorf("%w %q: destination: want 1 to 2048 bytes", ErrInvalidMessage, m.Key)
 	case m.ScheduledAt.IsZero():
-		return fmt.Errorf("message %q: no slot", m.Key)
+		return fmt.Errorf("%w %q: no slot", ErrInvalidMessage, m.Key)
+	}
+	for _, f := range []struct{ name, v string }{{"destination", m.Destination}, {"subject", m.Subject}, {"body", m.Body}} {
+		if err := checkText(f.v); err != "" {
+			return fmt.Errorf("%w %q: %s %s", ErrInvalidMessage, m.Key, f.name, err)
+		}
 	}
 	return nil
+}
+
+// checkText says what makes v unfit for a message's text, "" when nothing
+// does. Postgres's text refuses NUL and invalid UTF-8, and SQLite's would
+// keep them, its length checks stopping at the first NUL: refused here, a
+// message is refused alike on both stores, before its transaction writes.
+func checkText(v string) string {
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return "holds a NUL byte"
+	case !utf8.ValidString(v):
+		return "is not valid UTF-8"
+	}
+	return ""
 }
 
 // ClaimOutbox claims up to limit pending messages due at now, oldest first,
