@@ -146,7 +146,9 @@ func sortMessages(msgs []scheduler.Message) {
 // DeliveryOK marks it delivered, DeliveryRetry pending again and due at
 // d.Next, DeliveryDead dead, the
 // last two with d.Error. A token older than the fence records nothing
-// (ErrStale); a message not sending under token fails with ErrNotClaimed.
+// (ErrStale); a message not sending under token fails with ErrNotClaimed,
+// but for the same record made again under the same token, which succeeds:
+// a record whose reply was lost can be repeated.
 func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return fmt.Errorf("record delivery of message %q: %w", key, err)

@@ -20,12 +20,17 @@ const (
 	OutboxReleaseSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2
 		WHERE status = 'sending' AND claim_token < $1`
 	// OutboxRecordSQL records an attempt. Placeholders: key, token, status,
-	// at, next (for pending), error.
+	// at, next (for pending), error. The same record made again by the same
+	// term matches as well: when the store went away after a record's commit
+	// and before its reply, the dispatcher's repeat must not find the
+	// message "not claimed" and keep the outcome unrecorded for the term.
 	OutboxRecordSQL = `UPDATE {s}outbox SET status = $3{text}, updated_at = $4{ts},
 			delivered_at = CASE WHEN $3 = 'delivered' THEN $4 END,
 			next_attempt_at = CASE WHEN $3 = 'pending' THEN $5{ts} ELSE next_attempt_at END,
 			last_error = $6
-		WHERE key = $1 AND status = 'sending' AND claim_token = $2`
+		WHERE key = $1 AND claim_token = $2 AND (status = 'sending'
+			OR (status = $3 AND updated_at = $4 AND last_error = $6
+				AND (status <> 'pending' OR next_attempt_at = $5)))`
 	// OutboxRetrySQL revives a dead message. Placeholders: key, now.
 	OutboxRetrySQL = `UPDATE {s}outbox SET status = 'pending', attempts = 0, next_attempt_at = $2, updated_at = $2
 		WHERE key = $1 AND status = 'dead'`
