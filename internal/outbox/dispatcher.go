@@ -172,7 +172,9 @@ func New(cfg Config) (*Dispatcher, error) {
 }
 
 // Run delivers messages under token until ctx ends, and then returns nil
-// once every delivery it started has ended and been recorded. It returns an
+// once every delivery it started has ended and been recorded (an outcome
+// the store refused while it was away is tried once more, within
+// RecordTimeout). It returns an
 // error wrapping ErrFenced as soon as the store refuses token (after the
 // deliveries in flight ended). Call it once per term, with the term's ctx.
 // Messages claimed but not sent when ctx ends stay sending; the next term
@@ -181,8 +183,16 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	lg := d.lg.With(zap.Int64("token", token))
 	sem := make(chan struct{}, d.cfg.Concurrency)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	left := &unrecorded{res: map[string]scheduler.Delivery{}}
+	left := &unrecorded{res: map[string]outcome{}}
+	defer func() {
+		wg.Wait()
+		// A last try, within RecordTimeout, for what the store refused
+		// while it was away: each outcome recorded here is one the next
+		// term does not send again.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.RecordTimeout)
+		defer cancel()
+		_ = d.recordLeft(rctx, lg, token, left)
+	}()
 	failures := 0
 	for {
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
@@ -233,7 +243,13 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 // record later in the term: the message is not sent again meanwhile.
 type unrecorded struct {
 	mu  sync.Mutex
-	res map[string]scheduler.Delivery
+	res map[string]outcome
+}
+
+// outcome is an attempt's message and the result to record.
+type outcome struct {
+	m   scheduler.Message
+	res scheduler.Delivery
 }
 
 // recordLeft records the outcomes left, once each, and returns an error
@@ -241,12 +257,18 @@ type unrecorded struct {
 func (d *Dispatcher) recordLeft(ctx context.Context, lg *zap.Logger, token int64, left *unrecorded) error {
 	left.mu.Lock()
 	defer left.mu.Unlock()
-	for key, res := range left.res {
-		err := d.cfg.Store.RecordDelivery(ctx, token, key, res)
+	for key, o := range left.res {
+		err := d.cfg.Store.RecordDelivery(ctx, token, key, o.res)
 		switch {
 		case err == nil:
 			delete(left.res, key)
-			lg.Info("outbox record made late", zap.String("key", key), zap.String("outcome", string(res.Outcome)))
+			lg.Info("outbox record made late", zap.String("key", key), zap.String("job", o.m.Job), zap.Time("slot", o.m.ScheduledAt),
+				zap.Int("attempt", o.m.Attempts), zap.String("outcome", string(o.res.Outcome)))
+			// Counted now that it is recorded: an outcome that the next term
+			// repeats instead is counted by that term.
+			if d.cfg.Observe != nil {
+				d.cfg.Observe(o.m, o.res)
+			}
 		case d.cfg.Fenced(err):
 			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
 		default:
@@ -281,7 +303,7 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))
 		if !d.cfg.Fenced(err) {
 			left.mu.Lock()
-			left.res[m.Key] = res
+			left.res[m.Key] = outcome{m: m, res: res}
 			left.mu.Unlock()
 		}
 		return
