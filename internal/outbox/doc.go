@@ -31,7 +31,10 @@
 // # The guarantee, stated honestly
 //
 // Every committed message is delivered at least once, as long as some
-// leader runs a dispatcher and the receiver eventually accepts it. It is
+// leader runs a dispatcher and the receiver eventually accepts it. An
+// outcome the store could not record (it restarted, say) is kept and
+// recorded when the store is back, within the term; the message is not
+// sent again meanwhile. It is
 // delivered twice only when a dispatcher stops (crash, freeze, lost
 // leadership) after the receiver accepted the message and before the
 // fenced record of that acceptance committed: the next term then finds the
@@ -52,5 +55,7 @@
 // safe alphabet before it becomes a Message-ID); a webhook goes by POST to
 // an http or https URL, to the hosts of WebhookConfig.Hosts when that is set,
 // without following redirects, with a bounded time and a bounded read of
-// the response.
+// the response. An SMTP session ends with its send (Config.SendTimeout or
+// the term): its connection is closed then, whatever the server does, and
+// with STARTTLS required a server that does not offer it gets nothing.
 package outbox
