@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"scheduler/cmd/scheduler/internal/config"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+			lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 			if err != nil {
 				return err
 			}
@@ -62,7 +63,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(withOutbox)
 			}
-			if _, err := cfg.job(args[0]); err != nil && len(runs) == 0 {
+			if _, err := findJob(cfg, args[0]); err != nil && len(runs) == 0 {
 				return err
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
 	"scheduler/internal/status"
@@ -19,7 +20,7 @@ import (
 
 // session is what the read and control commands connect to: etcd, and the store if asked.
 type session struct {
-	cfg   *Config
+	cfg   *config.Config
 	cli   *clientv3.Client
 	ctl   *control.Store
 	store *fence.Store
@@ -32,7 +33,7 @@ func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"scheduler/cmd/scheduler/internal/config"
 	"syscall"
 )
 
@@ -38,7 +39,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "scheduler: %v\n", err)
-	var ce *ConfigError
+	var ce *config.Error
 	var ue *usageError
 	if errors.As(err, &ce) || errors.As(err, &ue) {
 		return 2

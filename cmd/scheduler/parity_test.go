@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/kinds"
 	"slices"
 	"strings"
@@ -35,7 +36,7 @@ func TestParity_ValidateAndRun(t *testing.T) {
 			defer cancel()
 			var stdout, stderr bytes.Buffer
 			vErr := run(ctx, []string{"validate", "--config", path}, environ, &stdout, &stderr)
-			_, dErr := loadForRun(path, environ, kinds.CurrentUserSwitch())
+			_, dErr := config.LoadForRun(path, environ, kinds.CurrentUserSwitch())
 
 			if got, want := problemsOf(t, "validate", vErr), problemsOf(t, "run", dErr); !slices.Equal(got, want) {
 				t.Fatalf("validate and run disagree:\nvalidate: %q\nrun:      %q", got, want)
@@ -93,7 +94,7 @@ func problemsOf(t *testing.T, who string, err error) []string {
 	if err == nil {
 		return nil
 	}
-	var ce *ConfigError
+	var ce *config.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("%s: %v, want a configuration error", who, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -88,11 +89,11 @@ func (s statusSource) Last(ctx context.Context, jobs ...string) (map[string]sche
 }
 
 // statusEntries returns the table js as the status shows it.
-func statusEntries(js []Job) []status.Entry {
+func statusEntries(js []config.Job) []status.Entry {
 	out := make([]status.Entry, len(js))
 	for i, j := range js {
 		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
-		if sched := j.schedule; sched != nil {
+		if sched := j.ParsedSchedule(); sched != nil {
 			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
 		}
 	}

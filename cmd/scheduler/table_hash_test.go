@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"scheduler/cmd/scheduler/internal/config"
 	"testing"
 )
 
@@ -46,9 +47,9 @@ func hashOf(t *testing.T, yaml string) string {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := loadTable(path, nil)
+	l, err := config.LoadTable(path, nil)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	return l.hash
+	return l.Hash
 }

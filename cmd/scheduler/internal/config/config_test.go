@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -27,8 +27,8 @@ jobs:
     command: [/bin/true]
 `
 
-func TestLoadConfig_Sample(t *testing.T) {
-	cfg, err := LoadConfig(filepath.Join("..", "..", "configs", "scheduler.yaml"), nil)
+func TestLoad_Sample(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "..", "..", "..", "configs", "scheduler.yaml"), nil)
 	if err != nil {
 		t.Fatalf("the sample config must load: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestLoadConfig_Sample(t *testing.T) {
 // TestConfig_SampleHasEveryKey keeps the annotated sample in step with the Config type: every
 // default setting must appear in it.
 func TestConfig_SampleHasEveryKey(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "configs", "scheduler.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "configs", "scheduler.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestConfig_SampleHasEveryKey(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_Defaults(t *testing.T) {
+func TestLoad_Defaults(t *testing.T) {
 	path := writeConfig(t, minimalJob)
-	cfg, err := LoadConfig(path, nil)
+	cfg, err := Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_Environment(t *testing.T) {
+func TestLoad_Environment(t *testing.T) {
 	env := []string{
 		"SCHEDULER_ETCD_ENDPOINTS=etcd1:2379, etcd2:2379,etcd3:2379",
 		"SCHEDULER_STORE_DSN=postgres://sched:secret@db:5432/app",
@@ -113,7 +113,7 @@ func TestLoadConfig_Environment(t *testing.T) {
 		"SCHEDULER_ETCD_TLS_CA_FILE=",
 		"OTHER_VAR=ignored",
 	}
-	cfg, err := LoadConfig(writeConfig(t, "node: from-file\n"+minimalJob), env)
+	cfg, err := Load(writeConfig(t, "node: from-file\n"+minimalJob), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestLoadConfig_Environment(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_Invalid(t *testing.T) {
+func TestLoad_Invalid(t *testing.T) {
 	cases := []struct {
 		name string
 		yaml string
@@ -192,13 +192,13 @@ func TestLoadConfig_Invalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.yaml), tc.env)
+			_, err := Load(writeConfig(t, tc.yaml), tc.env)
 			if err == nil {
-				t.Fatal("LoadConfig accepted an invalid config")
+				t.Fatal("Load accepted an invalid config")
 			}
-			ce, ok := err.(*ConfigError)
+			ce, ok := err.(*Error)
 			if !ok {
-				t.Fatalf("error is %T, want *ConfigError: %v", err, err)
+				t.Fatalf("error is %T, want *Error: %v", err, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(ce.Error(), w) {
@@ -212,8 +212,8 @@ func TestLoadConfig_Invalid(t *testing.T) {
 	}
 }
 
-// TestLoadConfig_ReportsEveryProblem checks that one file with several mistakes gets them all.
-func TestLoadConfig_ReportsEveryProblem(t *testing.T) {
+// TestLoad_ReportsEveryProblem checks that one file with several mistakes gets them all.
+func TestLoad_ReportsEveryProblem(t *testing.T) {
 	body := `
 election: {ttl: 0s}
 log: {format: xml}
@@ -229,10 +229,10 @@ jobs:
     sql: select 1
     misfire: later
 `
-	_, err := LoadConfig(writeConfig(t, body), nil)
-	ce, ok := err.(*ConfigError)
+	_, err := Load(writeConfig(t, body), nil)
+	ce, ok := err.(*Error)
 	if !ok {
-		t.Fatalf("err=%v, want *ConfigError", err)
+		t.Fatalf("err=%v, want *Error", err)
 	}
 	keys := map[string]bool{}
 	for _, p := range ce.Problems {
@@ -245,17 +245,17 @@ jobs:
 	}
 }
 
-func TestLoadConfig_MissingFile(t *testing.T) {
-	_, err := LoadConfig(filepath.Join(t.TempDir(), "absent.yaml"), nil)
-	if ce, ok := err.(*ConfigError); !ok || !strings.Contains(ce.Error(), "not found") {
-		t.Fatalf("err=%v, want a ConfigError saying the file is not found", err)
+func TestLoad_MissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), nil)
+	if ce, ok := err.(*Error); !ok || !strings.Contains(ce.Error(), "not found") {
+		t.Fatalf("err=%v, want a Error saying the file is not found", err)
 	}
 }
 
-// FuzzLoadConfig feeds arbitrary documents to the loader: it must return a config or an error,
+// FuzzLoad feeds arbitrary documents to the loader: it must return a config or an error,
 // never panic.
-func FuzzLoadConfig(f *testing.F) {
-	sample, err := os.ReadFile(filepath.Join("..", "..", "configs", "scheduler.yaml"))
+func FuzzLoad(f *testing.F) {
+	sample, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "configs", "scheduler.yaml"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -275,12 +275,12 @@ func FuzzLoadConfig(f *testing.F) {
 		var err error
 		go func() {
 			defer close(done)
-			cfg, err = LoadConfig(path, nil)
+			cfg, err = Load(path, nil)
 		}()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second): // a hang detector, not a timing assertion
-			t.Fatalf("LoadConfig did not return for:\n%s", doc)
+			t.Fatalf("Load did not return for:\n%s", doc)
 		}
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("cfg=%v err=%v: exactly one must be set", cfg, err)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/sha256"
@@ -43,9 +43,9 @@ func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec
 	return specs, p.list
 }
 
-// roleWithoutJobDSN names a sql job that has a role while sql jobs run on the scheduler's own
+// RoleWithoutJobDSN names a sql job that has a role while sql jobs run on the scheduler's own
 // connection, or returns "".
-func roleWithoutJobDSN(cfg *Config) string {
+func RoleWithoutJobDSN(cfg *Config) string {
 	if cfg.Store.JobDSN != "" {
 		return ""
 	}
@@ -57,9 +57,9 @@ func roleWithoutJobDSN(cfg *Config) string {
 	return ""
 }
 
-// tableHash is a short stable digest of the job table, which replicas publish so that status
+// TableHash is a short stable digest of the job table, which replicas publish so that status
 // can warn when they run different configurations.
-func tableHash(cfg *Config) string {
+func TableHash(cfg *Config) string {
 	lines := make([]string, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
 		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
@@ -72,7 +72,7 @@ func tableHash(cfg *Config) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// securityHash is the part of a job's line in tableHash for the keys that decide what the job
+// securityHash is the part of a job's line in TableHash for the keys that decide what the job
 // may reach: who it runs as, where its requests may be redirected.
 func securityHash(j Job) string {
 	return fmt.Sprintf("|%s|%s|%v", j.User, j.Group, j.FollowRedirects)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestLoadConfig_JobUserGroup(t *testing.T) {
+func TestLoad_JobUserGroup(t *testing.T) {
 	execJob := func(extra string) string {
 		return "jobs:\n  - name: beat\n    schedule: \"@every 10s\"\n    type: exec\n    command: [/bin/true]\n" + extra
 	}
@@ -20,7 +20,7 @@ func TestLoadConfig_JobUserGroup(t *testing.T) {
 	}
 	for _, tc := range good {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := LoadConfig(writeConfig(t, tc.yaml), nil); err != nil {
+			if _, err := Load(writeConfig(t, tc.yaml), nil); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -35,10 +35,10 @@ func TestLoadConfig_JobUserGroup(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.yaml), nil)
-			var ce *ConfigError
+			_, err := Load(writeConfig(t, tc.yaml), nil)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *ConfigError", err)
+				t.Fatalf("err=%v, want a *Error", err)
 			}
 			var got []string
 			for _, p := range ce.Problems {
@@ -51,7 +51,7 @@ func TestLoadConfig_JobUserGroup(t *testing.T) {
 		})
 	}
 	t.Run("DefaultReportedOnce", func(t *testing.T) {
-		_, err := LoadConfig(writeConfig(t, "defaults:\n  user: no-such-user-here\n"+execJob("")), nil)
+		_, err := Load(writeConfig(t, "defaults:\n  user: no-such-user-here\n"+execJob("")), nil)
 		if n := strings.Count(err.Error(), "no-such-user-here"); n != 1 {
 			t.Fatalf("the bad default is reported %d times, want once:\n%v", n, err)
 		}
@@ -64,7 +64,7 @@ func TestBuildTable_JobUser(t *testing.T) {
 	if kinds.CurrentUserSwitch().Check() != nil {
 		t.Fatalf("this test runs as root (uid %d): it checks that a root daemon builds jobs with a user", os.Geteuid())
 	}
-	cfg, err := LoadConfig(writeConfig(t, "jobs:\n  - name: beat\n    schedule: \"@every 10s\"\n    type: exec\n    command: [/bin/true]\n    user: nobody\n"), nil)
+	cfg, err := Load(writeConfig(t, "jobs:\n  - name: beat\n    schedule: \"@every 10s\"\n    type: exec\n    command: [/bin/true]\n    user: nobody\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"slices"
@@ -36,8 +36,8 @@ func TestRestartKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
 			tc.edit(c)
-			if got := restartKeys(base(), c); !slices.Equal(got, tc.want) {
-				t.Fatalf("restartKeys=%q, want %q", got, tc.want)
+			if got := base().RestartKeys(c); !slices.Equal(got, tc.want) {
+				t.Fatalf("RestartKeys=%q, want %q", got, tc.want)
 			}
 		})
 	}

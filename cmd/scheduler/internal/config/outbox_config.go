@@ -1,15 +1,10 @@
-package main
+package config
 
 import (
-	"errors"
 	"fmt"
 	"net/mail"
 	"time"
 
-	"go.uber.org/zap"
-
-	"scheduler"
-	"scheduler/internal/fence"
 	"scheduler/internal/outbox"
 )
 
@@ -57,7 +52,7 @@ func (c *Config) validateOutbox(p *problems) {
 		from, err := mail.ParseAddress(o.SMTP.From)
 		if err != nil || from.Address != o.SMTP.From {
 			p.add("outbox.smtp.from", "must be one e-mail address while outbox.smtp.addr is set, got %q", o.SMTP.From)
-		} else if _, err := outbox.NewSMTP(smtpConfig(o.SMTP)); err != nil && checkHostPort(o.SMTP.Addr) == "" {
+		} else if _, err := outbox.NewSMTP(SMTPConfig(o.SMTP)); err != nil && checkHostPort(o.SMTP.Addr) == "" {
 			// What run would refuse, validate refuses: the deliverer's own checks, such as port 0.
 			p.add("outbox.smtp.addr", "%v", err)
 		}
@@ -86,33 +81,7 @@ func (c *Config) validateOutbox(p *problems) {
 	}
 }
 
-// newDispatcher returns the leader's dispatcher of the outbox in store: e-mails over SMTP, or
-// to the log with outbox.log, and webhooks over HTTP.
-func newDispatcher(o OutboxConfig, store *fence.Store, lg *zap.Logger, observe func(scheduler.Message, scheduler.Delivery)) (*outbox.Dispatcher, error) {
-	hook, err := outbox.NewWebhook(outbox.WebhookConfig{})
-	if err != nil {
-		return nil, fmt.Errorf("outbox webhooks: %w", err)
-	}
-	ds := map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageWebhook: hook}
-	switch {
-	case o.SMTP.Addr != "":
-		s, err := outbox.NewSMTP(smtpConfig(o.SMTP))
-		if err != nil {
-			return nil, fmt.Errorf("outbox.smtp: %w", err)
-		}
-		ds[scheduler.MessageEmail] = s
-	case o.Log:
-		ds[scheduler.MessageEmail] = outbox.NewLog(lg)
-	}
-	return outbox.New(outbox.Config{
-		Store: store, Deliverers: ds, Batch: o.Batch, MaxAttempts: o.MaxAttempts,
-		RetryBackoff: o.RetryBackoff, MaxBackoff: max(outbox.DefaultMaxBackoff, o.RetryBackoff),
-		Fenced:  func(err error) bool { return errors.Is(err, scheduler.ErrFenced) },
-		Observe: observe, Logger: lg,
-	})
-}
-
-// smtpConfig is the SMTP deliverer's configuration of the outbox.smtp keys.
-func smtpConfig(c OutboxSMTPConfig) outbox.SMTPConfig {
+// SMTPConfig is the SMTP deliverer's configuration of the outbox.smtp keys.
+func SMTPConfig(c OutboxSMTPConfig) outbox.SMTPConfig {
 	return outbox.SMTPConfig{Addr: c.Addr, From: c.From, Username: c.Username, Password: c.Password, TLS: outbox.TLSMode(c.TLS)}
 }

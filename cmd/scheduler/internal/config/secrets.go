@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -97,8 +97,8 @@ func settingParent(raw map[string]any, key string) (map[string]any, string) {
 	return m, parts[len(parts)-1]
 }
 
-// secrets returns every configured secret value and the secrets inside them.
-func (c *Config) secrets() []string {
+// Secrets returns every configured secret value and the secrets inside them.
+func (c *Config) Secrets() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(v string) {
@@ -131,10 +131,10 @@ func (c *Config) secrets() []string {
 // redacted replaces a secret in the output of a run.
 const redacted = "[redacted]"
 
-// newScrubber returns a function replacing each of secrets in a text by [redacted]; nil when
+// NewScrubber returns a function replacing each of secrets in a text by [redacted]; nil when
 // there are no secrets. Longer secrets go first, so that a DSN is replaced whole rather than
 // around its password.
-func newScrubber(secrets []string) func(string) string {
+func NewScrubber(secrets []string) func(string) string {
 	if len(secrets) == 0 {
 		return nil
 	}

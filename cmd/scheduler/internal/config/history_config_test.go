@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ jobs:
     history: {max_runs: 7}
 `
 
-func TestLoadConfig_History(t *testing.T) {
+func TestLoad_History(t *testing.T) {
 	type limits struct {
 		age  time.Duration
 		runs int
@@ -42,7 +42,7 @@ func TestLoadConfig_History(t *testing.T) {
 			limits{72 * time.Hour, 9}, limits{72 * time.Hour, 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(writeConfig(t, tc.yaml), tc.env)
+			cfg, err := Load(writeConfig(t, tc.yaml), tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestLoadConfig_History(t *testing.T) {
 		})
 	}
 	t.Run("PruneKeys", func(t *testing.T) {
-		cfg, err := LoadConfig(writeConfig(t, "history: {prune_interval: 1m, prune_batch: 50, prune_pause: 0s}\n"+historyJobs), nil)
+		cfg, err := Load(writeConfig(t, "history: {prune_interval: 1m, prune_batch: 50, prune_pause: 0s}\n"+historyJobs), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestLoadConfig_History(t *testing.T) {
 
 const thirdJob = "  - name: third\n    schedule: '@hourly'\n    type: sql\n    sql: select 1\n"
 
-func TestLoadConfig_HistoryInvalid(t *testing.T) {
+func TestLoad_HistoryInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		yaml string
@@ -86,10 +86,10 @@ func TestLoadConfig_HistoryInvalid(t *testing.T) {
 		{"BadPerJob", "metrics: {per_job: sometimes}\n" + historyJobs, []string{"metrics.per_job: must be one of auto, on, off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.yaml), nil)
-			var ce *ConfigError
+			_, err := Load(writeConfig(t, tc.yaml), nil)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a *ConfigError", err)
+				t.Fatalf("err = %v, want a *Error", err)
 			}
 			for _, w := range tc.want {
 				if n := strings.Count(ce.Error(), w); n != 1 {

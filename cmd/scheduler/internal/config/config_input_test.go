@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ jobs:
     command: [/bin/true]
 `
 
-// TestLoadConfig_BadInput covers values, variables and sizes that used to get through.
-func TestLoadConfig_BadInput(t *testing.T) {
+// TestLoad_BadInput covers values, variables and sizes that used to get through.
+func TestLoad_BadInput(t *testing.T) {
 	cases := []struct {
 		name   string
 		yaml   string
@@ -67,10 +67,10 @@ func TestLoadConfig_BadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.yaml), tc.env)
-			var ce *ConfigError
+			_, err := Load(writeConfig(t, tc.yaml), tc.env)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *ConfigError", err)
+				t.Fatalf("err=%v, want a *Error", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(ce.Error(), w) {
@@ -86,8 +86,8 @@ func TestLoadConfig_BadInput(t *testing.T) {
 	}
 }
 
-// TestLoadConfig_GoodInput: the checks above refuse nothing that is right.
-func TestLoadConfig_GoodInput(t *testing.T) {
+// TestLoad_GoodInput: the checks above refuse nothing that is right.
+func TestLoad_GoodInput(t *testing.T) {
 	cases := []struct {
 		name  string
 		yaml  string
@@ -126,7 +126,7 @@ func TestLoadConfig_GoodInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(writeConfig(t, tc.yaml), tc.env)
+			cfg, err := Load(writeConfig(t, tc.yaml), tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestConfig_EveryKeyHasAVariable(t *testing.T) {
 func TestConfig_JitterGapFollowsNow(t *testing.T) {
 	// Whenever it is read, a year holds a gap of at most 184 days (4416h).
 	path := writeConfig(t, "jobs:\n  - {name: a, schedule: '0 0 1 1,7 *', type: sql, sql: x, jitter: 4500h}\n")
-	if _, err := LoadConfig(path, nil); err == nil || !strings.Contains(err.Error(), "jobs[0].jitter:") {
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "jobs[0].jitter:") {
 		t.Fatalf("4500h of jitter on two slots a year: err=%v, want jobs[0].jitter named", err)
 	}
 	// Read in December, the year ahead holds one gap: January to July, 181 days (4344h).
@@ -184,9 +184,9 @@ func TestConfig_JitterGapFollowsNow(t *testing.T) {
 	}
 }
 
-// TestLoadConfig_FileLimits: only a regular file within MaxConfigBytes is read, and a refusal
+// TestLoad_FileLimits: only a regular file within MaxConfigBytes is read, and a refusal
 // names the file and the limit.
-func TestLoadConfig_FileLimits(t *testing.T) {
+func TestLoad_FileLimits(t *testing.T) {
 	dir := t.TempDir()
 	huge := filepath.Join(dir, "huge.yaml")
 	f, err := os.Create(huge)
@@ -217,10 +217,10 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(tc.path, nil)
-			var ce *ConfigError
+			_, err := Load(tc.path, nil)
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *ConfigError", err)
+				t.Fatalf("err=%v, want a *Error", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(ce.Error(), w) {
@@ -231,7 +231,7 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 	}
 	t.Run("AtTheLimit", func(t *testing.T) {
 		body := minimalJob + "#" + strings.Repeat("x", MaxConfigBytes-len(minimalJob)-2) + "\n"
-		if _, err := LoadConfig(writeConfig(t, body), nil); err != nil {
+		if _, err := Load(writeConfig(t, body), nil); err != nil {
 			t.Fatalf("a file of exactly %d bytes: %v", len(body), err)
 		}
 	})
@@ -270,7 +270,7 @@ func TestLoadConfig_FileLimits(t *testing.T) {
 		for i := range MaxJobs + 1 {
 			fmt.Fprintf(&b, "  - {name: j%d, schedule: '@daily', type: sql, sql: x}\n", i)
 		}
-		_, err := LoadConfig(writeConfig(t, b.String()), nil)
+		_, err := Load(writeConfig(t, b.String()), nil)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("jobs: %d jobs, more than the limit of %d", MaxJobs+1, MaxJobs)) {
 			t.Fatalf("err=%v, want the job limit named", err)
 		}
@@ -295,9 +295,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestLoadConfig_PathsFromConfigDir: relative paths are read from the configuration file's
+// TestLoad_PathsFromConfigDir: relative paths are read from the configuration file's
 // directory, not from the directory the command starts in.
-func TestLoadConfig_PathsFromConfigDir(t *testing.T) {
+func TestLoad_PathsFromConfigDir(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestLoadConfig_PathsFromConfigDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(rel, nil)
+	cfg, err := Load(rel, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

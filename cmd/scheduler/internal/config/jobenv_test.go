@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"reflect"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestLoadConfig_EnvNamesKeepTheirCase: environment variable names are case-sensitive, so an
+// TestLoad_EnvNamesKeepTheirCase: environment variable names are case-sensitive, so an
 // exec job's `env` reaches the job as the file spells it, from the job and from defaults, also
 // when a SCHEDULER_* variable is set (as the README's production setup does for the DSN).
-func TestLoadConfig_EnvNamesKeepTheirCase(t *testing.T) {
+func TestLoad_EnvNamesKeepTheirCase(t *testing.T) {
 	for _, environ := range [][]string{nil, {"SCHEDULER_NODE=n1"}} {
 		t.Run(strings.Join(append([]string{"Environ"}, environ...), "_"), func(t *testing.T) {
 			testEnvNamesKeepTheirCase(t, environ)
@@ -18,7 +18,7 @@ func TestLoadConfig_EnvNamesKeepTheirCase(t *testing.T) {
 }
 
 func testEnvNamesKeepTheirCase(t *testing.T, environ []string) {
-	cfg, err := LoadConfig(writeConfig(t, `
+	cfg, err := Load(writeConfig(t, `
 defaults:
   env: {PGHOST: db, Mixed_Case: "1"}
 jobs:
@@ -42,7 +42,7 @@ jobs:
 		t.Errorf("jobs[1].env = %v, want %v (from defaults)", cfg.Jobs[1].Env, want)
 	}
 
-	_, err = LoadConfig(writeConfig(t, `
+	_, err = Load(writeConfig(t, `
 jobs:
   - name: twice
     schedule: "@every 10s"
@@ -51,6 +51,6 @@ jobs:
     env: {FOO: a, foo: b}
 `), environ)
 	if err == nil || !strings.Contains(err.Error(), "jobs[0].env") || !strings.Contains(err.Error(), "FOO and foo differ only in case") {
-		t.Fatalf("LoadConfig = %v, want a problem naming jobs[0].env and both names", err)
+		t.Fatalf("Load = %v, want a problem naming jobs[0].env and both names", err)
 	}
 }

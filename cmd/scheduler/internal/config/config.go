@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"time"
@@ -125,6 +125,10 @@ type Job struct {
 	// rather than parse it again; nil before Validate, or when either was refused.
 	schedule *schedule.Schedule
 }
+
+// ParsedSchedule is the job's schedule as Validate parsed it in its zone, which the table and
+// status use rather than parse it again; nil before Validate, or when either was refused.
+func (j *Job) ParsedSchedule() *schedule.Schedule { return j.schedule }
 
 // JobSpec holds every job key but the name; `defaults` uses it to set keys for all jobs.
 type JobSpec struct {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"slices"
@@ -61,7 +61,7 @@ func TestValidate_KindProblems(t *testing.T) {
 // TestValidate_URLWithoutPassword: an http job's bad URL is quoted in its problem without the
 // password it holds; `validate` output lands in terminals and CI logs.
 func TestValidate_URLWithoutPassword(t *testing.T) {
-	_, err := LoadConfig(writeConfig(t, "jobs:\n  - name: a\n    schedule: '@daily'\n    type: http\n    url: ftp://deploy:s3cret@x/hook\n"), nil)
+	_, err := Load(writeConfig(t, "jobs:\n  - name: a\n    schedule: '@daily'\n    type: http\n    url: ftp://deploy:s3cret@x/hook\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "jobs[0].url: must be an absolute http") {
 		t.Fatalf("err = %v, want the url refused", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -17,7 +17,7 @@ jobs:
     params: {clients: 3, email_to: "client-{client}@example.test"}
 `
 
-func TestLoadConfig_Outbox(t *testing.T) {
+func TestLoad_Outbox(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		want       []string // substrings of the error; none: loads
@@ -45,15 +45,15 @@ func TestLoadConfig_Outbox(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(writeConfig(t, tc.body), nil)
+			cfg, err := Load(writeConfig(t, tc.body), nil)
 			if len(tc.want) == 0 {
 				if err != nil {
-					t.Fatalf("LoadConfig: %v", err)
+					t.Fatalf("Load: %v", err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("LoadConfig = %+v, want an error", cfg.Outbox)
+				t.Fatalf("Load = %+v, want an error", cfg.Outbox)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -64,13 +64,13 @@ func TestLoadConfig_Outbox(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_OutboxValues(t *testing.T) {
+func TestLoad_OutboxValues(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "smtp_password")
 	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(writeConfig(t, minimalJob+`outbox:
+	cfg, err := Load(writeConfig(t, minimalJob+`outbox:
   smtp: {addr: "mail.example.test:465", from: billing@example.test, username: billing, password_file: `+secret+`, tls: tls}
   max_attempts: 3
   retry_backoff: 2m
@@ -85,13 +85,13 @@ func TestLoadConfig_OutboxValues(t *testing.T) {
 		t.Fatalf("outbox = %+v, want %+v", cfg.Outbox, want)
 	}
 	found := false
-	for _, s := range cfg.secrets() {
+	for _, s := range cfg.Secrets() {
 		found = found || s == "s3cret"
 	}
 	if !found {
 		t.Fatal("the SMTP password is not among the secrets scrubbed from runs' output")
 	}
-	if _, err := LoadConfig(writeConfig(t, minimalJob+"outbox: {smtp: {password: a, password_file: "+secret+"}}\n"), nil); err == nil ||
+	if _, err := Load(writeConfig(t, minimalJob+"outbox: {smtp: {password: a, password_file: "+secret+"}}\n"), nil); err == nil ||
 		!strings.Contains(err.Error(), "outbox.smtp.password and outbox.smtp.password_file are both set") {
 		t.Fatalf("both password and its file: err = %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -18,16 +18,16 @@ func (p Problem) String() string {
 	return p.Key + ": " + p.Msg
 }
 
-// ConfigError reports every problem of an invalid configuration file. The command line turns it
+// Error reports every problem of an invalid configuration file. The command line turns it
 // into exit status 2.
-type ConfigError struct {
+type Error struct {
 	File     string
 	Problems []Problem
 	// Env is set when some problem lies in a SCHEDULER_* variable rather than in the file.
 	Env bool
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Env {
 		fmt.Fprintf(&b, "invalid configuration %s and %s_* environment:", e.File, envPrefix)

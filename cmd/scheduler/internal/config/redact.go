@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"net/url"
@@ -9,8 +9,8 @@ import (
 // kvPassword matches password=... in a key=value DSN, quoted or not.
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 
-// redactDSN hides the password of a Postgres DSN, URL or key=value form, for logs and status.
-func redactDSN(dsn string) string {
+// RedactDSN hides the password of a Postgres DSN, URL or key=value form, for logs and status.
+func RedactDSN(dsn string) string {
 	return dsnPasswords(dsn, func(...string) string { return "xxxxx" })
 }
 

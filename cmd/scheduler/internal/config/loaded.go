@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"net/http"
@@ -9,19 +9,22 @@ import (
 	"scheduler/internal/kinds"
 )
 
-// loaded is the configuration read once and the runner's table built from it: what `validate`
+// Loaded is the configuration read once and the runner's table built from it: what `validate`
 // checks is what `run` starts with and what a reload swaps in.
-type loaded struct {
-	cfg   *Config
-	table []jobs.Spec
-	hash  string // tableHash of cfg
+type Loaded struct {
+	// Config is the configuration as read and validated.
+	Config *Config
+	// Table is the runner's table built from Config.
+	Table []jobs.Spec
+	// Hash is the table's digest, which replicas publish (TableHash of Config).
+	Hash string
 }
 
-// loadTable reads the file at path once, with the SCHEDULER_* variables of environ, validates
+// LoadTable reads the file at path once, with the SCHEDULER_* variables of environ, validates
 // it and builds every job of its table, connecting nowhere. The jobs write through the
 // fenced transaction the runner binds to each attempt, so building them needs no store. Every problem, of the file or of a job's
-// build, comes back in one *ConfigError, each naming its key path.
-func loadTable(path string, environ []string) (*loaded, error) {
+// build, comes back in one *Error, each naming its key path.
+func LoadTable(path string, environ []string) (*Loaded, error) {
 	cfg, problems := checkConfig(path, environ)
 	var table []jobs.Spec
 	if cfg != nil {
@@ -34,20 +37,20 @@ func loadTable(path string, environ []string) (*loaded, error) {
 		if cfg != nil {
 			problems, env = blameVariables(problems, cfg.fromEnv)
 		}
-		return nil, &ConfigError{File: path, Problems: problems, Env: env}
+		return nil, &Error{File: path, Problems: problems, Env: env}
 	}
-	return &loaded{cfg: cfg, table: table, hash: tableHash(cfg)}, nil
+	return &Loaded{Config: cfg, Table: table, Hash: TableHash(cfg)}, nil
 }
 
-// loadForRun is the daemon's read of the configuration, at start and on a reload: the table
-// loadTable builds for `validate` too, then the one check of the process itself, whether it may
+// LoadForRun is the daemon's read of the configuration, at start and on a reload: the table
+// LoadTable builds for `validate` too, then the one check of the process itself, whether it may
 // run the table's exec jobs as the users they name (switcher).
-func loadForRun(path string, environ []string, switcher kinds.UserSwitch) (*loaded, error) {
-	l, err := loadTable(path, environ)
+func LoadForRun(path string, environ []string, switcher kinds.UserSwitch) (*Loaded, error) {
+	l, err := LoadTable(path, environ)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUserSwitch(l.cfg, switcher); err != nil {
+	if err := checkUserSwitch(l.Config, switcher); err != nil {
 		return nil, err
 	}
 	return l, nil

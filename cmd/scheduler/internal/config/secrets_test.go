@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -22,11 +22,11 @@ func writeSecret(tb testing.TB, content string) string {
 	return path
 }
 
-func TestLoadConfig_SecretFiles(t *testing.T) {
+func TestLoad_SecretFiles(t *testing.T) {
 	const dsn = "postgres://sched:pa55@db:5432/app"
 	t.Run("StoreDSNFromEnvironment", func(t *testing.T) {
 		path := writeSecret(t, dsn+"\n")
-		cfg, err := LoadConfig(writeConfig(t, minimalJob), []string{"SCHEDULER_STORE_DSN_FILE=" + path})
+		cfg, err := Load(writeConfig(t, minimalJob), []string{"SCHEDULER_STORE_DSN_FILE=" + path})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 	t.Run("JobDSNFromEnvironment", func(t *testing.T) {
 		const jobDSN = "postgres://scheduler_jobs:jobpw@db:5432/app"
 		path := writeSecret(t, jobDSN+"\n")
-		cfg, err := LoadConfig(writeConfig(t, minimalJob),
+		cfg, err := Load(writeConfig(t, minimalJob),
 			[]string{"SCHEDULER_STORE_DSN=" + dsn, "SCHEDULER_STORE_JOB_DSN_FILE=" + path})
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 	})
 	t.Run("EtcdPasswordFromFile", func(t *testing.T) {
 		path := writeSecret(t, "etcd-secret\r\n")
-		cfg, err := LoadConfig(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
+		cfg, err := Load(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 	})
 	t.Run("InnerWhitespaceKept", func(t *testing.T) {
 		path := writeSecret(t, " two words \n")
-		cfg, err := LoadConfig(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
+		cfg, err := Load(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,18 +128,18 @@ func TestLoadConfig_SecretFiles(t *testing.T) {
 			path := writeConfig(t, tc.yaml+minimalJob)
 			done := make(chan error, 1)
 			go func() {
-				_, err := LoadConfig(path, environ)
+				_, err := Load(path, environ)
 				done <- err
 			}()
 			var err error
 			select {
 			case err = <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatalf("LoadConfig still reading the secret file after 10s")
+				t.Fatalf("Load still reading the secret file after 10s")
 			}
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *ConfigError", err)
+				t.Fatalf("err=%v, want a *Error", err)
 			}
 			var found *Problem
 			for i, p := range ce.Problems {
@@ -184,7 +184,7 @@ func TestConfig_Secrets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.cfg.secrets()
+			got := tc.cfg.Secrets()
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("secrets=%q, want %q", got, tc.want)
 			}
@@ -193,18 +193,18 @@ func TestConfig_Secrets(t *testing.T) {
 }
 
 func TestScrubber(t *testing.T) {
-	if newScrubber(nil) != nil {
+	if NewScrubber(nil) != nil {
 		t.Fatal("a scrubber without secrets, want nil")
 	}
 	cfg := Config{Store: StoreConfig{DSN: "postgres://sched:pa55@db/app"}, Etcd: EtcdConfig{Password: "etcdpw"}}
-	scrub := newScrubber(cfg.secrets())
+	scrub := NewScrubber(cfg.Secrets())
 	in := "SCHEDULER_STORE_DSN=postgres://sched:pa55@db/app\nSCHEDULER_ETCD_PASSWORD=etcdpw\npassword pa55 again"
 	got := scrub(in)
 	want := "SCHEDULER_STORE_DSN=[redacted]\nSCHEDULER_ETCD_PASSWORD=[redacted]\npassword [redacted] again"
 	if got != want {
 		t.Fatalf("scrub=%q, want %q", got, want)
 	}
-	if !slices.Contains(cfg.secrets(), "pa55") {
+	if !slices.Contains(cfg.Secrets(), "pa55") {
 		t.Fatalf("the DSN's password is not among the secrets")
 	}
 }

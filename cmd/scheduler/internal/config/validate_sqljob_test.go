@@ -1,14 +1,14 @@
-package main
+package config
 
 import (
 	"strings"
 	"testing"
 )
 
-// TestLoadConfig_SQLJobRole checks the keys of sql jobs' roles: role and store.job_dsn need a
+// TestLoad_SQLJobRole checks the keys of sql jobs' roles: role and store.job_dsn need a
 // Postgres store, a role is a lower-case identifier, the job DSN must parse, and a role is for
 // sql jobs only.
-func TestLoadConfig_SQLJobRole(t *testing.T) {
+func TestLoad_SQLJobRole(t *testing.T) {
 	const sqlJob = "jobs:\n  - name: a\n    schedule: '@daily'\n    type: sql\n    sql: select 1\n"
 	const pg = "store:\n  dsn: postgres://u@db/app\n"
 	invalid := []struct {
@@ -27,9 +27,9 @@ func TestLoadConfig_SQLJobRole(t *testing.T) {
 	}
 	for _, tc := range invalid {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeConfig(t, tc.yaml), nil)
+			_, err := Load(writeConfig(t, tc.yaml), nil)
 			if err == nil {
-				t.Fatal("LoadConfig accepted an invalid config")
+				t.Fatal("Load accepted an invalid config")
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -42,7 +42,7 @@ func TestLoadConfig_SQLJobRole(t *testing.T) {
 		})
 	}
 	t.Run("Valid", func(t *testing.T) {
-		cfg, err := LoadConfig(writeConfig(t, pg+"  job_dsn: postgres://scheduler_jobs@db/app\ndefaults:\n  role: nightly\n"+sqlJob+
+		cfg, err := Load(writeConfig(t, pg+"  job_dsn: postgres://scheduler_jobs@db/app\ndefaults:\n  role: nightly\n"+sqlJob+
 			"  - name: b\n    schedule: '@daily'\n    type: sql\n    sql: select 2\n    role: other_job\n"+
 			"  - name: c\n    schedule: '@daily'\n    type: exec\n    command: [/bin/true]\n"), nil)
 		if err != nil {
@@ -53,14 +53,14 @@ func TestLoadConfig_SQLJobRole(t *testing.T) {
 		}
 	})
 	t.Run("FromEnvironment", func(t *testing.T) {
-		cfg, err := LoadConfig(writeConfig(t, pg+sqlJob), []string{"SCHEDULER_STORE_JOB_DSN=postgres://jobs:s3cret@db/app", "SCHEDULER_DEFAULTS_ROLE=nightly"})
+		cfg, err := Load(writeConfig(t, pg+sqlJob), []string{"SCHEDULER_STORE_JOB_DSN=postgres://jobs:s3cret@db/app", "SCHEDULER_DEFAULTS_ROLE=nightly"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Store.JobDSN != "postgres://jobs:s3cret@db/app" || cfg.Jobs[0].Role != "nightly" {
 			t.Fatalf("job_dsn %q, role %q from the environment", cfg.Store.JobDSN, cfg.Jobs[0].Role)
 		}
-		if strings.Contains(redactDSN(cfg.Store.JobDSN), "s3cret") {
+		if strings.Contains(RedactDSN(cfg.Store.JobDSN), "s3cret") {
 			t.Fatal("the job DSN's password is not redacted")
 		}
 	})
@@ -73,11 +73,11 @@ func TestRoleWithoutJobDSN(t *testing.T) {
 		{Name: "e", JobSpec: JobSpec{Type: "exec", Role: "ignored"}},
 		{Name: "s", JobSpec: JobSpec{Type: "sql", Role: "nightly"}},
 	}}
-	if got := roleWithoutJobDSN(cfg); got != "s" {
-		t.Fatalf("roleWithoutJobDSN = %q, want s", got)
+	if got := RoleWithoutJobDSN(cfg); got != "s" {
+		t.Fatalf("RoleWithoutJobDSN = %q, want s", got)
 	}
 	cfg.Store.JobDSN = "postgres://jobs@db/app"
-	if got := roleWithoutJobDSN(cfg); got != "" {
-		t.Fatalf("with a job DSN: roleWithoutJobDSN = %q, want none", got)
+	if got := RoleWithoutJobDSN(cfg); got != "" {
+		t.Fatalf("with a job DSN: RoleWithoutJobDSN = %q, want none", got)
 	}
 }

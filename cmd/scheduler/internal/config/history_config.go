@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -126,7 +126,7 @@ func jobInheritedHistory(job Job) map[string]bool {
 	return skip
 }
 
-// historyHash is the part of a job's line in tableHash for its retention, inherited or its own:
+// historyHash is the part of a job's line in TableHash for its retention, inherited or its own:
 // replicas that keep different histories prune the ledger differently.
 func historyHash(h JobHistory) string {
 	return fmt.Sprintf("|%s|%d", h.MaxAge, h.MaxRuns)
