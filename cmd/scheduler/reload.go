@@ -27,7 +27,7 @@ func (d *daemon) reloadOnHUP(ctx context.Context) error {
 	}
 }
 
-// reload replaces the table with the configuration's, read and built by loadForRun as at the
+// reload replaces the table with the configuration's, read and built by config.LoadForRun as at the
 // start: the runner's table, the one /status shows, its hash and the job labels
 // of the metrics, together under d.mu; then the replica's entry in etcd is republished. The other
 // settings were read at start and keep their values; those that changed are named, for a restart

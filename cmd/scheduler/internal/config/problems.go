@@ -11,6 +11,7 @@ type Problem struct {
 	Msg string
 }
 
+// String is the problem as printed: its key path, then what is wrong there.
 func (p Problem) String() string {
 	if p.Key == "" {
 		return p.Msg
@@ -27,6 +28,7 @@ type Error struct {
 	Env bool
 }
 
+// Error names the file and lists its problems, one a line.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Env {
