@@ -70,7 +70,7 @@ bench-prune:
 	$(GO) test -run '^$$' -bench PruneBesideHerd -benchtime 1x -timeout 30m ./bench/fire/
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzLoadConfig -fuzztime 30s ./cmd/scheduler
+	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./cmd/scheduler/internal/config
 	$(GO) test -run '^$$' -fuzz FuzzParseSchedule -fuzztime 30s ./internal/jobs
 
 clean:

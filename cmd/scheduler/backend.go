@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/election"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
@@ -61,11 +62,11 @@ type backendDeps struct {
 }
 
 // newBackend builds the campaigner and the observer of cfg.Election.Backend.
-func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) {
+func newBackend(cfg *config.Config, deps backendDeps) (coordinator, leaderView, error) {
 	switch cfg.Election.Backend {
-	case backendEtcd:
+	case config.BackendEtcd:
 		return newEtcdBackend(cfg, deps)
-	case backendPostgres:
+	case config.BackendPostgres:
 		c, err := pglease.New(deps.pool, pglease.Config{
 			Schema: cfg.Store.Schema, Name: leaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
 			Events: pglease.Events{OnElected: elected(deps.m), OnLost: func(_ pglease.Term, r pglease.Reason) { deps.m.Lost(string(r)) }},
@@ -78,7 +79,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
 		return pgCoordinator{c}, countedView{pgView{o}, deps.m.LeaderChanged}, nil
-	case backendZooKeeper:
+	case config.BackendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
 			Servers: z.Servers, SessionTimeout: z.SessionTimeout, Path: z.Path, Node: cfg.Node,
@@ -92,7 +93,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
 		return zkCoordinator{c}, countedView{zkView{o}, deps.m.LeaderChanged}, nil
-	case backendRedis:
+	case config.BackendRedis:
 		c, err := redislock.New(deps.redis, redislock.Config{
 			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: fenceFloor(deps.pool, cfg.Store.Schema),
 			Events: redislock.Events{OnElected: elected(deps.m), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.m.Lost(string(r)) }},
@@ -114,7 +115,7 @@ func newBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) 
 const leaseName = "scheduler"
 
 // newEtcdBackend builds the etcd campaigner and observer.
-func newEtcdBackend(cfg *Config, deps backendDeps) (coordinator, leaderView, error) {
+func newEtcdBackend(cfg *config.Config, deps backendDeps) (coordinator, leaderView, error) {
 	c, err := election.New(deps.etcd, election.Config{
 		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: electionEvents(deps.m),
 	}, deps.lg)

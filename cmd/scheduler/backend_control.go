@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 )
 
@@ -86,7 +87,7 @@ type backendConns struct {
 }
 
 // openBackendConns opens the connections cfg's backend needs beside the store.
-func openBackendConns(ctx context.Context, cfg *Config) (backendConns, error) {
+func openBackendConns(ctx context.Context, cfg *config.Config) (backendConns, error) {
 	var c backendConns
 	pc, err := pgxpool.ParseConfig(cfg.Store.DSN)
 	if err != nil {
@@ -97,7 +98,7 @@ func openBackendConns(ctx context.Context, cfg *Config) (backendConns, error) {
 	if c.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return c, fmt.Errorf("connect to the store for election.backend %s: %w", cfg.Election.Backend, err)
 	}
-	if cfg.Election.Backend == backendRedis {
+	if cfg.Election.Backend == config.BackendRedis {
 		// Short timeouts, so that a request to a stalled server fails within a renewal.
 		timeout := max(cfg.Election.TTL/5, 200*time.Millisecond)
 		c.redis = redis.NewClient(&redis.Options{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
@@ -43,15 +44,15 @@ shutdown_grace: 2s
 // hands over at once to a term with a higher token; every slot has one row.
 func TestDaemon_Backends(t *testing.T) {
 	backends := map[string]func(t *testing.T) string{
-		backendPostgres: func(*testing.T) string { return "" },
-		backendZooKeeper: func(t *testing.T) string {
+		config.BackendPostgres: func(*testing.T) string { return "" },
+		config.BackendZooKeeper: func(t *testing.T) string {
 			return fmt.Sprintf("zookeeper: {servers: [%s], session_timeout: 2s, path: /test/election}", testenv.MustZooKeeper(t).Addr())
 		},
-		backendRedis: func(t *testing.T) string {
+		config.BackendRedis: func(t *testing.T) string {
 			return fmt.Sprintf("redis: {addr: %s, key: 'test:leader'}", testenv.MustRedis(t).Addr())
 		},
 	}
-	for _, backend := range []string{backendPostgres, backendZooKeeper, backendRedis} {
+	for _, backend := range []string{config.BackendPostgres, config.BackendZooKeeper, config.BackendRedis} {
 		t.Run(backend, func(t *testing.T) {
 			c := newBackendCluster(t, backend, backends[backend](t))
 			c.start("a")

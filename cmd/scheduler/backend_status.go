@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
@@ -30,22 +31,22 @@ func observed(v leaderView) func(context.Context) (leaderSeen, error) {
 
 // readOnce reads the leader from the backend once, for the commands: postgres and redis read
 // the lease, zookeeper the lowest candidate node on a session of its own.
-func readOnce(cfg *Config, conns backendConns) func(context.Context) (leaderSeen, error) {
+func readOnce(cfg *config.Config, conns backendConns) func(context.Context) (leaderSeen, error) {
 	return func(ctx context.Context) (leaderSeen, error) {
 		switch cfg.Election.Backend {
-		case backendPostgres:
+		case config.BackendPostgres:
 			l, err := pglease.ReadLeader(ctx, conns.pool, cfg.Store.Schema, leaseName)
 			if errors.Is(err, pglease.ErrNoLeader) {
 				return leaderSeen{}, errNoLeader
 			}
 			return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Since}, err
-		case backendRedis:
+		case config.BackendRedis:
 			l, err := redislock.ReadLeader(ctx, conns.redis, cfg.Redis.Key)
 			if errors.Is(err, redislock.ErrNoLeader) {
 				return leaderSeen{}, errNoLeader
 			}
 			return leaderSeen{Node: l.Node, Token: l.Token}, err
-		case backendZooKeeper:
+		case config.BackendZooKeeper:
 			return readZooKeeper(ctx, cfg.ZooKeeper)
 		}
 		return leaderSeen{}, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
@@ -53,7 +54,7 @@ func readOnce(cfg *Config, conns backendConns) func(context.Context) (leaderSeen
 }
 
 // readZooKeeper reads the lowest candidate on a session that lives as long as the read.
-func readZooKeeper(ctx context.Context, z ZooKeeperConfig) (leaderSeen, error) {
+func readZooKeeper(ctx context.Context, z config.ZooKeeperConfig) (leaderSeen, error) {
 	conn, _, err := zk.Connect(z.Servers, z.SessionTimeout, zk.WithLogger(zkQuiet{}))
 	if err != nil {
 		return leaderSeen{}, fmt.Errorf("connect to %v: %w", z.Servers, err)
@@ -98,7 +99,7 @@ func (s *session) statusSource() statusSource {
 
 // connectBackend opens a command's connections for a backend other than etcd: its control state
 // lives in the store.
-func connectBackend(ctx context.Context, cfg *Config, lg *zap.Logger, withStore bool) (*session, error) {
+func connectBackend(ctx context.Context, cfg *config.Config, lg *zap.Logger, withStore bool) (*session, error) {
 	conns, err := openBackendConns(ctx, cfg)
 	if err != nil {
 		return nil, err

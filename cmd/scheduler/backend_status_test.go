@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config"
 )
 
 // TestStatusSource_BackendElection checks the leader status reads from a backend other than
@@ -37,12 +39,12 @@ func TestStatusSource_BackendElection(t *testing.T) {
 
 func TestExplainFor(t *testing.T) {
 	for backend, want := range map[string][2]string{
-		backendEtcd:      {"", ""},
-		backendPostgres:  {"postgres", "the store"},
-		backendZooKeeper: {"zookeeper", "the store"},
-		backendRedis:     {"redis", "the store"},
+		config.BackendEtcd:      {"", ""},
+		config.BackendPostgres:  {"postgres", "the store"},
+		config.BackendZooKeeper: {"zookeeper", "the store"},
+		config.BackendRedis:     {"redis", "the store"},
 	} {
-		ex := explainFor(&Config{Election: ElectionConfig{Backend: backend}})
+		ex := explainFor(&config.Config{Election: config.ElectionConfig{Backend: backend}})
 		if ex.Election != want[0] || ex.Control != want[1] || ex.Blocked == nil || ex.Held == nil {
 			t.Errorf("%s: election %q control %q, want %q %q and both explanations", backend, ex.Election, ex.Control, want[0], want[1])
 		}
@@ -59,14 +61,14 @@ func TestUsesDataDir(t *testing.T) {
 		dsn       string
 		want      bool
 	}{
-		{"EmbeddedEtcd", backendEtcd, nil, "postgres://db/app", true},
-		{"ExternalEtcdSharedStore", backendEtcd, []string{"etcd1:2379"}, "postgres://db/app", false},
-		{"SQLite", backendEtcd, []string{"etcd1:2379"}, "", true},
-		{"Postgres", backendPostgres, nil, "postgres://db/app", false},
-		{"ZooKeeper", backendZooKeeper, nil, "postgres://db/app", false},
-		{"Redis", backendRedis, nil, "postgres://db/app", false},
+		{"EmbeddedEtcd", config.BackendEtcd, nil, "postgres://db/app", true},
+		{"ExternalEtcdSharedStore", config.BackendEtcd, []string{"etcd1:2379"}, "postgres://db/app", false},
+		{"SQLite", config.BackendEtcd, []string{"etcd1:2379"}, "", true},
+		{"Postgres", config.BackendPostgres, nil, "postgres://db/app", false},
+		{"ZooKeeper", config.BackendZooKeeper, nil, "postgres://db/app", false},
+		{"Redis", config.BackendRedis, nil, "postgres://db/app", false},
 	} {
-		cfg := &Config{Election: ElectionConfig{Backend: tc.backend}, Etcd: EtcdConfig{Endpoints: tc.endpoints}, Store: StoreConfig{DSN: tc.dsn}}
+		cfg := &config.Config{Election: config.ElectionConfig{Backend: tc.backend}, Etcd: config.EtcdConfig{Endpoints: tc.endpoints}, Store: config.StoreConfig{DSN: tc.dsn}}
 		if got := usesDataDir(cfg); got != tc.want {
 			t.Errorf("%s: usesDataDir=%v, want %v", tc.name, got, tc.want)
 		}

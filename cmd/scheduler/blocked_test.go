@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/fence"
 	"scheduler/internal/status"
 	"scheduler/internal/testenv"
@@ -116,7 +117,7 @@ func jobRoleDSN(ctx context.Context, t *testing.T, dsn string) string {
 
 // sqliteAdmin changes the fences of the store's SQLite file, as its owner would.
 func sqliteAdmin(t *testing.T, c *cluster) fenceAdmin {
-	cfg, err := LoadConfig(c.path, nil)
+	cfg, err := config.Load(c.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *sess
 				return err
 			}
 			defer s.close()
-			if _, err := s.cfg.job(args[0]); err != nil {
+			if _, err := findJob(s.cfg, args[0]); err != nil {
 				return err
 			}
 			msg, err := act(ctx, s, args[0])

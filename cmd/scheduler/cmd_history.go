@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config"
+
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -32,7 +34,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+			lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 			if err != nil {
 				return err
 			}
@@ -62,7 +64,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(withOutbox)
 			}
-			if _, err := cfg.job(args[0]); err != nil && len(runs) == 0 {
+			if _, err := findJob(cfg, args[0]); err != nil && len(runs) == 0 {
 				return err
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)

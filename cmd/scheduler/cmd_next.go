@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/schedule"
 
 	"github.com/spf13/cobra"
@@ -34,12 +35,12 @@ func newNextCmd(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			job, err := cfg.job(args[0])
+			job, err := findJob(cfg, args[0])
 			if err != nil {
 				return err
 			}
 			// The schedule as the load parsed it in its zone: the one the daemon fires.
-			sched := job.schedule
+			sched := job.ParsedSchedule()
 			loc := sched.Location()
 			follows := "real time"
 			if sched.WallClock() {
@@ -65,8 +66,8 @@ func newNextCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-// job returns the named job of the table.
-func (c *Config) job(name string) (*Job, error) {
+// findJob returns the named job of the table.
+func findJob(c *config.Config, name string) (*config.Job, error) {
 	for i := range c.Jobs {
 		if c.Jobs[i].Name == name {
 			return &c.Jobs[i], nil

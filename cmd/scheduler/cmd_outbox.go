@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/fence"
 )
 
@@ -59,7 +60,7 @@ func openCLIStore(ctx context.Context, c *cli) (*fence.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
 	}

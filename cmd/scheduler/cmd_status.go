@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
 	"scheduler/internal/status"
@@ -20,7 +21,7 @@ import (
 // session is what the read and control commands connect to: etcd (or, with another backend,
 // its connections), and the store if asked.
 type session struct {
-	cfg   *Config
+	cfg   *config.Config
 	cli   *clientv3.Client // etcd backend only
 	ctl   controlState
 	conns backendConns // the other backends
@@ -34,12 +35,12 @@ func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	lg, err := newLogger(LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
+	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
 	}
 	lg = lg.With(zap.String("node", cfg.Node))
-	if cfg.Election.Backend != backendEtcd {
+	if cfg.Election.Backend != config.BackendEtcd {
 		return connectBackend(ctx, cfg, lg, withStore)
 	}
 	cli, err := dialEtcd(cfg, lg)

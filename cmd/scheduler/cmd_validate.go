@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"scheduler/cmd/scheduler/internal/config"
+
 	"github.com/spf13/cobra"
 )
 
@@ -13,11 +15,11 @@ func newValidateCmd(c *cli) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The table `run` starts with, built the same way: validate refuses what run would.
-			l, err := loadTable(c.configPath, c.environ)
+			l, err := config.LoadTable(c.configPath, c.environ)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "%s: valid, %d job(s)\n", c.configPath, len(l.table))
+			fmt.Fprintf(c.stdout, "%s: valid, %d job(s)\n", c.configPath, len(l.Table))
 			return nil
 		},
 	}

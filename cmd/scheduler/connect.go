@@ -10,19 +10,20 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 )
 
 // embeddedEtcdDir is the directory the development etcd is given: it keeps its data in
 // data_dir/etcd and records its address in data_dir/etcd.endpoint.
-func embeddedEtcdDir(cfg *Config) string { return cfg.DataDir }
+func embeddedEtcdDir(cfg *config.Config) string { return cfg.DataDir }
 
 // sqlitePath is the embedded store's file, under data_dir.
-func sqlitePath(cfg *Config) string { return filepath.Join(cfg.DataDir, "scheduler.db") }
+func sqlitePath(cfg *config.Config) string { return filepath.Join(cfg.DataDir, "scheduler.db") }
 
 // clientConfig is the etcd client part of the configuration.
-func clientConfig(cfg *Config, endpoints []string) election.ClientConfig {
+func clientConfig(cfg *config.Config, endpoints []string) election.ClientConfig {
 	return election.ClientConfig{
 		Endpoints: endpoints, DialTimeout: cfg.Etcd.DialTimeout,
 		Username: cfg.Etcd.Username, Password: cfg.Etcd.Password,
@@ -32,7 +33,7 @@ func clientConfig(cfg *Config, endpoints []string) election.ClientConfig {
 
 // dialEtcd connects a command to the configured etcd or, with no endpoints configured, to the
 // embedded etcd a running daemon started in data_dir.
-func dialEtcd(cfg *Config, lg *zap.Logger) (*clientv3.Client, error) {
+func dialEtcd(cfg *config.Config, lg *zap.Logger) (*clientv3.Client, error) {
 	endpoints := cfg.Etcd.Endpoints
 	if len(endpoints) == 0 {
 		eps, err := election.EmbeddedEndpoints(embeddedEtcdDir(cfg))
@@ -51,7 +52,7 @@ func dialEtcd(cfg *Config, lg *zap.Logger) (*clientv3.Client, error) {
 // openStore opens the configured Postgres store, or the existing embedded SQLite one in
 // data_dir. Only `migrate` creates a store (see createStore): a command run with the wrong
 // data_dir must say so, not leave an empty database behind.
-func openStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fence.Store, error) {
 	if cfg.Store.DSN == "" {
 		if _, err := os.Stat(sqlitePath(cfg)); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -65,7 +66,7 @@ func openStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, 
 
 // createStore opens the store like openStore, creating data_dir and the SQLite file when they
 // do not exist yet.
-func createStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
+func createStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fence.Store, error) {
 	if cfg.Store.DSN == "" {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
@@ -92,7 +93,7 @@ func createPrivateFile(path string) error {
 	return f.Close()
 }
 
-func dialStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, error) {
+func dialStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fence.Store, error) {
 	fc := fence.Config{DSN: cfg.Store.DSN, JobDSN: cfg.Store.JobDSN, Schema: cfg.Store.Schema, Path: sqlitePath(cfg)}
 	s, err := fence.Open(ctx, fc, lg.Named("store"))
 	if err != nil {
@@ -102,9 +103,9 @@ func dialStore(ctx context.Context, cfg *Config, lg *zap.Logger) (*fence.Store, 
 }
 
 // storeName describes the store without secrets, for messages.
-func storeName(cfg *Config) string {
+func storeName(cfg *config.Config) string {
 	if cfg.Store.DSN == "" {
 		return "sqlite " + sqlitePath(cfg)
 	}
-	return "postgres " + redactDSN(cfg.Store.DSN)
+	return "postgres " + config.RedactDSN(cfg.Store.DSN)
 }

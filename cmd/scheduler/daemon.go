@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/datadir"
 	"scheduler/internal/election"
@@ -27,7 +28,7 @@ import (
 
 // daemon is `scheduler run`: one replica of the cluster.
 type daemon struct {
-	cfg     *Config // as loaded at start: a reload replaces only the table (see reload)
+	cfg     *config.Config // as loaded at start: a reload replaces only the table (see reload)
 	path    string
 	node    string // the --node flag, which overrides the file's node
 	environ []string
@@ -55,12 +56,12 @@ type daemon struct {
 	// mu guards the table as configured and its hash, which a reload replaces together with
 	// the runner's table, and serialises reloads.
 	mu   sync.Mutex
-	jobs []Job  // the table as configured, replaced by a reload
-	hash string // its tableHash
+	jobs []config.Job // the table as configured, replaced by a reload
+	hash string       // its config.TableHash
 }
 
 // table returns the configured jobs and their hash.
-func (d *daemon) table() ([]Job, string) {
+func (d *daemon) table() ([]config.Job, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.jobs, d.hash
@@ -68,8 +69,8 @@ func (d *daemon) table() ([]Job, string) {
 
 // usesDataDir reports whether the daemon keeps anything in data_dir: the embedded etcd when the
 // etcd backend has no endpoints configured, the SQLite store when no DSN is.
-func usesDataDir(cfg *Config) bool {
-	return cfg.Election.Backend == backendEtcd && len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == ""
+func usesDataDir(cfg *config.Config) bool {
+	return cfg.Election.Backend == config.BackendEtcd && len(cfg.Etcd.Endpoints) == 0 || cfg.Store.DSN == ""
 }
 
 // runDaemon starts every part of the daemon, waits for a signal (or a part failing), and shuts
@@ -89,11 +90,11 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	dumpErr := harden.NonDumpable()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
-	l, err := loadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
+	l, err := config.LoadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
 	if err != nil {
 		return err
 	}
-	cfg := l.cfg
+	cfg := l.Config
 	if node != "" {
 		cfg.Node = node
 	}
@@ -113,7 +114,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: m,
-		specs: l.table, jobs: cfg.Jobs, hash: l.hash, started: time.Now()}
+		specs: l.Table, jobs: cfg.Jobs, hash: l.Hash, started: time.Now()}
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.
@@ -125,7 +126,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		defer lock.Release()
 	}
 	endpoints := cfg.Etcd.Endpoints
-	if cfg.Election.Backend != backendEtcd {
+	if cfg.Election.Backend != config.BackendEtcd {
 		if d.conns, err = openBackendConns(ctx, cfg); err != nil {
 			return err
 		}
@@ -152,10 +153,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return fmt.Errorf("%s: %w", storeName(cfg), err)
 	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
-		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
+		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))
 	if cfg.Store.JobDSN != "" {
-		lg.Info("sql jobs run on their own connection", zap.String("job_store", redactDSN(cfg.Store.JobDSN)))
-	} else if j := roleWithoutJobDSN(cfg); j != "" {
+		lg.Info("sql jobs run on their own connection", zap.String("job_store", config.RedactDSN(cfg.Store.JobDSN)))
+	} else if j := config.RoleWithoutJobDSN(cfg); j != "" {
 		lg.Warn("sql job roles are no boundary without store.job_dsn: the statements can RESET ROLE to the scheduler's own",
 			zap.String("job", j))
 	}
@@ -182,7 +183,7 @@ func (d *daemon) build() error {
 	}
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: newScrubber(d.cfg.secrets()),
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: config.NewScrubber(d.cfg.Secrets()),
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/testenv"
@@ -22,17 +23,17 @@ func buildDaemon(t *testing.T, c *cluster) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := loadTable(c.path, nil)
+	l, err := config.LoadTable(c.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.cfg
+	cfg := l.Config
 	lg := zaptest.NewLogger(t)
 	m, err := newMetrics(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: m, specs: l.table, jobs: cfg.Jobs, hash: l.hash,
+	d := &daemon{cfg: cfg, path: c.path, lg: lg, base: lg, m: m, specs: l.Table, jobs: cfg.Jobs, hash: l.Hash,
 		started: time.Now()}
 	if d.cli, err = election.NewClient(clientConfig(cfg, cfg.Etcd.Endpoints), lg); err != nil {
 		t.Fatal(err)

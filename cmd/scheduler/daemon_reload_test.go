@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
 // TestDaemon_ReloadRefusesOversizeOrSpecialFile: a SIGHUP reload reads through the same limits
-// as validate. A file past MaxConfigBytes, or a named pipe in its place, is refused at once with
+// as validate. A file past config.MaxConfigBytes, or a named pipe in its place, is refused at once with
 // the file and the reason named, and the running table keeps firing.
 func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
@@ -39,7 +40,7 @@ func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 		}
 	}
 
-	big := append(append([]byte{}, good...), "\n#"+strings.Repeat("x", MaxConfigBytes)+"\n"...)
+	big := append(append([]byte{}, good...), "\n#"+strings.Repeat("x", config.MaxConfigBytes)+"\n"...)
 	if err := os.WriteFile(c.path, big, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +226,11 @@ func (c *cluster) editConfig(edit func(string) string) {
 // tableHash is the hash of the table in c's configuration file.
 func (c *cluster) tableHash() string {
 	c.t.Helper()
-	cfg, err := LoadConfig(c.path, nil)
+	cfg, err := config.Load(c.path, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return tableHash(cfg)
+	return config.TableHash(cfg)
 }
 
 // showsTable reports how doc differs from one replica running the jobs named, with hash.

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 	"scheduler/internal/testenv"
@@ -76,7 +77,7 @@ func count(t *testing.T, db *sql.DB, q string) int {
 // leader is a term of the real runner over a table built as the daemon builds it.
 type leader struct {
 	t      *testing.T
-	cfg    *Config
+	cfg    *config.Config
 	store  *fence.Store
 	runner *jobs.Runner
 	table  map[string]scheduler.Executor
@@ -93,10 +94,11 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if !strings.Contains(storeYAML, "data_dir:") {
 		storeYAML = fmt.Sprintf("data_dir: %q\n", t.TempDir()) + storeYAML
 	}
-	cfg, err := LoadConfig(writeConfig(t, storeYAML+jobsYAML), nil)
+	loaded, err := config.LoadTable(writeConfig(t, storeYAML+jobsYAML), os.Environ())
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
+	cfg, table := loaded.Config, loaded.Table
 	lg := zaptest.NewLogger(t)
 	s, err := createStore(ctx, cfg, lg)
 	if err != nil {
@@ -105,10 +107,6 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	t.Cleanup(s.Close)
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
-	}
-	table, problems := buildTable(cfg, &http.Client{}, os.Environ())
-	if problems != nil {
-		t.Fatalf("build table: %v", problems)
 	}
 	l := &leader{t: t, cfg: cfg, store: s, table: map[string]scheduler.Executor{}, token: token}
 	for _, sp := range table {

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 
+	"scheduler/cmd/scheduler/internal/config"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // newLogger builds the process logger from log.level and log.format, writing to w.
-func newLogger(cfg LogConfig, w io.Writer) (*zap.Logger, error) {
+func newLogger(cfg config.LogConfig, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.Level)
 	if err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)

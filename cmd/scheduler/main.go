@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"scheduler/cmd/scheduler/internal/config"
 )
 
 func main() {
@@ -38,7 +40,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "scheduler: %v\n", err)
-	var ce *ConfigError
+	var ce *config.Error
 	var ue *usageError
 	if errors.As(err, &ce) || errors.As(err, &ue) {
 		return 2

@@ -3,21 +3,14 @@ package main
 import (
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/election"
 	"scheduler/internal/jobs"
 	"scheduler/internal/status"
 )
 
-// MetricsConfig bounds the Prometheus series the daemon exports.
-type MetricsConfig struct {
-	// PerJob says whether the per-job series (labelled job) are exported: on, off, or auto,
-	// which exports them while the table has at most status.PerJobAutoLimit jobs and
-	// aggregates them under job="*" above that. Default: auto.
-	PerJob string `mapstructure:"per_job"`
-}
-
 // newMetrics returns the metrics of a daemon running cfg, every per-job series present.
-func newMetrics(cfg *Config) (*status.Metrics, error) {
+func newMetrics(cfg *config.Config) (*status.Metrics, error) {
 	return status.NewMetrics(status.MetricsConfig{
 		PerJob: cfg.Metrics.PerJob, Jobs: jobNames(cfg.Jobs), Longest: longestRun(cfg.Jobs),
 		Version: version, Commit: buildCommit(),
@@ -41,7 +34,7 @@ func runnerHooks(m *status.Metrics) jobs.Hooks {
 }
 
 // longestRun is the longest a run of js may take: its timeout times its attempts.
-func longestRun(js []Job) time.Duration {
+func longestRun(js []config.Job) time.Duration {
 	var longest time.Duration
 	for _, j := range js {
 		longest = max(longest, j.Timeout*time.Duration(j.Retries+1))
@@ -50,7 +43,7 @@ func longestRun(js []Job) time.Duration {
 }
 
 // jobNames returns the names of js.
-func jobNames(js []Job) []string {
+func jobNames(js []config.Job) []string {
 	names := make([]string, len(js))
 	for i, j := range js {
 		names[i] = j.Name

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/fence"
 	"scheduler/internal/testenv"
 )
@@ -41,7 +42,7 @@ func TestNewDispatcher_Log(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	d, err := newDispatcher(OutboxConfig{Log: true, MaxAttempts: 10, RetryBackoff: time.Second, Batch: 100}, store, zap.New(core), nil)
+	d, err := newDispatcher(config.OutboxConfig{Log: true, MaxAttempts: 10, RetryBackoff: time.Second, Batch: 100}, store, zap.New(core), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestNewDispatcher_Log(t *testing.T) {
 		t.Fatalf("delivered = %v (%v), want the e-mail", msgs, err)
 	}
 
-	_, err = newDispatcher(OutboxConfig{SMTP: OutboxSMTPConfig{Addr: "mail:0", From: "b@example.test"}, MaxAttempts: 1,
+	_, err = newDispatcher(config.OutboxConfig{SMTP: config.OutboxSMTPConfig{Addr: "mail:0", From: "b@example.test"}, MaxAttempts: 1,
 		RetryBackoff: time.Second, Batch: 1}, store, zap.NewNop(), nil)
 	if err == nil || !strings.Contains(err.Error(), "outbox.smtp") {
 		t.Fatalf("newDispatcher with port 0: err = %v, want it to name outbox.smtp", err)

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"scheduler/internal/kinds"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/internal/kinds"
 )
 
 // TestParity_ValidateAndRun runs every configuration of testdata/parity through the `validate`
@@ -35,7 +37,7 @@ func TestParity_ValidateAndRun(t *testing.T) {
 			defer cancel()
 			var stdout, stderr bytes.Buffer
 			vErr := run(ctx, []string{"validate", "--config", path}, environ, &stdout, &stderr)
-			_, dErr := loadForRun(path, environ, kinds.CurrentUserSwitch())
+			_, dErr := config.LoadForRun(path, environ, kinds.CurrentUserSwitch())
 
 			if got, want := problemsOf(t, "validate", vErr), problemsOf(t, "run", dErr); !slices.Equal(got, want) {
 				t.Fatalf("validate and run disagree:\nvalidate: %q\nrun:      %q", got, want)
@@ -93,7 +95,7 @@ func problemsOf(t *testing.T, who string, err error) []string {
 	if err == nil {
 		return nil
 	}
-	var ce *ConfigError
+	var ce *config.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("%s: %v, want a configuration error", who, err)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"reflect"
-	"scheduler/internal/kinds"
-	"slices"
 	"syscall"
+
+	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/internal/kinds"
 
 	"go.uber.org/zap"
 )
@@ -28,13 +28,13 @@ func (d *daemon) reloadOnHUP(ctx context.Context) error {
 	}
 }
 
-// reload replaces the table with the configuration's, read and built by loadForRun as at the
+// reload replaces the table with the configuration's, read and built by config.LoadForRun as at the
 // start: the runner's table, the one /status shows, its hash and the job labels
 // of the metrics, together under d.mu; then the replica's entry in the registry is republished. The other
 // settings were read at start and keep their values; those that changed are named, for a restart
 // to apply them.
 func (d *daemon) reload(context.Context) {
-	l, err := loadForRun(d.path, d.environ, kinds.CurrentUserSwitch())
+	l, err := config.LoadForRun(d.path, d.environ, kinds.CurrentUserSwitch())
 	if err == nil {
 		err = d.swapTable(l)
 	}
@@ -43,14 +43,14 @@ func (d *daemon) reload(context.Context) {
 		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
 		return
 	}
-	cfg := l.cfg
+	cfg := l.Config
 	if d.node != "" {
 		cfg.Node = d.node
 	}
 	d.m.Reloaded(true)
 	d.reg.Republish()
-	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.hash))
-	if keys := restartKeys(d.cfg, cfg); len(keys) > 0 {
+	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))
+	if keys := d.cfg.RestartKeys(cfg); len(keys) > 0 {
 		d.lg.Warn("changed settings apply only after a restart", zap.Strings("keys", keys))
 	}
 }
@@ -58,38 +58,14 @@ func (d *daemon) reload(context.Context) {
 // swapTable gives the runner l's table and makes it the one the daemon shows, under d.mu: a
 // reader of d.table never sees the runner on one table and /status or the replica's hash on
 // another. It changes nothing when the runner refuses the table.
-func (d *daemon) swapTable(l *loaded) error {
+func (d *daemon) swapTable(l *config.Loaded) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.runner.SetTable(l.table); err != nil {
+	if err := d.runner.SetTable(l.Table); err != nil {
 		return err
 	}
-	d.jobs, d.hash = l.cfg.Jobs, l.hash
+	d.jobs, d.hash = l.Config.Jobs, l.Hash
 	// Validate admitted the per-job mode, so the metrics cannot refuse it.
-	_ = d.m.SetJobs(l.cfg.Metrics.PerJob, jobNames(l.cfg.Jobs))
+	_ = d.m.SetJobs(l.Config.Metrics.PerJob, jobNames(l.Config.Jobs))
 	return nil
-}
-
-// reloadable are the keys a reload applies: the table (with what its jobs inherit) and the
-// job labels of the metrics.
-var reloadable = map[string]bool{
-	"jobs": true, "defaults": true, "history.max_age": true, "history.max_runs": true, "metrics.per_job": true,
-}
-
-// restartKeys returns the key paths, sorted, of the settings that differ between old and new
-// and that a reload does not apply.
-func restartKeys(old, new *Config) []string {
-	a, b := reflect.ValueOf(*old), reflect.ValueOf(*new)
-	var keys []string
-	walkKeys(a.Type(), "", nil, func(key string, index []int, leaf bool) bool {
-		switch {
-		case reloadable[key]:
-			return false
-		case leaf && !reflect.DeepEqual(a.FieldByIndex(index).Interface(), b.FieldByIndex(index).Interface()):
-			keys = append(keys, key)
-		}
-		return true
-	})
-	slices.Sort(keys)
-	return keys
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/testenv"
 )
 
@@ -87,7 +88,7 @@ func (d *daemon) consistent() error {
 	if !slices.Equal(running, shown) {
 		return fmt.Errorf("the runner has jobs %q while the daemon shows %q", running, shown)
 	}
-	if want := tableHash(&Config{Jobs: d.jobs}); d.hash != want {
+	if want := config.TableHash(&config.Config{Jobs: d.jobs}); d.hash != want {
 		return fmt.Errorf("hash=%s for jobs %q, want %s", d.hash, shown, want)
 	}
 	return nil

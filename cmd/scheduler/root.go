@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"scheduler/cmd/scheduler/internal/config"
+
 	"github.com/spf13/cobra"
 )
 
@@ -18,8 +20,8 @@ type cli struct {
 }
 
 // loadConfig reads and validates the file named by --config.
-func (c *cli) loadConfig() (*Config, error) {
-	return LoadConfig(c.configPath, c.environ)
+func (c *cli) loadConfig() (*config.Config, error) {
+	return config.Load(c.configPath, c.environ)
 }
 
 func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {

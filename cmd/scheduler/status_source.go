@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
@@ -31,9 +32,9 @@ var _ status.Source = statusSource{}
 
 // explainFor words a blocked job as the runner logs it, and names where cfg's backend keeps
 // the leader and the control state.
-func explainFor(cfg *Config) status.Explain {
+func explainFor(cfg *config.Config) status.Explain {
 	ex := status.Explain{Blocked: jobs.BlockReason, Held: jobs.HeldReason}
-	if cfg.Election.Backend != backendEtcd {
+	if cfg.Election.Backend != config.BackendEtcd {
 		ex.Election, ex.Control = cfg.Election.Backend, "the store"
 	}
 	return ex
@@ -119,11 +120,11 @@ func (s statusSource) Last(ctx context.Context, jobs ...string) (map[string]sche
 }
 
 // statusEntries returns the table js as the status shows it.
-func statusEntries(js []Job) []status.Entry {
+func statusEntries(js []config.Job) []status.Entry {
 	out := make([]status.Entry, len(js))
 	for i, j := range js {
 		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
-		if sched := j.schedule; sched != nil {
+		if sched := j.ParsedSchedule(); sched != nil {
 			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
 		}
 	}

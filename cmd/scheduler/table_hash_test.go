@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config"
 )
 
 // TestTableHash_History checks that the table hash covers each job's retention, wherever it
@@ -46,9 +48,9 @@ func hashOf(t *testing.T, yaml string) string {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := loadTable(path, nil)
+	l, err := config.LoadTable(path, nil)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	return l.hash
+	return l.Hash
 }

@@ -1,0 +1,190 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"scheduler/internal/kinds"
+)
+
+// runVariables are the SCHEDULER_* variables the scheduler sets for an exec job. A job may run
+// the scheduler's own command line, which then sees them: they are not configuration, and not
+// errors either.
+var runVariables = []string{kinds.EnvFenceToken, kinds.EnvJob, kinds.EnvScheduledAt, kinds.EnvRunID, kinds.EnvAttempt}
+
+// envName is the variable that sets a key path: SCHEDULER_ + the path in upper case, dots as
+// underscores.
+func envName(key string) string {
+	return envPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// envKeys is every key path a variable may set: the leaves of the Config type, from their
+// mapstructure tags, and the keys the file and the defaults spelled out (such as the entries of
+// a params mapping). Jobs are a list and cannot be set from the environment.
+func envKeys(settings []string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	add := func(k string) {
+		if !seen[k] && k != "jobs" && !strings.HasPrefix(k, "jobs.") {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range configLeaves(reflect.TypeFor[Config](), "") {
+		add(k)
+	}
+	for _, k := range settings {
+		add(k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// configLeaves lists the key paths of the settable leaves of struct type t.
+func configLeaves(t reflect.Type, prefix string) []string {
+	var keys []string
+	walkKeys(t, prefix, nil, func(key string, _ []int, leaf bool) bool {
+		if leaf {
+			keys = append(keys, key)
+		}
+		return true
+	})
+	return keys
+}
+
+// walkKeys is the one walk of the configuration's key paths: it calls visit for every exported
+// field of struct type t that a mapstructure tag names, with its key path under prefix (a
+// squashed struct adds no name of its own) and its index for reflect.Value.FieldByIndex. A
+// struct field (a time.Time aside) is walked into when visit returns true; every other field is
+// a leaf.
+func walkKeys(t reflect.Type, prefix string, index []int, visit func(key string, index []int, leaf bool) bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("mapstructure")
+		if !f.IsExported() || tag == "" || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		at := append(slices.Clip(index), i)
+		key := joinKey(prefix, name)
+		if strings.Contains(opts, "squash") {
+			key = prefix
+		}
+		if f.Type.Kind() != reflect.Struct || f.Type == reflect.TypeFor[time.Time]() {
+			visit(key, at, true)
+			continue
+		}
+		if visit(key, at, false) {
+			walkKeys(f.Type, key, at, visit)
+		}
+	}
+}
+
+// unknownVariables reports every SCHEDULER_* variable of env that sets no key, with the
+// closest known name when one is near, as a typo would be.
+func unknownVariables(env map[string]string, settings []string) []Problem {
+	known := map[string]bool{}
+	var names []string
+	for _, k := range envKeys(settings) {
+		known[envName(k)] = true
+		names = append(names, envName(k))
+	}
+	for _, n := range runVariables {
+		known[n] = true
+	}
+	var unknown []string
+	for name := range env {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	var problems []Problem
+	for _, name := range unknown {
+		var msg string
+		switch {
+		case name == envPrefix+"_JOBS" || strings.HasPrefix(name, envPrefix+"_JOBS_"):
+			msg = "jobs cannot be set from the environment (they are a list): write them in the configuration file; `defaults` keys such as SCHEDULER_DEFAULTS_TIMEOUT apply to every job"
+		default:
+			msg = "unknown variable: no configuration key has this name"
+			if near := closest(name, names); near != "" {
+				msg += fmt.Sprintf("; did you mean %s?", near)
+			}
+		}
+		problems = append(problems, Problem{Key: name, Msg: msg})
+	}
+	return problems
+}
+
+// blameVariables names the variable behind each problem whose key, or a key under it, a
+// variable set: the value came from there, not from the file. It reports whether any problem
+// lies in the environment, an unknown variable included.
+func blameVariables(problems []Problem, fromEnv map[string]string) ([]Problem, bool) {
+	out := make([]Problem, len(problems))
+	env := false
+	for i, p := range problems {
+		out[i] = p
+		if strings.HasPrefix(p.Key, envPrefix+"_") {
+			env = true
+			continue
+		}
+		for key := p.Key; key != ""; key = parentKey(key) {
+			if name, ok := fromEnv[key]; ok {
+				out[i].Msg = fmt.Sprintf("set by %s: %s", name, p.Msg)
+				env = true
+				break
+			}
+		}
+	}
+	return out, env
+}
+
+// parentKey drops the last element of a key path: etcd.tls.ca_file -> etcd.tls,
+// etcd.endpoints[0] -> etcd.endpoints.
+func parentKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i > 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// closest returns the candidate nearest to name, if it is within a typo's distance.
+func closest(name string, candidates []string) string {
+	best, bestD := "", 0
+	for _, c := range candidates {
+		d := editDistance(name, c)
+		if best == "" || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := max(2, len(name)/6)
+	if best == "" || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

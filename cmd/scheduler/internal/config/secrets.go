@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// secretKey is a configuration key that holds a secret. Each has a KEY_file form whose value is
+// the path of a file holding the secret (systemd's LoadCredential= puts them in $CREDENTIALS_DIRECTORY),
+// and every configured secret is scrubbed from the output of runs.
+type secretKey struct {
+	key   string                // the key path, such as store.dsn
+	value func(*Config) string  // the secret as loaded
+	parts func(string) []string // secrets inside the value, such as a DSN's password; may be nil
+}
+
+// secretKeys lists the configuration keys that hold secrets. A new secret key is one line here.
+func secretKeys() []secretKey {
+	return []secretKey{
+		{key: "etcd.password", value: func(c *Config) string { return c.Etcd.Password }},
+		{key: "store.dsn", value: func(c *Config) string { return c.Store.DSN }, parts: dsnSecrets},
+		{key: "store.job_dsn", value: func(c *Config) string { return c.Store.JobDSN }, parts: dsnSecrets},
+		{key: "redis.password", value: func(c *Config) string { return c.Redis.Password }},
+		{key: "outbox.smtp.password", value: func(c *Config) string { return c.Outbox.SMTP.Password }},
+	}
+}
+
+// secretFileSuffix turns a secret key into the key naming its file.
+const secretFileSuffix = "_file"
+
+// setSecretFileDefaults makes viper know every KEY_file key, so that it also reads them from the
+// environment (SCHEDULER_STORE_DSN_FILE).
+func setSecretFileDefaults(set func(key string, value any)) {
+	for _, s := range secretKeys() {
+		set(s.key+secretFileSuffix, "")
+	}
+}
+
+// resolveSecretFiles replaces every KEY_file setting of raw, the settings before decoding, by
+// KEY set to the file's content without its trailing line break. It removes the KEY_file
+// settings, which the Config type does not hold.
+func resolveSecretFiles(raw map[string]any) []Problem {
+	var problems []Problem
+	for _, s := range secretKeys() {
+		parent, leaf := settingParent(raw, s.key)
+		if parent == nil {
+			continue
+		}
+		fileKey := s.key + secretFileSuffix
+		setting, ok := parent[leaf+secretFileSuffix]
+		delete(parent, leaf+secretFileSuffix)
+		if !ok || setting == nil || setting == "" {
+			continue
+		}
+		path, ok := setting.(string)
+		if !ok {
+			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("must be a file path, not %s", valueKind(setting))})
+			continue
+		}
+		if v, _ := parent[leaf].(string); v != "" {
+			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
+			continue
+		}
+		data, err := readBoundedFile(path, secretLimit)
+		if err != nil {
+			// The *PathError names the path; the content, a secret, is never quoted.
+			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("cannot read the secret: %v", err)})
+			continue
+		}
+		secret := strings.TrimRight(string(data), "\r\n")
+		if secret == "" {
+			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s is empty", path)})
+			continue
+		}
+		parent[leaf] = secret
+	}
+	return problems
+}
+
+// MaxSecretBytes is the largest secret file accepted (a password, a DSN): the same checks as the
+// configuration file (readBoundedFile), with a bound fit for a secret.
+const MaxSecretBytes = 64 << 10
+
+// settingParent returns the mapping of raw that holds the dotted key path, and the last element
+// of the path; nil when a section on the way is missing or not a mapping.
+func settingParent(raw map[string]any, key string) (map[string]any, string) {
+	parts := strings.Split(key, ".")
+	m := raw
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil, ""
+		}
+		m = next
+	}
+	return m, parts[len(parts)-1]
+}
+
+// Secrets returns every configured secret value and the secrets inside them.
+func (c *Config) Secrets() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string) {
+		if v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, s := range secretKeys() {
+		v := s.value(c)
+		if v == "" {
+			continue
+		}
+		if s.parts == nil {
+			add(v)
+			continue
+		}
+		parts := s.parts(v)
+		if len(parts) == 0 {
+			continue // a DSN without a password is no secret
+		}
+		add(v)
+		for _, p := range parts {
+			add(p)
+		}
+	}
+	return out
+}
+
+// redacted replaces a secret in the output of a run.
+const redacted = "[redacted]"
+
+// NewScrubber returns a function replacing each of secrets in a text by [redacted]; nil when
+// there are no secrets. Longer secrets go first, so that a DSN is replaced whole rather than
+// around its password.
+func NewScrubber(secrets []string) func(string) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	sorted := append([]string(nil), secrets...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	pairs := make([]string, 0, 2*len(sorted))
+	for _, s := range sorted {
+		if s != "" {
+			pairs = append(pairs, s, redacted)
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// dsnSecrets returns the password of a Postgres DSN, URL or key=value form, as written and, for
+// a URL, decoded too; nil when it has none.
+func dsnSecrets(dsn string) []string {
+	var out []string
+	dsnPasswords(dsn, func(forms ...string) string {
+		for _, f := range forms {
+			if f != "" && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		return forms[0]
+	})
+	return out
+}

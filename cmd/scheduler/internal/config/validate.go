@@ -1,0 +1,230 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap/zapcore"
+)
+
+var (
+	jobNameRE    = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	identifierRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+)
+
+// Validate reports every problem in the configuration, each with its key path, and keeps each
+// job's schedule as it parsed it, for the table. It connects nowhere and reads only the TLS
+// files it names. The settings of a job's kind are checked by the kind itself (kindProblems).
+func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
+
+// validateAt is Validate with the instant from which schedules are looked at.
+func (c *Config) validateAt(now time.Time) []Problem {
+	var p problems
+	if strings.ContainsAny(c.Node, " \t\n/") {
+		p.add("node", "must not contain spaces or slashes, got %q", c.Node)
+	}
+	if c.DataDir == "" {
+		p.add("data_dir", "must not be empty")
+	}
+	c.validateEtcd(&p)
+	c.validateBackend(&p)
+	if len(c.Etcd.Endpoints) > 0 && c.Store.DSN == "" && !c.SingleNode && c.Election.Backend == BackendEtcd {
+		p.add("store.dsn", "is empty while etcd.endpoints is set: each host would keep its own SQLite ledger and fence, "+
+			"so every replica could run every slot; set store.dsn to the shared PostgreSQL, or single_node: true for a deployment of one replica")
+	}
+	if !strings.HasPrefix(c.Election.Prefix, "/") || strings.HasSuffix(c.Election.Prefix, "/") {
+		p.add("election.prefix", "must start with / and not end with /, got %q", c.Election.Prefix)
+	}
+	switch ttl := c.Election.TTL; {
+	case ttl < time.Second:
+		p.add("election.ttl", "must be at least 1s, got %s", ttl)
+	case ttl%time.Second != 0:
+		p.add("election.ttl", "must be a whole number of seconds (etcd leases count seconds), got %s", ttl)
+	}
+	if c.Store.DSN != "" {
+		if _, err := pgx.ParseConfig(c.Store.DSN); err != nil {
+			// pgx's message can echo the DSN; say what is wrong without the password.
+			p.add("store.dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
+		}
+	}
+	c.validateJobStore(&p)
+	if !identifierRE.MatchString(c.Store.Schema) || len(c.Store.Schema) > 63 {
+		p.add("store.schema", "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Store.Schema)
+	}
+	if c.HTTP.Addr != "" {
+		if msg := checkHostPort(c.HTTP.Addr); msg != "" {
+			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
+		}
+	}
+	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
+		p.add("log.level", "must be one of debug, info, warn, error; got %q", c.Log.Level)
+	}
+	p.enum("log.format", c.Log.Format, "json", "console")
+	p.nonNegative("shutdown_grace", c.ShutdownGrace)
+	validateHistory(&p, c.History)
+	c.validateOutbox(&p)
+	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
+	validateDefaults(&p, c.Defaults)
+	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)
+
+	seen := map[string]int{}
+	gaps := newGapCache(now)
+	for i, job := range c.Jobs {
+		key := fmt.Sprintf("jobs[%d]", i)
+		if first, dup := seen[job.Name]; dup && job.Name != "" {
+			p.add(key+".name", "duplicate job name %q (also jobs[%d])", job.Name, first)
+		} else {
+			seen[job.Name] = i
+		}
+		c.Jobs[i].schedule = validateJob(&p, key, job, gaps)
+	}
+	return p.list
+}
+
+// validateJobStore checks store.job_dsn and the sql jobs' roles, which need a Postgres store.
+func (c *Config) validateJobStore(p *problems) {
+	const needsPostgres = "needs a PostgreSQL store (store.dsn): the embedded SQLite store has no roles"
+	if c.Store.JobDSN != "" {
+		if c.Store.DSN == "" {
+			p.add("store.job_dsn", "%s", needsPostgres)
+		}
+		if _, err := pgx.ParseConfig(c.Store.JobDSN); err != nil {
+			p.add("store.job_dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
+		}
+	}
+	if c.Defaults.Role != "" && c.Store.DSN == "" {
+		p.add("defaults.role", "%s", needsPostgres)
+	}
+	for i, job := range c.Jobs {
+		if job.Role != "" && !job.inherited["role"] && c.Store.DSN == "" {
+			p.add(fmt.Sprintf("jobs[%d].role", i), "%s", needsPostgres)
+		}
+	}
+}
+
+func (c *Config) validateEtcd(p *problems) {
+	for i, ep := range c.Etcd.Endpoints {
+		if msg := endpointProblem(ep); msg != "" {
+			p.add(fmt.Sprintf("etcd.endpoints[%d]", i), "must be host:port or http(s)://host:port, got %q%s", ep, msg)
+		}
+	}
+	if c.Etcd.DialTimeout <= 0 {
+		p.add("etcd.dial_timeout", "must be positive, got %s", c.Etcd.DialTimeout)
+	}
+	if c.Etcd.Password != "" && c.Etcd.Username == "" {
+		p.add("etcd.password", "is set but etcd.username is empty")
+	}
+	tls := c.Etcd.TLS
+	if (tls.CertFile == "") != (tls.KeyFile == "") {
+		p.add("etcd.tls", "cert_file and key_file must be set together")
+	}
+	for key, file := range map[string]string{"ca_file": tls.CAFile, "cert_file": tls.CertFile, "key_file": tls.KeyFile} {
+		if file == "" {
+			continue
+		}
+		if _, err := os.Stat(file); err != nil {
+			p.add("etcd.tls."+key, "cannot read %q: %v", file, err)
+		}
+	}
+}
+
+// endpointProblem says what is wrong with an etcd endpoint, as ": reason" or "" for none
+// beyond the expected form.
+func endpointProblem(ep string) string {
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			return " (not a URL with a host)"
+		}
+		switch u.Scheme {
+		case "unix", "unixs":
+			return ""
+		case "http", "https":
+			if u.Port() == "" {
+				return ""
+			}
+			if msg := checkHostPort(u.Host); msg != "" {
+				return ": " + msg
+			}
+			return ""
+		}
+		return fmt.Sprintf(" (scheme %q: want http, https, unix or unixs)", u.Scheme)
+	}
+	host, _, err := net.SplitHostPort(ep)
+	if err != nil || host == "" {
+		return " (not host:port)"
+	}
+	if msg := checkHostPort(ep); msg != "" {
+		return ": " + msg
+	}
+	return ""
+}
+
+// checkHostPort says what is wrong with a host:port address, or returns "". The port is a
+// number from 0 to 65535 or a service name such as http.
+func checkHostPort(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.TrimPrefix(err.Error(), "address "+addr+": ")
+	}
+	if port == "" {
+		return "the port is missing"
+	}
+	if isDigits(port) {
+		if n, err := strconv.Atoi(port); err != nil || n > 65535 {
+			return fmt.Sprintf("port %s is out of range (0 to 65535)", port)
+		}
+		return ""
+	}
+	// A service name is looked up in the local services database, as listening would.
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Sprintf("port %q is neither a number from 0 to 65535 nor a known service name", port)
+	}
+	return ""
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// problems collects Problems.
+type problems struct{ list []Problem }
+
+func (p *problems) add(key, format string, args ...any) {
+	p.list = append(p.list, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// once adds the problem unless the list has it already: a value many jobs inherit.
+func (p *problems) once(key, msg string) {
+	if !slices.Contains(p.list, Problem{Key: key, Msg: msg}) {
+		p.list = append(p.list, Problem{Key: key, Msg: msg})
+	}
+}
+
+func (p *problems) enum(key, got string, allowed ...string) {
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	p.add(key, "must be one of %s; got %q", strings.Join(allowed, ", "), got)
+}
+
+func (p *problems) nonNegative(key string, d time.Duration) {
+	if d < 0 {
+		p.add(key, "must not be negative, got %s", d)
+	}
+}

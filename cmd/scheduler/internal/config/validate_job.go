@@ -1,0 +1,177 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"scheduler/internal/schedule"
+)
+
+// validateJob checks one job and returns its schedule, parsed in its zone; nil when either is
+// refused. A problem with a value the job inherited from `defaults` is reported once, under
+// defaults.KEY, by validateDefaults instead.
+func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Schedule {
+	inherited := func(k string) bool { return job.inherited[k] }
+	at := func(k string) string { return key + "." + k }
+
+	switch {
+	case job.Name == "":
+		p.add(at("name"), "is required")
+	case !jobNameRE.MatchString(job.Name):
+		p.add(at("name"), "must match [a-z0-9_-]+, got %q", job.Name)
+	}
+
+	// A schedule is parsed in UTC when the zone is bad, so its own problems still show.
+	loc, zoneOK := time.UTC, false
+	switch job.Timezone {
+	case "":
+		p.add(at("timezone"), "is required (an IANA zone such as Europe/Berlin)")
+	case "Local":
+		p.add(at("timezone"), "must name an IANA zone such as Europe/Berlin: Local differs from host to host")
+	default:
+		l, err := time.LoadLocation(job.Timezone)
+		switch {
+		case err == nil:
+			loc, zoneOK = l, true
+		case !inherited("timezone"):
+			p.add(at("timezone"), "unknown IANA time zone %q", job.Timezone)
+		}
+	}
+	var sched *schedule.Schedule
+	if job.Schedule == "" {
+		p.add(at("schedule"), "is required")
+	} else if s, err := schedule.Parse(job.Schedule, loc); err != nil {
+		p.add(at("schedule"), "%v", err)
+	} else {
+		sched = s
+		if job.Jitter > 0 {
+			validateJitter(p, at("jitter"), job, sched, gaps)
+		}
+	}
+	if !zoneOK {
+		sched = nil
+	}
+
+	if _, known := typeKeys[job.Type]; !known {
+		if job.Type == "" {
+			p.add(at("type"), "is required: one of builtin, exec, sql, http")
+		} else if !inherited("type") {
+			p.add(at("type"), "must be one of builtin, exec, sql, http; got %q", job.Type)
+		}
+	} else {
+		validateJobType(p, key, job)
+	}
+
+	checks := []struct {
+		k   string
+		bad bool
+		msg string
+	}{
+		{"timeout", job.Timeout <= 0, fmt.Sprintf("must be positive, got %s", job.Timeout)},
+		{"retries", job.Retries < 0, fmt.Sprintf("must not be negative, got %d", job.Retries)},
+		{"retry_backoff", job.RetryBackoff < 0, fmt.Sprintf("must not be negative, got %s", job.RetryBackoff)},
+		{"catchup", job.Catchup < 0, fmt.Sprintf("must not be negative, got %s", job.Catchup)},
+		{"jitter", job.Jitter < 0, fmt.Sprintf("must not be negative, got %s", job.Jitter)},
+	}
+	for _, c := range checks {
+		if c.bad && !inherited(c.k) {
+			p.add(at(c.k), "%s", c.msg)
+		}
+	}
+	if !inherited("overlap") {
+		p.enum(at("overlap"), job.Overlap, "skip", "queue", "replace", "allow")
+	}
+	if !inherited("misfire") {
+		p.enum(at("misfire"), job.Misfire, "skip", "once", "all")
+	}
+	checkJobHistory(p, at("history"), job.History, jobInheritedHistory(job))
+	return sched
+}
+
+// validateJitter checks that the jitter window is shorter than the shortest gap between two
+// slots of the schedule: a longer window would let a delayed slot fire after the next one, or,
+// far longer, postpone every slot beyond any horizon.
+func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, gaps *gapCache) {
+	gap, ok := gaps.shortest(sched)
+	if !ok || job.Jitter < gap {
+		return
+	}
+	from := ""
+	if job.inherited["jitter"] {
+		from = " (from defaults.jitter)"
+	}
+	p.add(key, "%s%s must be shorter than the shortest gap between two slots of %q, %s", job.Jitter, from, job.Schedule, gap)
+}
+
+// gapCache computes each distinct schedule's shortest gap once: a large table shares a few
+// schedules among many jobs.
+type gapCache struct {
+	now time.Time
+	m   map[string]gapResult
+}
+
+type gapResult struct {
+	gap time.Duration
+	ok  bool
+}
+
+func newGapCache(now time.Time) *gapCache {
+	return &gapCache{now: now, m: map[string]gapResult{}}
+}
+
+func (c *gapCache) shortest(s *schedule.Schedule) (time.Duration, bool) {
+	key := s.String() + "\x00" + s.Location().String()
+	r, ok := c.m[key]
+	if !ok {
+		r.gap, r.ok = s.ShortestGap(c.now)
+		c.m[key] = r
+	}
+	return r.gap, r.ok
+}
+
+// validateJobType checks that no other type's keys are set, then the settings of the job's
+// type with its kind's own check.
+func validateJobType(p *problems, key string, job Job) {
+	set := setKeys(job.JobSpec)
+	set["method"] = set["method"] && !job.inherited["method"]
+	for typ, keys := range typeKeys {
+		if typ == job.Type {
+			continue
+		}
+		for _, k := range keys {
+			if set[k] && !job.inherited[k] {
+				p.add(key+"."+k, "only applies to jobs of type %s, this job is %s", typ, job.Type)
+			}
+		}
+	}
+	for _, kp := range kindProblems(job.JobSpec) {
+		// An inherited value's problem is validateDefaults' to report, once.
+		p.once(kindKey(key, job, kp.Key), kp.Message)
+	}
+}
+
+// validateDefaults checks the values of the `defaults` section that jobs inherit.
+func validateDefaults(p *problems, d JobSpec) {
+	if d.Timezone != "" {
+		if _, err := time.LoadLocation(d.Timezone); err != nil || d.Timezone == "Local" {
+			p.add("defaults.timezone", "unknown IANA time zone %q", d.Timezone)
+		}
+	}
+	if d.Type != "" {
+		if _, ok := typeKeys[d.Type]; !ok {
+			p.add("defaults.type", "must be one of builtin, exec, sql, http; got %q", d.Type)
+		}
+	}
+	if d.Timeout <= 0 {
+		p.add("defaults.timeout", "must be positive, got %s", d.Timeout)
+	}
+	if d.Retries < 0 {
+		p.add("defaults.retries", "must not be negative, got %d", d.Retries)
+	}
+	p.nonNegative("defaults.retry_backoff", d.RetryBackoff)
+	p.nonNegative("defaults.catchup", d.Catchup)
+	p.nonNegative("defaults.jitter", d.Jitter)
+	p.enum("defaults.overlap", d.Overlap, "skip", "queue", "replace", "allow")
+	p.enum("defaults.misfire", d.Misfire, "skip", "once", "all")
+	validateDefaultKinds(p, d)
+}
