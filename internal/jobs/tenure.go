@@ -44,7 +44,9 @@ type tenure struct {
 	started  []scheduler.Run // runs launched in this step, whose start lines logStarted writes
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
-	fence     chan error
+	// launched counts the runs launched, for launch's yield.
+	launched int
+	fence    chan error
 
 	claimsAhead
 	backlog
