@@ -35,12 +35,13 @@ func (a Attempt) Fenced(ctx context.Context, fn func(ctx context.Context, tx Tx)
 }
 
 // FencedStatements runs text as a whole in one transaction of the store fenced with the
-// attempt's token for its job, under role when it is set; see Fencer.FencedStatements.
+// attempt's token for its job, under role when it is set; see Fencer.FencedStatements. The
+// context carries the attempt's slot (WithSlot), which the store hands to the text.
 func (a Attempt) FencedStatements(ctx context.Context, role, text string) (int64, error) {
 	if a.Fencer == nil {
 		return 0, fmt.Errorf("fenced statements of job %q with token %d: %w", a.Job, a.Token, ErrNoFencer)
 	}
-	return a.Fencer.FencedStatements(ctx, a.Job, a.Token, role, text)
+	return a.Fencer.FencedStatements(WithSlot(ctx, a.Slot, a.Manual), a.Job, a.Token, role, text)
 }
 
 // Enqueue queues m in tx, a transaction of the attempt's Fenced, as a message of the attempt's
