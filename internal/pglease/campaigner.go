@@ -5,13 +5,14 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -31,13 +32,6 @@ type Campaigner struct {
 	leading *Term
 	holder  string // the current term's holder ID
 }
-
-const (
-	// backoffBase is the first pause after a failed round.
-	backoffBase = 100 * time.Millisecond
-	// errorLogEvery is how often a run of failed rounds is logged.
-	errorLogEvery = 30 * time.Second
-)
 
 // New returns a Campaigner for cfg on pool, a pool on the store's Postgres
 // database with room for one connection held by a listener. The schema
@@ -81,37 +75,18 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		wg.Wait()
 	}()
 
-	var (
-		failures   int
-		lastLogged time.Time
-		suppressed int
-	)
-	for {
-		held, err := c.round(ctx, lead, notes)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case err != nil:
-			failures++
-			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
-				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
-				lastLogged, suppressed = now, 0
-			} else {
-				suppressed++
-				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
-			}
-		case held >= c.cfg.TTL:
-			failures = 0
-		default:
-			// A term shorter than the TTL: back off as after a failure, so
-			// that a lead that returns at once cannot spin.
-			failures++
-		}
-		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.TTL)) {
-			return nil
-		}
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: c.roundFailed},
+		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
+	return nil
+}
+
+// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
+func (c *Campaigner) roundFailed(f lease.Failure) {
+	if f.Loud {
+		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+		return
 	}
+	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // round waits for the lease, leads while it is held, and releases it. It
@@ -217,28 +192,4 @@ func (c *Campaigner) setLeading(t *Term, holder string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.leading, c.holder = t, holder
-}
-
-// backoff returns the pause after the n-th failure in a row: doubling from
-// backoffBase up to the TTL, with jitter in [d/2, d) so that replicas that
-// failed together do not retry together.
-func backoff(n int, ttl time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < ttl; i++ {
-		d *= 2
-	}
-	d = min(d, ttl)
-	return d/2 + rand.N(d/2)
-}
-
-// sleep waits for d or ctx, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

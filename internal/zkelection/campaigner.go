@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -29,13 +30,6 @@ type Campaigner struct {
 	conn    *zk.Conn // the current term's session
 	me      string   // the current term's candidate node
 }
-
-const (
-	// backoffBase is the first pause after a failed round.
-	backoffBase = 100 * time.Millisecond
-	// errorLogEvery is how often a run of failed rounds is logged.
-	errorLogEvery = 30 * time.Second
-)
 
 // New returns a Campaigner for cfg. Each round opens its own session.
 func New(cfg Config, lg *zap.Logger) (*Campaigner, error) {
@@ -64,37 +58,18 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 	}
 	defer c.running.Store(false)
 	c.lg.Info("campaigning", zap.Duration("session_timeout", c.cfg.SessionTimeout), zap.Duration("margin", c.cfg.Margin))
-	var (
-		failures   int
-		lastLogged time.Time
-		suppressed int
-	)
-	for {
-		held, err := c.round(ctx, lead)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case err != nil:
-			failures++
-			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
-				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
-				lastLogged, suppressed = now, 0
-			} else {
-				suppressed++
-				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
-			}
-		case held >= c.cfg.SessionTimeout:
-			failures = 0
-		default:
-			// A term shorter than the timeout: back off as after a failure,
-			// so that a lead that returns at once cannot spin.
-			failures++
-		}
-		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.SessionTimeout)) {
-			return nil
-		}
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.SessionTimeout, Now: c.cfg.Now, OnFailed: c.roundFailed},
+		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead) })
+	return nil
+}
+
+// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
+func (c *Campaigner) roundFailed(f lease.Failure) {
+	if f.Loud {
+		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+		return
 	}
+	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // Confirm asks ZooKeeper whether the term with token is still this
@@ -159,28 +134,4 @@ func (c *Campaigner) setLeading(t *Term, conn *zk.Conn, me string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.leading, c.conn, c.me = t, conn, me
-}
-
-// backoff returns the pause after the n-th failure in a row: doubling from
-// backoffBase up to limit, with jitter in [d/2, d) so that replicas that
-// failed together do not retry together.
-func backoff(n int, limit time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	return d/2 + rand.N(d/2)
-}
-
-// sleep waits for d or ctx, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
