@@ -28,9 +28,7 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	holder  string // the current term's holder ID
+	holding lease.Holding[string] // the current term, with its holder ID
 }
 
 // New returns a Campaigner for cfg on pool, a pool on the store's Postgres
@@ -124,14 +122,14 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 
 	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg := c.lg.With(zap.Int64("token", token))
-	c.setLeading(&term, holder)
+	c.holding.Set(&term, holder)
 	if c.cfg.Events.OnElected != nil {
 		c.cfg.Events.OnElected(term)
 	}
 	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
 	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(holder), lead, lg)
 	held := c.cfg.Now().Sub(term.Since)
-	c.setLeading(nil, "")
+	c.holding.Set(nil, "")
 	if c.cfg.Events.OnLost != nil {
 		c.cfg.Events.OnLost(term, reason)
 	}
@@ -157,14 +155,9 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 // answer is a snapshot: what a leader does still hangs off the term's
 // context.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, holder := c.leading, c.holder
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	holder, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
 	var ok bool
 	if err := c.pool.QueryRow(ctx, c.q.confirm, c.cfg.Name, holder, token).Scan(&ok); err != nil {
@@ -178,18 +171,4 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
-
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, holder string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.holder = t, holder
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }

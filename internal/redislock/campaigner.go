@@ -26,9 +26,7 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	value   string // the current term's lock value
+	holding lease.Holding[string] // the current term, with its lock value
 }
 
 // New returns a Campaigner for cfg on cli. A client with
@@ -126,14 +124,14 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 	value := lockValue(token, holder, c.cfg.Node)
 	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg := c.lg.With(zap.Int64("token", token))
-	c.setLeading(&term, value)
+	c.holding.Set(&term, value)
 	if c.cfg.Events.OnElected != nil {
 		c.cfg.Events.OnElected(term)
 	}
 	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
 	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(value), lead, lg)
 	held := c.cfg.Now().Sub(term.Since)
-	c.setLeading(nil, "")
+	c.holding.Set(nil, "")
 	if c.cfg.Events.OnLost != nil {
 		c.cfg.Events.OnLost(term, reason)
 	}
@@ -159,14 +157,9 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 // from the server this client talks to, and is a snapshot; what a leader
 // does still hangs off the term's context, and the fence decides.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, value := c.leading, c.value
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	value, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
 	got, err := c.cli.Get(ctx, c.cfg.Key).Result()
 	switch {
@@ -182,21 +175,7 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
-
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, value string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.value = t, value
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
 
 // subscribe signals notes on every message published on ch, until ctx is
 // done. The client resubscribes by itself after a lost connection; a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +24,7 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	conn    *zk.Conn // the current term's session
-	me      string   // the current term's candidate node
+	holding lease.Holding[candidacy] // the current term, with its session and node
 }
 
 // New returns a Campaigner for cfg. Each round opens its own session.
@@ -80,19 +76,15 @@ func (c *Campaigner) roundFailed(f lease.Failure) {
 // The answer is a snapshot: what a leader does still hangs off the term's
 // context.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, conn, me := c.leading, c.conn, c.me
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	held, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
+	conn, me := held.conn, held.me
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
 	}
-	err := confirm(conn, c.cfg.Path, me, token)
+	err = confirm(conn, c.cfg.Path, me, token)
 	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) {
 		// Every term ends when its session's connection does.
 		return fmt.Errorf("%w: %w", ErrNotConfirmed, err)
@@ -120,18 +112,11 @@ func confirm(conn *zk.Conn, parent, me string, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
 
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, conn *zk.Conn, me string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.conn, c.me = t, conn, me
+// candidacy is what a term keeps of its round: the session and the
+// candidate node.
+type candidacy struct {
+	conn *zk.Conn
+	me   string
 }
