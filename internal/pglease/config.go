@@ -42,10 +42,6 @@ type Config struct {
 // grant or renewal of a term.
 type Events = lease.Events
 
-// minMargin is the smallest default margin: a timer wake-up and the
-// cancellation reaching every goroutine of the leader fit in it with room.
-const minMargin = 500 * time.Millisecond
-
 // validate checks c and fills in defaults.
 func (c *Config) validate() error {
 	var errs []error
@@ -61,11 +57,9 @@ func (c *Config) validate() error {
 	if c.TTL < time.Second {
 		errs = append(errs, fmt.Errorf("ttl %v: below 1s", c.TTL))
 	}
-	if c.Margin == 0 {
-		c.Margin = max(c.TTL/5, minMargin)
-	}
-	if c.Margin < 0 || c.Margin >= c.TTL*2/3 {
-		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.TTL*2/3))
+	var err error
+	if c.Margin, err = lease.Margin(c.TTL, c.Margin); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Poll < 0 {
 		errs = append(errs, fmt.Errorf("poll %v: negative", c.Poll))

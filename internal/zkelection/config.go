@@ -43,10 +43,6 @@ type Config struct {
 // answered session check of a term.
 type Events = lease.Events
 
-// minMargin is the smallest default margin: a timer wake-up and the
-// cancellation reaching every goroutine of the leader fit in it with room.
-const minMargin = 500 * time.Millisecond
-
 // validate checks c and fills in defaults.
 func (c *Config) validate() error {
 	var errs []error
@@ -62,11 +58,9 @@ func (c *Config) validate() error {
 	if c.SessionTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("session timeout %v: below 1s", c.SessionTimeout))
 	}
-	if c.Margin == 0 {
-		c.Margin = max(c.SessionTimeout/5, minMargin)
-	}
-	if c.Margin < 0 || c.Margin >= c.SessionTimeout*2/3 {
-		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.SessionTimeout*2/3))
+	var err error
+	if c.Margin, err = lease.Margin(c.SessionTimeout, c.Margin); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
