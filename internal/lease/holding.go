@@ -1,8 +1,10 @@
 package lease
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"scheduler"
 )
@@ -49,4 +51,24 @@ func (h *Holding[T]) Check(token int64, notConfirmed error) (T, error) {
 		return zero, fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, notConfirmed)
 	}
 	return of, nil
+}
+
+// Lead runs one term won: it records term, with of, as held, calls
+// ev.OnElected, runs lead under Hold with r, records no term, and calls
+// ev.OnLost. It returns how long the term was held (by r.Now), why it
+// ended and what lead returned.
+func (h *Holding[T]) Lead(ctx context.Context, term scheduler.Term, of T, ev Events,
+	granted time.Time, r Renewal, lead LeadFunc) (time.Duration, Reason, error) {
+	h.Set(&term, of)
+	if ev.OnElected != nil {
+		ev.OnElected(term)
+	}
+	reason, leadErr := Hold(ctx, term, granted, r, lead)
+	held := r.Now().Sub(term.Since)
+	var none T
+	h.Set(nil, none)
+	if ev.OnLost != nil {
+		ev.OnLost(term, reason)
+	}
+	return held, reason, leadErr
 }

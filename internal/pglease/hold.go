@@ -13,8 +13,9 @@ import (
 // errGone says that a renewal found the lease no longer held by this term.
 var errGone = errors.New("lease no longer held")
 
-// hold runs lead for term while it renews the lease with renew, and returns
-// why the term ended.
+// serve leads term (lease.Holding.Lead): it runs lead while it renews the
+// lease with renew, and logs how the term ended. It returns how long the
+// term was held.
 //
 // A renewal that succeeded proves the lease lives until at least (the time
 // the request was sent + TTL) by the database's clock, since the database
@@ -22,9 +23,9 @@ var errGone = errors.New("lease no longer held")
 // The term ends a margin before that, on this process's monotonic clock,
 // when no later renewal succeeded: before the database can grant the lease
 // to anyone else. granted is when the granting request was sent.
-func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
-	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) (Reason, error) {
-	return lease.Hold(ctx, term, granted, lease.Renewal{
+func (c *Campaigner) serve(ctx context.Context, term Term, of string, granted time.Time,
+	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
+	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.TTL, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
 		OnDeadline: func(deadline time.Time, attempt int) {
@@ -39,4 +40,10 @@ func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
 			}
 		},
 	}, lead)
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
+	}
+	lg.Info("leadership ended", fields...)
+	return held
 }

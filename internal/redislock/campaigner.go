@@ -124,22 +124,8 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 	value := lockValue(token, holder, c.cfg.Node)
 	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg := c.lg.With(zap.Int64("token", token))
-	c.holding.Set(&term, value)
-	if c.cfg.Events.OnElected != nil {
-		c.cfg.Events.OnElected(term)
-	}
 	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
-	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(value), lead, lg)
-	held := c.cfg.Now().Sub(term.Since)
-	c.holding.Set(nil, "")
-	if c.cfg.Events.OnLost != nil {
-		c.cfg.Events.OnLost(term, reason)
-	}
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
+	held := c.serve(ctx, term, value, sent, c.renewFor(value), lead, lg)
 
 	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
 	// TTL, after which the lock has expired anyway.

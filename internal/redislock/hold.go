@@ -13,8 +13,9 @@ import (
 // errGone says that a renewal found the lock no longer held by this term.
 var errGone = errors.New("lock no longer held")
 
-// hold runs lead for term while it renews the lock with renew, and returns
-// why the term ended.
+// serve leads term (lease.Holding.Lead): it runs lead while it renews the
+// lock with renew, and logs how the term ended. It returns how long the term
+// was held.
 //
 // A renewal that succeeded proves the lock lives until at least (the time
 // the request was sent + TTL) on the Redis server, since Redis counts the
@@ -24,9 +25,9 @@ var errGone = errors.New("lock no longer held")
 // granted is when the granting request was sent. lease.Hold bounds each
 // renewal by the deadline even on a client without ContextTimeoutEnabled,
 // which would otherwise wait for its own read timeout.
-func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
-	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) (Reason, error) {
-	return lease.Hold(ctx, term, granted, lease.Renewal{
+func (c *Campaigner) serve(ctx context.Context, term Term, of string, granted time.Time,
+	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
+	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.TTL, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
 		OnDeadline: func(deadline time.Time, attempt int) {
@@ -41,4 +42,10 @@ func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
 			}
 		},
 	}, lead)
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
+	}
+	lg.Info("leadership ended", fields...)
+	return held
 }

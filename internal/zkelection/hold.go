@@ -13,8 +13,9 @@ import (
 // errGone says that a check found the candidate node gone.
 var errGone = errors.New("candidate node gone")
 
-// hold runs lead for term while it checks the session with renew, and
-// returns why the term ended.
+// serve leads term (lease.Holding.Lead): it runs lead while it checks the
+// session with renew, and logs how the term ended. It returns how long the
+// term was held.
 //
 // An answered request proves that the server heard from the session after
 // it was sent, so the session lives until at least (the time the request
@@ -23,9 +24,9 @@ var errGone = errors.New("candidate node gone")
 // was answered: before the server can expire the session, delete the
 // candidate node and let the next candidate lead. granted is when the
 // granting request was sent.
-func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
-	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) (Reason, error) {
-	return lease.Hold(ctx, term, granted, lease.Renewal{
+func (c *Campaigner) serve(ctx context.Context, term Term, of candidacy, granted time.Time,
+	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
+	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.SessionTimeout, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
 		OnDeadline: func(deadline time.Time, attempt int) {
@@ -40,4 +41,10 @@ func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
 			}
 		},
 	}, lead)
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
+	}
+	lg.Info("leadership ended", fields...)
+	return held
 }
