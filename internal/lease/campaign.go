@@ -100,3 +100,18 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Await waits for d to pass, a note on notes (a grant or a release
+// announced by the server) or ctx, and reports false when ctx ended it.
+func Await(ctx context.Context, d time.Duration, notes <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-notes:
+		return true
+	case <-t.C:
+		return true
+	}
+}

@@ -148,3 +148,25 @@ func TestCampaign(t *testing.T) {
 		}
 	})
 }
+
+func TestAwait(t *testing.T) {
+	t.Run("NoteEndsTheWait", func(t *testing.T) {
+		notes := make(chan struct{}, 1)
+		notes <- struct{}{}
+		if !Await(context.Background(), time.Hour, notes) {
+			t.Fatal("Await = false after a note, want true")
+		}
+	})
+	t.Run("CancelEndsTheWait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if Await(ctx, time.Hour, make(chan struct{})) {
+			t.Fatal("Await = true after cancel, want false")
+		}
+	})
+	t.Run("TimeEndsTheWait", func(t *testing.T) {
+		if !Await(context.Background(), time.Millisecond, make(chan struct{})) {
+			t.Fatal("Await = false after its time, want true")
+		}
+	})
+}

@@ -109,14 +109,8 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 		}
 		// The holder's lease ends in wait by the database's clock, unless
 		// renewed; a release or a grant is announced sooner.
-		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
 			return 0, nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 

@@ -110,14 +110,8 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 		}
 		// The holder's lock ends in wait unless renewed; a release or a
 		// grant is published sooner.
-		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
 			return 0, nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 
