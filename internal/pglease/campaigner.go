@@ -5,13 +5,14 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -27,17 +28,8 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	holder  string // the current term's holder ID
+	holding lease.Holding[string] // the current term, with its holder ID
 }
-
-const (
-	// backoffBase is the first pause after a failed round.
-	backoffBase = 100 * time.Millisecond
-	// errorLogEvery is how often a run of failed rounds is logged.
-	errorLogEvery = 30 * time.Second
-)
 
 // New returns a Campaigner for cfg on pool, a pool on the store's Postgres
 // database with room for one connection held by a listener. The schema
@@ -81,37 +73,18 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		wg.Wait()
 	}()
 
-	var (
-		failures   int
-		lastLogged time.Time
-		suppressed int
-	)
-	for {
-		held, err := c.round(ctx, lead, notes)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case err != nil:
-			failures++
-			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
-				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
-				lastLogged, suppressed = now, 0
-			} else {
-				suppressed++
-				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
-			}
-		case held >= c.cfg.TTL:
-			failures = 0
-		default:
-			// A term shorter than the TTL: back off as after a failure, so
-			// that a lead that returns at once cannot spin.
-			failures++
-		}
-		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.TTL)) {
-			return nil
-		}
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: c.roundFailed},
+		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
+	return nil
+}
+
+// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
+func (c *Campaigner) roundFailed(f lease.Failure) {
+	if f.Loud {
+		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+		return
 	}
+	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // round waits for the lease, leads while it is held, and releases it. It
@@ -136,35 +109,15 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 		}
 		// The holder's lease ends in wait by the database's clock, unless
 		// renewed; a release or a grant is announced sooner.
-		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
 			return 0, nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 
 	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg := c.lg.With(zap.Int64("token", token))
-	c.setLeading(&term, holder)
-	if c.cfg.Events.OnElected != nil {
-		c.cfg.Events.OnElected(term)
-	}
 	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
-	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(holder), lead, lg)
-	held := c.cfg.Now().Sub(term.Since)
-	c.setLeading(nil, "")
-	if c.cfg.Events.OnLost != nil {
-		c.cfg.Events.OnLost(term, reason)
-	}
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
+	held := c.serve(ctx, term, holder, sent, c.renewFor(holder), lead, lg)
 
 	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
 	// TTL, after which the lease has expired anyway.
@@ -182,14 +135,9 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 // answer is a snapshot: what a leader does still hangs off the term's
 // context.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, holder := c.leading, c.holder
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	holder, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
 	var ok bool
 	if err := c.pool.QueryRow(ctx, c.q.confirm, c.cfg.Name, holder, token).Scan(&ok); err != nil {
@@ -203,42 +151,4 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
-
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, holder string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.holder = t, holder
-}
-
-// backoff returns the pause after the n-th failure in a row: doubling from
-// backoffBase up to the TTL, with jitter in [d/2, d) so that replicas that
-// failed together do not retry together.
-func backoff(n int, ttl time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < ttl; i++ {
-		d *= 2
-	}
-	d = min(d, ttl)
-	return d/2 + rand.N(d/2)
-}
-
-// sleep waits for d or ctx, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
+	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
 
@@ -58,22 +59,22 @@ func TestCampaigner_Run(t *testing.T) {
 			t.Fatal(err)
 		}
 		var seq atomic.Int64
-		r := runCampaign(t, newCampaigner(t, pool, "a", 2*time.Second), &seq, false)
-		first := next(t, r.won, 10*time.Second, "first term")
-		if first.term.Token <= 1000 {
-			t.Fatalf("token=%d, want > 1000 (the highest fence)", first.term.Token)
+		r := leasetest.Run(t, newCampaigner(t, pool, "a", 2*time.Second), &seq, false)
+		first := leasetest.Next(t, r.Won, 10*time.Second, "first term")
+		if first.Term.Token <= 1000 {
+			t.Fatalf("token=%d, want > 1000 (the highest fence)", first.Term.Token)
 		}
 		// A fence raised from outside, by an earlier coordinator say.
 		if _, err := pool.Exec(ctx, `UPDATE sched.job_fence SET token = 5000 WHERE job = 'b'`); err != nil {
 			t.Fatal(err)
 		}
-		prev := first.term.Token
+		prev := first.Term.Token
 		for i := range 3 {
-			e := next(t, r.won, 10*time.Second, "next term")
-			if e.term.Token <= prev {
-				t.Fatalf("term %d: token=%d, want > %d", i, e.term.Token, prev)
+			e := leasetest.Next(t, r.Won, 10*time.Second, "next term")
+			if e.Term.Token <= prev {
+				t.Fatalf("term %d: token=%d, want > %d", i, e.Term.Token, prev)
 			}
-			prev = e.term.Token
+			prev = e.Term.Token
 		}
 		if prev <= 5000 {
 			t.Fatalf("token=%d after the fence was raised to 5000, want above it", prev)
@@ -84,16 +85,16 @@ func TestCampaigner_Run(t *testing.T) {
 		pool := mustPool(t, mustStore(t))
 		var seq atomic.Int64
 		const ttl = 10 * time.Second
-		a := runCampaign(t, newCampaigner(t, pool, "a", ttl), &seq, true)
-		first := next(t, a.won, 10*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, pool, "b", ttl), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, pool, "a", ttl), &seq, true)
+		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, pool, "b", ttl), &seq, true)
 		time.Sleep(200 * time.Millisecond) // b is waiting for the lease
 		stopped := time.Now()
-		a.stop()
+		a.Stop()
 		// Far sooner than the TTL: the release is announced.
-		won := next(t, b.won, ttl/4, "b's term after a resigned")
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		won := leasetest.Next(t, b.Won, ttl/4, "b's term after a resigned")
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		t.Logf("handover after resign: %v", time.Since(stopped))
 	})
@@ -103,32 +104,32 @@ func TestCampaigner_Run(t *testing.T) {
 		proxied, proxy := viaProxy(t, dsn)
 		var seq atomic.Int64
 		const ttl = 2 * time.Second
-		a := runCampaign(t, newCampaigner(t, mustPool(t, proxied), "a", ttl), &seq, true)
-		first := next(t, a.won, 10*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, mustPool(t, dsn), "b", ttl), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, mustPool(t, proxied), "a", ttl), &seq, true)
+		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, mustPool(t, dsn), "b", ttl), &seq, true)
 		time.Sleep(300 * time.Millisecond)
 		frozen := time.Now()
 		proxy.Pause() // a's renewals stop reaching the database
-		lost := next(t, a.lost, 2*ttl, "a stepping down")
+		lost := leasetest.Next(t, a.Lost, 2*ttl, "a stepping down")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || le.Reason != ReasonRenewalDeadline {
-			t.Fatalf("a's term ended with cause %v, want reason %s", lost.cause, ReasonRenewalDeadline)
+		if !errors.As(lost.Cause, &le) || le.Reason != ReasonRenewalDeadline {
+			t.Fatalf("a's term ended with cause %v, want reason %s", lost.Cause, ReasonRenewalDeadline)
 		}
-		won := next(t, b.won, 2*ttl, "b's term after a froze")
+		won := leasetest.Next(t, b.Won, 2*ttl, "b's term after a froze")
 		took := time.Since(frozen)
-		if lost.seq >= won.seq {
-			t.Fatalf("a stepped down (event %d) after b was granted (event %d)", lost.seq, won.seq)
+		if lost.Seq >= won.Seq {
+			t.Fatalf("a stepped down (leasetest.Event %d) after b was granted (leasetest.Event %d)", lost.Seq, won.Seq)
 		}
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		if took > ttl+time.Second {
 			t.Fatalf("takeover after %v, want about the TTL %v", took, ttl)
 		}
 		t.Logf("takeover after freeze: %v", took)
 		proxy.Resume()
-		b.stop()
-		a.stop()
+		b.Stop()
+		a.Stop()
 	})
 
 	t.Run("LeaseTakenFromUnderEndsTerm", func(t *testing.T) {
@@ -140,18 +141,18 @@ func TestCampaigner_Run(t *testing.T) {
 			OnElected: func(t Term) { elected <- t },
 			OnLost:    func(_ Term, r Reason) { ended <- r },
 		}
-		a := runCampaign(t, c, &seq, true)
-		next(t, a.won, 10*time.Second, "a's term")
+		a := leasetest.Run(t, c, &seq, true)
+		leasetest.Next(t, a.Won, 10*time.Second, "a's term")
 		if _, err := pool.Exec(context.Background(), `UPDATE sched.leader_lease SET holder = 'someone else'`); err != nil {
 			t.Fatal(err)
 		}
-		lost := next(t, a.lost, 5*time.Second, "a's term ending")
+		lost := leasetest.Next(t, a.Lost, 5*time.Second, "a's term ending")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || le.Reason != ReasonLeaseGone {
-			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonLeaseGone)
+		if !errors.As(lost.Cause, &le) || le.Reason != ReasonLeaseGone {
+			t.Fatalf("cause %v, want reason %s", lost.Cause, ReasonLeaseGone)
 		}
-		if got := <-elected; got.Token != lost.term.Token {
-			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		if got := <-elected; got.Token != lost.Term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.Term.Token)
 		}
 		if got := <-ended; got != ReasonLeaseGone {
 			t.Fatalf("OnLost reason=%s, want %s", got, ReasonLeaseGone)
@@ -162,17 +163,17 @@ func TestCampaigner_Run(t *testing.T) {
 		pool := mustPool(t, testenv.MustDatabase(t))
 		var seq atomic.Int64
 		c := newCampaigner(t, pool, "a", time.Second)
-		r := runCampaign(t, c, &seq, true)
+		r := leasetest.Run(t, c, &seq, true)
 		time.Sleep(500 * time.Millisecond)
 		if _, ok := c.Leading(); ok {
 			t.Fatal("leading without a lease table")
 		}
 		select {
-		case e := <-r.won:
-			t.Fatalf("won term %d without a lease table", e.term.Token)
+		case e := <-r.Won:
+			t.Fatalf("won term %d without a lease table", e.Term.Token)
 		default:
 		}
-		r.stop()
+		r.Stop()
 	})
 }
 
@@ -184,8 +185,8 @@ func TestCampaigner_Confirm(t *testing.T) {
 	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
 		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
 	}
-	r := runCampaign(t, c, &seq, true)
-	term := next(t, r.won, 10*time.Second, "a's term").term
+	r := leasetest.Run(t, c, &seq, true)
+	term := leasetest.Next(t, r.Won, 10*time.Second, "a's term").Term
 	if err := c.Confirm(ctx, term.Token); err != nil {
 		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
 	}
@@ -229,8 +230,8 @@ func TestLease_JobRoleCannotTouchIt(t *testing.T) {
 	u.User = url.User(role)
 	jobPool := mustPool(t, u.String())
 	var seq atomic.Int64
-	r := runCampaign(t, newCampaigner(t, pool, "a", 5*time.Second), &seq, true)
-	next(t, r.won, 10*time.Second, "a's term")
+	r := leasetest.Run(t, newCampaigner(t, pool, "a", 5*time.Second), &seq, true)
+	leasetest.Next(t, r.Won, 10*time.Second, "a's term")
 	for _, q := range []string{
 		`UPDATE sched.leader_lease SET holder = 'job', expires_at = 'infinity'`,
 		`SELECT holder FROM sched.leader_lease`,

@@ -3,17 +3,19 @@ package pglease
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // errGone says that a renewal found the lease no longer held by this term.
 var errGone = errors.New("lease no longer held")
 
-// hold runs lead for term while it renews the lease with renew, and returns
-// why the term ended.
+// serve leads term (lease.Holding.Lead): it runs lead while it renews the
+// lease with renew, and logs how the term ended. It returns how long the
+// term was held.
 //
 // A renewal that succeeded proves the lease lives until at least (the time
 // the request was sent + TTL) by the database's clock, since the database
@@ -21,97 +23,27 @@ var errGone = errors.New("lease no longer held")
 // The term ends a margin before that, on this process's monotonic clock,
 // when no later renewal succeeded: before the database can grant the lease
 // to anyone else. granted is when the granting request was sent.
-func (c *Campaigner) hold(ctx context.Context, term Term, granted time.Time,
-	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) (Reason, error) {
-	guard, lose := context.WithCancelCause(ctx)
-	defer lose(context.Canceled)
-	var wg sync.WaitGroup
-	wg.Go(func() { c.renew(guard, granted, renew, lose, lg) })
-	leadErr := lead(guard, term)
-	reason := termReason(ctx, guard, leadErr)
-	lose(&LostError{Reason: reason, At: c.cfg.Now()})
-	wg.Wait()
-	return reason, leadErr
-}
-
-// renew renews every TTL/3 until ctx is done, the deadline passes without a
-// successful renewal, or a renewal finds the lease gone; in the last two
-// cases it calls lose with a *LostError.
-func (c *Campaigner) renew(ctx context.Context, granted time.Time, renew func(context.Context) error,
-	lose func(error), lg *zap.Logger) {
-	ttl, margin := c.cfg.TTL, c.cfg.Margin
-	every := ttl / 3
-	deadline := granted.Add(ttl - margin)
-	next := granted.Add(every)
-	if c.cfg.Events.OnRenewed != nil {
-		c.cfg.Events.OnRenewed(granted, ttl)
-	}
-	timer := time.NewTimer(every)
-	defer timer.Stop()
-	failures := 0
-	for {
-		now := c.cfg.Now()
-		if !now.Before(deadline) {
-			lg.Warn("lease renewal deadline passed", zap.Time("deadline", deadline), zap.Int("attempt", failures))
-			lose(&LostError{Reason: ReasonRenewalDeadline, At: now})
-			return
-		}
-		if wait := min(next.Sub(now), deadline.Sub(now)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-			continue
-		}
-		sent := c.cfg.Now()
-		// An attempt may take until the deadline but no longer: past it the
-		// lease is given up whatever the answer.
-		actx, cancel := context.WithTimeout(ctx, deadline.Sub(sent))
-		err := renew(actx)
-		cancel()
-		switch {
-		case err == nil:
-			if d := sent.Add(ttl - margin); d.After(deadline) {
-				deadline = d
-			}
-			next = sent.Add(every)
-			failures = 0
-			if c.cfg.Events.OnRenewed != nil {
-				c.cfg.Events.OnRenewed(sent, ttl)
-			}
-		case errors.Is(err, errGone):
-			lg.Warn("lease gone")
-			lose(&LostError{Reason: ReasonLeaseGone, At: c.cfg.Now()})
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			failures++
-			if failures == 1 {
+func (c *Campaigner) serve(ctx context.Context, term Term, of string, granted time.Time,
+	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
+	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
+		TTL: c.cfg.TTL, Margin: c.cfg.Margin, Now: c.cfg.Now,
+		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
+		OnDeadline: func(deadline time.Time, attempt int) {
+			lg.Warn("lease renewal deadline passed", zap.Time("deadline", deadline), zap.Int("attempt", attempt))
+		},
+		OnGone: func() { lg.Warn("lease gone") },
+		OnFailed: func(attempt int, err error) {
+			if attempt == 1 {
 				lg.Warn("lease renewal failed", zap.Error(err))
 			} else {
-				lg.Debug("lease renewal failed", zap.Int("attempt", failures), zap.Error(err))
+				lg.Debug("lease renewal failed", zap.Int("attempt", attempt), zap.Error(err))
 			}
-			// Retry soon: every failed renewal brings the deadline closer.
-			next = c.cfg.Now().Add(every / 4)
-		}
+		},
+	}, lead)
+	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
+	if leadErr != nil {
+		fields = append(fields, zap.Error(leadErr))
 	}
-}
-
-// termReason tells why a term ended after lead returned: the first cause
-// that cancelled the term, else what lead returned.
-func termReason(ctx, term context.Context, leadErr error) Reason {
-	var lost *LostError
-	switch {
-	case errors.As(context.Cause(term), &lost):
-		return lost.Reason
-	case ctx.Err() != nil:
-		return ReasonCancelled
-	case leadErr != nil:
-		return ReasonLeadFailed
-	default:
-		return ReasonLeadReturned
-	}
+	lg.Info("leadership ended", fields...)
+	return held
 }

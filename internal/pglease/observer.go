@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // Observer keeps a follower-side view of who holds a lease, for status
@@ -84,14 +86,8 @@ func (o *Observer) Run(ctx context.Context) error {
 			// Look again when the lease would expire without a renewal.
 			wait = min(wait, l.Remaining+5*time.Millisecond)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, wait, notes) {
 			return nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
 
@@ -28,20 +29,20 @@ func TestObserver_Run(t *testing.T) {
 		t.Fatalf("ReadLeader before any term = %v, want ErrNoLeader", err)
 	}
 	var seq atomic.Int64
-	a := runCampaign(t, newCampaigner(t, pool, "a", 5*time.Second), &seq, true)
-	ta := next(t, a.won, 10*time.Second, "a's term").term
+	a := leasetest.Run(t, newCampaigner(t, pool, "a", 5*time.Second), &seq, true)
+	ta := leasetest.Next(t, a.Won, 10*time.Second, "a's term").Term
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, "observer shows a", func() bool {
 		l, ok := o.Current()
 		return ok && l.Node == "a" && l.Token == ta.Token
 	})
-	b := runCampaign(t, newCampaigner(t, pool, "b", 5*time.Second), &seq, true)
-	a.stop()
-	tb := next(t, b.won, 5*time.Second, "b's term").term
+	b := leasetest.Run(t, newCampaigner(t, pool, "b", 5*time.Second), &seq, true)
+	a.Stop()
+	tb := leasetest.Next(t, b.Won, 5*time.Second, "b's term").Term
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, "observer shows b", func() bool {
 		l, ok := o.Current()
 		return ok && l.Node == "b" && l.Token == tb.Token
 	})
-	b.stop()
+	b.Stop()
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, "observer shows no leader", func() bool {
 		_, ok := o.Current()
 		return !ok

@@ -5,13 +5,14 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -25,17 +26,8 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	value   string // the current term's lock value
+	holding lease.Holding[string] // the current term, with its lock value
 }
-
-const (
-	// backoffBase is the first pause after a failed round.
-	backoffBase = 100 * time.Millisecond
-	// errorLogEvery is how often a run of failed rounds is logged.
-	errorLogEvery = 30 * time.Second
-)
 
 // New returns a Campaigner for cfg on cli. A client with
 // ContextTimeoutEnabled honours the deadlines of takes and releases too;
@@ -77,37 +69,18 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		wg.Wait()
 	}()
 
-	var (
-		failures   int
-		lastLogged time.Time
-		suppressed int
-	)
-	for {
-		held, err := c.round(ctx, lead, notes)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case err != nil:
-			failures++
-			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
-				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
-				lastLogged, suppressed = now, 0
-			} else {
-				suppressed++
-				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
-			}
-		case held >= c.cfg.TTL:
-			failures = 0
-		default:
-			// A term shorter than the TTL: back off as after a failure, so
-			// that a lead that returns at once cannot spin.
-			failures++
-		}
-		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.TTL)) {
-			return nil
-		}
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: c.roundFailed},
+		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
+	return nil
+}
+
+// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
+func (c *Campaigner) roundFailed(f lease.Failure) {
+	if f.Loud {
+		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+		return
 	}
+	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // round waits for the lock, leads while it is held, and releases it. It
@@ -137,36 +110,16 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 		}
 		// The holder's lock ends in wait unless renewed; a release or a
 		// grant is published sooner.
-		t := time.NewTimer(min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
 			return 0, nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 
 	value := lockValue(token, holder, c.cfg.Node)
 	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg := c.lg.With(zap.Int64("token", token))
-	c.setLeading(&term, value)
-	if c.cfg.Events.OnElected != nil {
-		c.cfg.Events.OnElected(term)
-	}
 	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
-	reason, leadErr := c.hold(ctx, term, sent, c.renewFor(value), lead, lg)
-	held := c.cfg.Now().Sub(term.Since)
-	c.setLeading(nil, "")
-	if c.cfg.Events.OnLost != nil {
-		c.cfg.Events.OnLost(term, reason)
-	}
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
+	held := c.serve(ctx, term, value, sent, c.renewFor(value), lead, lg)
 
 	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
 	// TTL, after which the lock has expired anyway.
@@ -184,14 +137,9 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan stru
 // from the server this client talks to, and is a snapshot; what a leader
 // does still hangs off the term's context, and the fence decides.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, value := c.leading, c.value
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	value, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
 	got, err := c.cli.Get(ctx, c.cfg.Key).Result()
 	switch {
@@ -207,21 +155,7 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
-
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, value string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.value = t, value
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
 
 // subscribe signals notes on every message published on ch, until ctx is
 // done. The client resubscribes by itself after a lost connection; a
@@ -243,29 +177,5 @@ func subscribe(ctx context.Context, cli redis.UniversalClient, ch string, notes 
 			default:
 			}
 		}
-	}
-}
-
-// backoff returns the pause after the n-th failure in a row: doubling from
-// backoffBase up to the TTL, with jitter in [d/2, d) so that replicas that
-// failed together do not retry together.
-func backoff(n int, ttl time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < ttl; i++ {
-		d *= 2
-	}
-	d = min(d, ttl)
-	return d/2 + rand.N(d/2)
-}
-
-// sleep waits for d or ctx, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

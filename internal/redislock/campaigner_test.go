@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
 
@@ -53,15 +54,15 @@ func TestCampaigner_Run(t *testing.T) {
 		var floor atomic.Int64
 		c := newCampaigner(t, cli, "a", 2*time.Second, func(context.Context) (int64, error) { return floor.Load(), nil })
 		var seq atomic.Int64
-		r := runCampaign(t, c, &seq, false)
+		r := leasetest.Run(t, c, &seq, false)
 		prev := int64(0)
 		step := func(what string) {
 			t.Helper()
-			e := next(t, r.won, 15*time.Second, what)
-			if e.term.Token <= prev || e.term.Token <= floor.Load() {
-				t.Fatalf("%s: token=%d, want > %d and > floor %d", what, e.term.Token, prev, floor.Load())
+			e := leasetest.Next(t, r.Won, 15*time.Second, what)
+			if e.Term.Token <= prev || e.Term.Token <= floor.Load() {
+				t.Fatalf("%s: token=%d, want > %d and > floor %d", what, e.Term.Token, prev, floor.Load())
 			}
-			prev = e.term.Token
+			prev = e.Term.Token
 			floor.Store(prev)
 		}
 		step("first term")
@@ -82,7 +83,7 @@ func TestCampaigner_Run(t *testing.T) {
 		var floor atomic.Int64
 		c := newCampaigner(t, cli, "a", 2*time.Second, func(context.Context) (int64, error) { return floor.Load(), nil })
 		var seq atomic.Int64
-		r := runCampaign(t, c, &seq, true)
+		r := leasetest.Run(t, c, &seq, true)
 		for _, lose := range []struct {
 			what string
 			do   func()
@@ -94,21 +95,21 @@ func TestCampaigner_Run(t *testing.T) {
 			}},
 			{"a restart without persistence", func() { srv.Restart(t) }},
 		} {
-			won := next(t, r.won, 15*time.Second, "term before "+lose.what)
-			if won.term.Token <= floor.Load() {
-				t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+			won := leasetest.Next(t, r.Won, 15*time.Second, "term before "+lose.what)
+			if won.Term.Token <= floor.Load() {
+				t.Fatalf("token=%d, want > floor %d", won.Term.Token, floor.Load())
 			}
-			floor.Store(won.term.Token) // the leader raised the fence
+			floor.Store(won.Term.Token) // the leader raised the fence
 			lose.do()
-			lost := next(t, r.lost, 10*time.Second, "the term ending after "+lose.what)
+			lost := leasetest.Next(t, r.Lost, 10*time.Second, "the term ending after "+lose.what)
 			var le *LostError
-			if !errors.As(lost.cause, &le) || (le.Reason != ReasonLeaseGone && le.Reason != ReasonRenewalDeadline) {
-				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.cause, ReasonLeaseGone, ReasonRenewalDeadline)
+			if !errors.As(lost.Cause, &le) || (le.Reason != ReasonLeaseGone && le.Reason != ReasonRenewalDeadline) {
+				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.Cause, ReasonLeaseGone, ReasonRenewalDeadline)
 			}
 		}
-		won := next(t, r.won, 15*time.Second, "term after both")
-		if won.term.Token <= floor.Load() {
-			t.Fatalf("token=%d, want > floor %d", won.term.Token, floor.Load())
+		won := leasetest.Next(t, r.Won, 15*time.Second, "term after both")
+		if won.Term.Token <= floor.Load() {
+			t.Fatalf("token=%d, want > floor %d", won.Term.Token, floor.Load())
 		}
 	})
 
@@ -116,15 +117,15 @@ func TestCampaigner_Run(t *testing.T) {
 		cli := mustClient(t, testenv.MustRedis(t).Addr())
 		var seq atomic.Int64
 		const ttl = 10 * time.Second
-		a := runCampaign(t, newCampaigner(t, cli, "a", ttl, nil), &seq, true)
-		first := next(t, a.won, 10*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, cli, "b", ttl, nil), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, cli, "a", ttl, nil), &seq, true)
+		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, cli, "b", ttl, nil), &seq, true)
 		time.Sleep(200 * time.Millisecond) // b is waiting for the lock
 		stopped := time.Now()
-		a.stop()
-		won := next(t, b.won, ttl/4, "b's term after a resigned")
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		a.Stop()
+		won := leasetest.Next(t, b.Won, ttl/4, "b's term after a resigned")
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		t.Logf("handover after resign: %v", time.Since(stopped))
 	})
@@ -134,32 +135,32 @@ func TestCampaigner_Run(t *testing.T) {
 		proxy := testenv.MustProxy(t, srv.Addr())
 		var seq atomic.Int64
 		const ttl = 2 * time.Second
-		a := runCampaign(t, newCampaigner(t, mustClient(t, proxy.Addr()), "a", ttl, nil), &seq, true)
-		first := next(t, a.won, 10*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, mustClient(t, srv.Addr()), "b", ttl, nil), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, mustClient(t, proxy.Addr()), "a", ttl, nil), &seq, true)
+		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, mustClient(t, srv.Addr()), "b", ttl, nil), &seq, true)
 		time.Sleep(300 * time.Millisecond)
 		frozen := time.Now()
 		proxy.Pause() // a's renewals stop reaching Redis
-		lost := next(t, a.lost, 2*ttl, "a stepping down")
+		lost := leasetest.Next(t, a.Lost, 2*ttl, "a stepping down")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || le.Reason != ReasonRenewalDeadline {
-			t.Fatalf("a's term ended with cause %v, want reason %s", lost.cause, ReasonRenewalDeadline)
+		if !errors.As(lost.Cause, &le) || le.Reason != ReasonRenewalDeadline {
+			t.Fatalf("a's term ended with cause %v, want reason %s", lost.Cause, ReasonRenewalDeadline)
 		}
-		won := next(t, b.won, 2*ttl, "b's term after a froze")
+		won := leasetest.Next(t, b.Won, 2*ttl, "b's term after a froze")
 		took := time.Since(frozen)
-		if lost.seq >= won.seq {
-			t.Fatalf("a stepped down (event %d) after b was granted (event %d)", lost.seq, won.seq)
+		if lost.Seq >= won.Seq {
+			t.Fatalf("a stepped down (leasetest.Event %d) after b was granted (leasetest.Event %d)", lost.Seq, won.Seq)
 		}
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		if took > ttl+time.Second {
 			t.Fatalf("takeover after %v, want about the TTL %v", took, ttl)
 		}
 		t.Logf("takeover after freeze: %v", took)
 		proxy.Resume()
-		b.stop()
-		a.stop()
+		b.Stop()
+		a.Stop()
 	})
 
 	t.Run("LockDeletedEndsTerm", func(t *testing.T) {
@@ -171,18 +172,18 @@ func TestCampaigner_Run(t *testing.T) {
 			OnElected: func(t Term) { elected <- t },
 			OnLost:    func(_ Term, r Reason) { ended <- r },
 		}
-		a := runCampaign(t, c, &seq, true)
-		next(t, a.won, 10*time.Second, "a's term")
+		a := leasetest.Run(t, c, &seq, true)
+		leasetest.Next(t, a.Won, 10*time.Second, "a's term")
 		if err := cli.Del(context.Background(), "scheduler:leader").Err(); err != nil {
 			t.Fatal(err)
 		}
-		lost := next(t, a.lost, 5*time.Second, "a's term ending")
+		lost := leasetest.Next(t, a.Lost, 5*time.Second, "a's term ending")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || le.Reason != ReasonLeaseGone {
-			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonLeaseGone)
+		if !errors.As(lost.Cause, &le) || le.Reason != ReasonLeaseGone {
+			t.Fatalf("cause %v, want reason %s", lost.Cause, ReasonLeaseGone)
 		}
-		if got := <-elected; got.Token != lost.term.Token {
-			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		if got := <-elected; got.Token != lost.Term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.Term.Token)
 		}
 		if got := <-ended; got != ReasonLeaseGone {
 			t.Fatalf("OnLost reason=%s, want %s", got, ReasonLeaseGone)
@@ -196,17 +197,17 @@ func TestCampaigner_Run(t *testing.T) {
 			calls.Add(1)
 			return 0, errors.New("store unreachable")
 		})
-		r := runCampaign(t, c, &seq, true)
+		r := leasetest.Run(t, c, &seq, true)
 		testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, "two floor reads", func() bool { return calls.Load() >= 2 })
 		select {
-		case e := <-r.won:
-			t.Fatalf("won term %d without a floor", e.term.Token)
+		case e := <-r.Won:
+			t.Fatalf("won term %d without a floor", e.Term.Token)
 		default:
 		}
 		if n, err := cli.Exists(context.Background(), "scheduler:leader").Result(); err != nil || n != 0 {
 			t.Fatalf("lock exists=%d err=%v, want no lock taken", n, err)
 		}
-		r.stop()
+		r.Stop()
 	})
 }
 
@@ -218,8 +219,8 @@ func TestCampaigner_Confirm(t *testing.T) {
 	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
 		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
 	}
-	r := runCampaign(t, c, &seq, true)
-	term := next(t, r.won, 10*time.Second, "a's term").term
+	r := leasetest.Run(t, c, &seq, true)
+	term := leasetest.Next(t, r.Won, 10*time.Second, "a's term").Term
 	if err := c.Confirm(ctx, term.Token); err != nil {
 		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scheduler/internal/lease"
 )
 
 // Config configures a Campaigner.
@@ -42,22 +44,10 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Events are optional hooks, called synchronously from Run's goroutines.
-// They must return quickly and must not call back into the Campaigner. They
-// mean what the etcd backend's hooks of the same names mean.
-type Events struct {
-	// OnElected is called when a term starts, right before lead.
-	OnElected func(Term)
-	// OnLost is called when a term is over: lead has returned.
-	OnLost func(Term, Reason)
-	// OnRenewed is called after every successful take or renewal of the lock of a
-	// term, with the time the request was sent and the TTL it extends by.
-	OnRenewed func(sent time.Time, ttl time.Duration)
-}
-
-// minMargin is the smallest default margin: a timer wake-up and the
-// cancellation reaching every goroutine of the leader fit in it with room.
-const minMargin = 500 * time.Millisecond
+// Events are optional hooks, called synchronously from Run's goroutines
+// (see lease.Events). OnRenewed is called after every successful
+// take or renewal of the lock of a term.
+type Events = lease.Events
 
 // validate checks c and fills in defaults.
 func (c *Config) validate() error {
@@ -71,11 +61,9 @@ func (c *Config) validate() error {
 	if c.TTL < time.Second {
 		errs = append(errs, fmt.Errorf("ttl %v: below 1s", c.TTL))
 	}
-	if c.Margin == 0 {
-		c.Margin = max(c.TTL/5, minMargin)
-	}
-	if c.Margin < 0 || c.Margin >= c.TTL*2/3 {
-		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.TTL*2/3))
+	var err error
+	if c.Margin, err = lease.Margin(c.TTL, c.Margin); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Poll < 0 {
 		errs = append(errs, fmt.Errorf("poll %v: negative", c.Poll))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // Observer keeps a follower-side view of who holds the lock, for status
@@ -79,14 +81,8 @@ func (o *Observer) Run(ctx context.Context) error {
 			// Look again when the lock would expire without a renewal.
 			wait = min(wait, l.Remaining+5*time.Millisecond)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !lease.Await(ctx, wait, notes) {
 			return nil
-		case <-notes:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }

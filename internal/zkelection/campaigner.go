@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -24,18 +24,8 @@ type Campaigner struct {
 
 	running atomic.Bool
 
-	mu      sync.Mutex
-	leading *Term
-	conn    *zk.Conn // the current term's session
-	me      string   // the current term's candidate node
+	holding lease.Holding[candidacy] // the current term, with its session and node
 }
-
-const (
-	// backoffBase is the first pause after a failed round.
-	backoffBase = 100 * time.Millisecond
-	// errorLogEvery is how often a run of failed rounds is logged.
-	errorLogEvery = 30 * time.Second
-)
 
 // New returns a Campaigner for cfg. Each round opens its own session.
 func New(cfg Config, lg *zap.Logger) (*Campaigner, error) {
@@ -64,37 +54,18 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 	}
 	defer c.running.Store(false)
 	c.lg.Info("campaigning", zap.Duration("session_timeout", c.cfg.SessionTimeout), zap.Duration("margin", c.cfg.Margin))
-	var (
-		failures   int
-		lastLogged time.Time
-		suppressed int
-	)
-	for {
-		held, err := c.round(ctx, lead)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case err != nil:
-			failures++
-			if now := c.cfg.Now(); now.Sub(lastLogged) >= errorLogEvery {
-				c.lg.Warn("campaign round failed", zap.Int("attempt", failures), zap.Int("suppressed", suppressed), zap.Error(err))
-				lastLogged, suppressed = now, 0
-			} else {
-				suppressed++
-				c.lg.Debug("campaign round failed", zap.Int("attempt", failures), zap.Error(err))
-			}
-		case held >= c.cfg.SessionTimeout:
-			failures = 0
-		default:
-			// A term shorter than the timeout: back off as after a failure,
-			// so that a lead that returns at once cannot spin.
-			failures++
-		}
-		if failures > 0 && !sleep(ctx, backoff(failures, c.cfg.SessionTimeout)) {
-			return nil
-		}
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.SessionTimeout, Now: c.cfg.Now, OnFailed: c.roundFailed},
+		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead) })
+	return nil
+}
+
+// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
+func (c *Campaigner) roundFailed(f lease.Failure) {
+	if f.Loud {
+		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+		return
 	}
+	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // Confirm asks ZooKeeper whether the term with token is still this
@@ -105,19 +76,15 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 // The answer is a snapshot: what a leader does still hangs off the term's
 // context.
 func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
-	c.mu.Lock()
-	t, conn, me := c.leading, c.conn, c.me
-	c.mu.Unlock()
-	switch {
-	case t == nil:
-		return fmt.Errorf("confirm term %d: no term held: %w", token, ErrNotConfirmed)
-	case t.Token != token:
-		return fmt.Errorf("confirm term %d: the term held has token %d: %w", token, t.Token, ErrNotConfirmed)
+	held, err := c.holding.Check(token, ErrNotConfirmed)
+	if err != nil {
+		return err
 	}
+	conn, me := held.conn, held.me
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
 	}
-	err := confirm(conn, c.cfg.Path, me, token)
+	err = confirm(conn, c.cfg.Path, me, token)
 	if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) {
 		// Every term ends when its session's connection does.
 		return fmt.Errorf("%w: %w", ErrNotConfirmed, err)
@@ -145,42 +112,11 @@ func confirm(conn *zk.Conn, parent, me string, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading == nil {
-		return Term{}, false
-	}
-	return *c.leading, true
-}
+func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
 
-// setLeading records the current term, nil for none.
-func (c *Campaigner) setLeading(t *Term, conn *zk.Conn, me string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.leading, c.conn, c.me = t, conn, me
-}
-
-// backoff returns the pause after the n-th failure in a row: doubling from
-// backoffBase up to limit, with jitter in [d/2, d) so that replicas that
-// failed together do not retry together.
-func backoff(n int, limit time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	return d/2 + rand.N(d/2)
-}
-
-// sleep waits for d or ctx, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// candidacy is what a term keeps of its round: the session and the
+// candidate node.
+type candidacy struct {
+	conn *zk.Conn
+	me   string
 }

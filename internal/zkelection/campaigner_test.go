@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
 
@@ -64,50 +65,50 @@ func TestCampaigner_Run(t *testing.T) {
 		srv := testenv.MustZooKeeper(t)
 		conn := mustConn(t, srv.Addr())
 		var seq atomic.Int64
-		r := runCampaign(t, newCampaigner(t, srv.Addr(), "a"), &seq, false)
+		r := leasetest.Run(t, newCampaigner(t, srv.Addr(), "a"), &seq, false)
 		prev := int64(0)
 		for i := range 3 {
-			e := next(t, r.won, 15*time.Second, "term")
-			if e.term.Token <= prev {
-				t.Fatalf("term %d: token=%d, want > %d", i, e.term.Token, prev)
+			e := leasetest.Next(t, r.Won, 15*time.Second, "term")
+			if e.Term.Token <= prev {
+				t.Fatalf("term %d: token=%d, want > %d", i, e.Term.Token, prev)
 			}
-			prev = e.term.Token
+			prev = e.Term.Token
 		}
-		r.stop()
+		r.Stop()
 		// Delete the election's parent node: sequence numbers restart.
 		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, "the parent node deleted", func() bool {
 			return conn.Delete(testPath, -1) == nil
 		})
-		r = runCampaign(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
-		e := next(t, r.won, 15*time.Second, "term after the parent was created again")
-		if e.term.Token <= prev {
-			t.Fatalf("token=%d after the parent was created again, want > %d", e.term.Token, prev)
+		r = leasetest.Run(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
+		e := leasetest.Next(t, r.Won, 15*time.Second, "term after the parent was created again")
+		if e.Term.Token <= prev {
+			t.Fatalf("token=%d after the parent was created again, want > %d", e.Term.Token, prev)
 		}
 		l, err := ReadLeader(conn, testPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasSuffix(l.Path, "c-0000000000") || l.Token != e.term.Token {
-			t.Fatalf("leader %s with czxid %d, want the first sequence number again and czxid %d", l.Path, l.Token, e.term.Token)
+		if !strings.HasSuffix(l.Path, "c-0000000000") || l.Token != e.Term.Token {
+			t.Fatalf("leader %s with czxid %d, want the first sequence number again and czxid %d", l.Path, l.Token, e.Term.Token)
 		}
 	})
 
 	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) {
 		srv := testenv.MustZooKeeper(t)
 		var seq atomic.Int64
-		a := runCampaign(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
-		first := next(t, a.won, 15*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
+		first := leasetest.Next(t, a.Won, 15*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
 		conn := mustConn(t, srv.Addr())
 		testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "b's candidate node", func() bool {
 			children, _, err := conn.Children(testPath)
 			return err == nil && len(ordered(children)) == 2
 		})
 		stopped := time.Now()
-		a.stop()
-		won := next(t, b.won, testTimeout/2, "b's term after a resigned")
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		a.Stop()
+		won := leasetest.Next(t, b.Won, testTimeout/2, "b's term after a resigned")
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		t.Logf("handover after resign: %v", time.Since(stopped))
 	})
@@ -116,9 +117,9 @@ func TestCampaigner_Run(t *testing.T) {
 		srv := testenv.MustZooKeeper(t)
 		proxy := testenv.MustProxy(t, srv.Addr())
 		var seq atomic.Int64
-		a := runCampaign(t, newCampaigner(t, proxy.Addr(), "a"), &seq, true)
-		first := next(t, a.won, 15*time.Second, "a's term")
-		b := runCampaign(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
+		a := leasetest.Run(t, newCampaigner(t, proxy.Addr(), "a"), &seq, true)
+		first := leasetest.Next(t, a.Won, 15*time.Second, "a's term")
+		b := leasetest.Run(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
 		conn := mustConn(t, srv.Addr())
 		testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "b's candidate node", func() bool {
 			children, _, err := conn.Children(testPath)
@@ -126,18 +127,18 @@ func TestCampaigner_Run(t *testing.T) {
 		})
 		frozen := time.Now()
 		proxy.Pause() // a's session stops reaching the server
-		lost := next(t, a.lost, 2*testTimeout, "a stepping down")
+		lost := leasetest.Next(t, a.Lost, 2*testTimeout, "a stepping down")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || (le.Reason != ReasonRenewalDeadline && le.Reason != ReasonSessionDone) {
-			t.Fatalf("a's term ended with cause %v, want reason %s or %s", lost.cause, ReasonRenewalDeadline, ReasonSessionDone)
+		if !errors.As(lost.Cause, &le) || (le.Reason != ReasonRenewalDeadline && le.Reason != ReasonSessionDone) {
+			t.Fatalf("a's term ended with cause %v, want reason %s or %s", lost.Cause, ReasonRenewalDeadline, ReasonSessionDone)
 		}
-		won := next(t, b.won, 3*testTimeout, "b's term after a froze")
+		won := leasetest.Next(t, b.Won, 3*testTimeout, "b's term after a froze")
 		took := time.Since(frozen)
-		if lost.seq >= won.seq {
-			t.Fatalf("a stepped down (event %d) after b led (event %d)", lost.seq, won.seq)
+		if lost.Seq >= won.Seq {
+			t.Fatalf("a stepped down (leasetest.Event %d) after b led (leasetest.Event %d)", lost.Seq, won.Seq)
 		}
-		if won.term.Token <= first.term.Token {
-			t.Fatalf("token=%d, want > %d", won.term.Token, first.term.Token)
+		if won.Term.Token <= first.Term.Token {
+			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
 		}
 		// The server expires sessions on tick boundaries.
 		if took > testTimeout+time.Second {
@@ -145,8 +146,8 @@ func TestCampaigner_Run(t *testing.T) {
 		}
 		t.Logf("a stepped down for %s; takeover after freeze: %v", le.Reason, took)
 		proxy.Resume()
-		b.stop()
-		a.stop()
+		b.Stop()
+		a.Stop()
 	})
 
 	t.Run("CandidateNodeDeletedEndsTerm", func(t *testing.T) {
@@ -159,8 +160,8 @@ func TestCampaigner_Run(t *testing.T) {
 			OnElected: func(t Term) { elected <- t },
 			OnLost:    func(_ Term, r Reason) { ended <- r },
 		}
-		a := runCampaign(t, c, &seq, true)
-		next(t, a.won, 15*time.Second, "a's term")
+		a := leasetest.Run(t, c, &seq, true)
+		leasetest.Next(t, a.Won, 15*time.Second, "a's term")
 		l, err := ReadLeader(conn, testPath)
 		if err != nil {
 			t.Fatal(err)
@@ -168,13 +169,13 @@ func TestCampaigner_Run(t *testing.T) {
 		if err := conn.Delete(l.Path, -1); err != nil {
 			t.Fatal(err)
 		}
-		lost := next(t, a.lost, 5*time.Second, "a's term ending")
+		lost := leasetest.Next(t, a.Lost, 5*time.Second, "a's term ending")
 		var le *LostError
-		if !errors.As(lost.cause, &le) || le.Reason != ReasonKeyDeleted {
-			t.Fatalf("cause %v, want reason %s", lost.cause, ReasonKeyDeleted)
+		if !errors.As(lost.Cause, &le) || le.Reason != ReasonKeyDeleted {
+			t.Fatalf("cause %v, want reason %s", lost.Cause, ReasonKeyDeleted)
 		}
-		if got := <-elected; got.Token != lost.term.Token {
-			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.term.Token)
+		if got := <-elected; got.Token != lost.Term.Token {
+			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.Term.Token)
 		}
 		if got := <-ended; got != ReasonKeyDeleted {
 			t.Fatalf("OnLost reason=%s, want %s", got, ReasonKeyDeleted)
@@ -187,14 +188,14 @@ func TestCampaigner_Run(t *testing.T) {
 		proxy.Cut()
 		var seq atomic.Int64
 		c := newCampaigner(t, proxy.Addr(), "a")
-		r := runCampaign(t, c, &seq, true)
+		r := leasetest.Run(t, c, &seq, true)
 		time.Sleep(testTimeout)
 		if _, ok := c.Leading(); ok {
 			t.Fatal("leading without a server")
 		}
 		proxy.Resume()
-		next(t, r.won, 15*time.Second, "a's term once the server is reachable")
-		r.stop()
+		leasetest.Next(t, r.Won, 15*time.Second, "a's term once the server is reachable")
+		r.Stop()
 	})
 }
 
@@ -207,8 +208,8 @@ func TestCampaigner_Confirm(t *testing.T) {
 	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
 		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
 	}
-	r := runCampaign(t, c, &seq, true)
-	term := next(t, r.won, 15*time.Second, "a's term").term
+	r := leasetest.Run(t, c, &seq, true)
+	term := leasetest.Next(t, r.Won, 15*time.Second, "a's term").Term
 	if err := c.Confirm(ctx, term.Token); err != nil {
 		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"time"
+
+	"scheduler/internal/lease"
 )
 
 // Config configures a Campaigner.
@@ -36,22 +38,10 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Events are optional hooks, called synchronously from Run's goroutines.
-// They must return quickly and must not call back into the Campaigner. They
-// mean what the etcd backend's hooks of the same names mean.
-type Events struct {
-	// OnElected is called when a term starts, right before lead.
-	OnElected func(Term)
-	// OnLost is called when a term is over: lead has returned.
-	OnLost func(Term, Reason)
-	// OnRenewed is called after every successful answered session check (and the request that won the term) of a
-	// term, with the time the request was sent and the SessionTimeout it extends by.
-	OnRenewed func(sent time.Time, ttl time.Duration)
-}
-
-// minMargin is the smallest default margin: a timer wake-up and the
-// cancellation reaching every goroutine of the leader fit in it with room.
-const minMargin = 500 * time.Millisecond
+// Events are optional hooks, called synchronously from Run's goroutines
+// (see lease.Events). OnRenewed is called after every successful
+// answered session check of a term.
+type Events = lease.Events
 
 // validate checks c and fills in defaults.
 func (c *Config) validate() error {
@@ -68,11 +58,9 @@ func (c *Config) validate() error {
 	if c.SessionTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("session timeout %v: below 1s", c.SessionTimeout))
 	}
-	if c.Margin == 0 {
-		c.Margin = max(c.SessionTimeout/5, minMargin)
-	}
-	if c.Margin < 0 || c.Margin >= c.SessionTimeout*2/3 {
-		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.SessionTimeout*2/3))
+	var err error
+	if c.Margin, err = lease.Margin(c.SessionTimeout, c.Margin); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // Observer keeps a follower-side view of who leads an election, for status
@@ -64,7 +66,7 @@ func (o *Observer) Run(ctx context.Context) error {
 		} else {
 			failures = 0
 		}
-		if !sleep(ctx, backoff(max(failures, 1), time.Second)) {
+		if !lease.Sleep(ctx, lease.Backoff(max(failures, 1), time.Second)) {
 			return nil
 		}
 	}

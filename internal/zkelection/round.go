@@ -88,22 +88,8 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	term := Term{Token: stat.Czxid, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg = lg.With(zap.Int64("token", term.Token))
 	wg.Go(func() { c.watchSelf(guard, conn, me, lose) })
-	c.setLeading(&term, conn, me)
-	if c.cfg.Events.OnElected != nil {
-		c.cfg.Events.OnElected(term)
-	}
 	lg.Info("campaign won", zap.Time("deadline", granted.Add(c.cfg.SessionTimeout-c.cfg.Margin)))
-	reason, leadErr := c.hold(guard, term, granted, c.checkFor(conn, me, &wg), lead, lg)
-	held := c.cfg.Now().Sub(term.Since)
-	c.setLeading(nil, nil, "")
-	if c.cfg.Events.OnLost != nil {
-		c.cfg.Events.OnLost(term, reason)
-	}
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
+	held := c.serve(guard, term, candidacy{conn: conn, me: me}, granted, c.checkFor(conn, me, &wg), lead, lg)
 	return held, nil
 }
 
