@@ -10,7 +10,8 @@ import (
 	"scheduler/internal/testenv"
 )
 
-// postgresRestart restarts Postgres while a run has billed some clients: the attempt fails,
+// postgresRestart restarts Postgres while a run has billed some clients, refusing new
+// connections for two seconds: the attempt fails,
 // is retried after the backoff, and the slot ends with every invoice once, none partial or
 // twice. Against an external Postgres, which the suite may not restart, the restart is
 // simulated: every replica's connection is cut and its sessions terminated, and new
@@ -28,8 +29,19 @@ func (s *suite) postgresRestart(t *testing.T) {
 	tl := newTimeline(t, "PostgresRestart")
 	restartAt := time.Now()
 	if s.pg.own != nil {
-		tl.start(restartAt, fmt.Sprintf("restart Postgres (fast shutdown), %d ms into the run of slot %s", ms(restartAt.Sub(run.at)), stamp(run.slot)))
+		tl.start(restartAt, fmt.Sprintf("restart Postgres (fast shutdown), new connections refused for 2 s, %d ms into the run of slot %s", ms(restartAt.Sub(run.at)), stamp(run.slot)))
+		// The replicas' connections are cut over the restart too: a restart of a tenth of a
+		// second can fall between two of the job's transactions, and a pool that meets a dead
+		// connection elsewhere first (the outbox's dispatcher shares it) then hands the job a
+		// new one, so the attempt would not see the restart at all.
+		for _, n := range nodes {
+			d.replicas[n].pg.Cut()
+		}
 		s.pg.own.Restart(t)
+		time.Sleep(2 * time.Second)
+		for _, n := range nodes {
+			d.replicas[n].pg.Resume()
+		}
 	} else {
 		tl.start(restartAt, fmt.Sprintf("external Postgres: cut every replica's connection and terminate its sessions for 2 s, %d ms into the run of slot %s",
 			ms(restartAt.Sub(run.at)), stamp(run.slot)))
