@@ -451,6 +451,31 @@ func TestRunner_LeadershipLossCancelsRuns(t *testing.T) {
 	}
 }
 
+// slowTakeover is a ledger whose reads of orphans last until their context ends.
+type slowTakeover struct {
+	*fakeLedger
+	reading chan struct{}
+}
+
+func (l slowTakeover) Orphans(ctx context.Context, _ ...string) ([]scheduler.Run, error) {
+	close(l.reading)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunner_TermEndedDuringTakeover: a term ended while its catch-up still reads the ledger
+// ends without an error, like a term ended later; the read's cancellation is not a failure.
+func TestRunner_TermEndedDuringTakeover(t *testing.T) {
+	ledger := slowTakeover{fakeLedger: newFakeLedger(), reading: make(chan struct{})}
+	r := mustNew(t, []Spec{spec(t, "job", execFunc(succeed), nil)}, Options{Node: "n1", Ledger: ledger,
+		Clock: newFakeClock(t0.Add(30 * time.Second))})
+	term := leadAsync(t, r, token)
+	<-ledger.reading
+	if err := term.stop(); err != nil {
+		t.Fatalf("Lead=%v, want nil", err)
+	}
+}
+
 func TestRunner_StepsDownWhenFenced(t *testing.T) {
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", execFunc(succeed), nil))
 	h.lead(token)

@@ -179,6 +179,11 @@ func (t *tenure) run(ctx context.Context, specs []*Spec) (err error) {
 	err = t.takeOver(ctx, specs)
 	t.logStarted()
 	if err != nil {
+		// A term ended while it was taking over ends like one ended later: without an error of
+		// its own. A refusal stays one, whenever it came.
+		if ctx.Err() != nil && !errors.Is(err, scheduler.ErrFenced) {
+			return nil
+		}
 		return err
 	}
 	for {
