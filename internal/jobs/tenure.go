@@ -161,6 +161,9 @@ func (t *tenure) run(ctx context.Context, specs []*Spec) (err error) {
 		// stay running, for the next leader to take over.
 		t.ended = true
 		t.logStarted()
+		// The moment the term stops: no run starts and no claim is sent after it. Outcomes
+		// already being written may still land (fenced) while the runs and writes drain.
+		t.lg.Info("stopped leading", zap.Int("runs", t.runs), zap.Int("claims", t.claiming))
 		t.cancelRuns(errTermEnded)
 		for t.runs > 0 || t.claiming > 0 {
 			select {

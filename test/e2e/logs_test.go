@@ -48,12 +48,23 @@ func readLog(path string) []logEntry {
 
 // term is one leadership term of one replica, as its log tells it.
 type term struct {
-	node   string
-	token  int64
-	lease  string
-	won    time.Time // "campaign won"
-	ended  time.Time // "leadership ended"; zero while it lasts
-	reason string
+	node  string
+	token int64
+	lease string
+	won   time.Time // "campaign won"
+	ended time.Time // "leadership ended" (after the runs and writes drained); zero while it lasts
+	// stopped is the runner's "stopped leading": when the term stopped starting runs and sending
+	// claims, which may be well before ended while an outcome write waits for a slow store.
+	stopped time.Time
+	reason  string
+}
+
+// stop returns when the term stopped acting as leader: stopped, or ended for a log without it.
+func (t term) stop() time.Time {
+	if !t.stopped.IsZero() {
+		return t.stopped
+	}
+	return t.ended
 }
 
 // terms extracts the terms from a replica's log entries.
@@ -63,6 +74,13 @@ func terms(node string, entries []logEntry) []term {
 		switch e.Msg {
 		case "campaign won":
 			out = append(out, term{node: node, token: e.Token, lease: e.Lease, won: e.TS})
+		case "stopped leading":
+			for i := len(out) - 1; i >= 0; i-- {
+				if out[i].token == e.Token && out[i].stopped.IsZero() {
+					out[i].stopped = e.TS
+					break
+				}
+			}
 		case "leadership ended":
 			for i := len(out) - 1; i >= 0; i-- {
 				if out[i].token == e.Token && out[i].ended.IsZero() {

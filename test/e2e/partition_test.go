@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,28 +13,36 @@ import (
 	"scheduler/internal/testenv"
 )
 
-// beatJob fires every second and holds a connection for half a second without writing: at
-// every second the leader claims a slot on a connection used half a second before. (A
-// connection idle for more than a second is pinged before use, which would keep a claim
-// from being sent over a slow link before the leader steps down.)
-const beatJob = `  - name: beat
+// beatJobs fire every second, each at its own jitter within the second, so that the leader
+// sends fenced writes (claims, starts, outcomes) to Postgres throughout every second on
+// connections kept warm by the traffic. One write at a fixed instant is not enough: it may
+// need a new connection (the pool grows on demand) or a ping first (a connection idle for
+// more than a second is pinged before use), and neither completes over the slowed link
+// before the leader steps down, so that write is never sent.
+var beatJobs = func() string {
+	var b strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&b, `  - name: beat-%d
     schedule: "* * * * * *"
-    type: sql
-    sql: "SELECT pg_sleep(0.5)"
+    type: exec
+    command: ["true"]
+    jitter: 900ms
     misfire: skip
-`
+`, i)
+	}
+	return b.String()
+}()
 
 // leaderCutOff pauses the leader's links to all three etcd members in the middle of a run. The
 // leader cannot renew its lease and ends its term before the lease expires on the etcd server
 // (the lease is seen alive there after the step-down); a follower is elected only once it has
-// expired, and finishes the interrupted slot. To have a write of the old leader in flight when it
-// steps down, its link to Postgres is slowed to 3 TTLs at the same moment, a quarter of a second
-// before a second begins: the claim of the beat job it sends then reaches Postgres after the new
-// leader raised the fence and is refused (JF001 seen on the wire). The old leader rejoins as a
-// follower once its links heal.
+// expired, and finishes the interrupted slot. To have writes of the old leader in flight when it
+// steps down, its link to Postgres is slowed to 3 TTLs at the same moment: the beat jobs' writes
+// it sends until then reach Postgres after the new leader raised the fence and are refused (JF001
+// seen on the wire). The old leader rejoins as a follower once its links heal.
 func (s *suite) leaderCutOff(t *testing.T) {
 	w := seedWorkload
-	d := s.deploy(t, deployOptions{jobs: w.yaml() + beatJob})
+	d := s.deploy(t, deployOptions{jobs: w.yaml() + beatJobs})
 	d.startAll()
 	d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
@@ -64,26 +73,27 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	lastAlive, gone := watchLease(t, d.etcd.cli, clientv3.LeaseID(lease), 4*ttl)
 	next := d.waitLeader(old.token, 10*time.Second)
 	stepDown, _ := d.termOf(old.token)
-	tl.mark(stepDown.ended, "%s ends its term (%s)", old.node, stepDown.reason)
+	stopped := stepDown.stop()
+	tl.mark(stopped, "%s stops leading (%s)", old.node, stepDown.reason)
 	tl.mark(lastAlive, "the old lease last seen alive on the server (request sent)")
 	tl.mark(gone, "the old lease seen expired (request sent)")
 	tl.mark(next.won, "%s wins, token %d", next.node, next.token)
-	tl.figure("stepdown_ms", ms(stepDown.ended.Sub(cutAt)))
-	tl.figure("lease_alive_after_stepdown_ms", ms(lastAlive.Sub(stepDown.ended)))
+	tl.figure("stepdown_ms", ms(stopped.Sub(cutAt)))
+	tl.figure("lease_alive_after_stepdown_ms", ms(lastAlive.Sub(stopped)))
 	tl.figure("takeover_ms", ms(next.won.Sub(cutAt)))
 	tl.figure("tokens", fmt.Sprintf("%d->%d", old.token, next.token))
 	switch {
-	case stepDown.ended.IsZero():
-		t.Errorf("%s never ended its term", old.node)
-	case !stepDown.ended.Before(next.won):
-		t.Errorf("%s ended its term at %s, after %s won at %s", old.node, stamp(stepDown.ended), next.node, stamp(next.won))
-	case !lastAlive.After(stepDown.ended):
-		t.Errorf("%s ended its term at %s; its lease was last seen alive at %s: want the step-down before the lease expired",
-			old.node, stamp(stepDown.ended), stamp(lastAlive))
+	case stopped.IsZero():
+		t.Errorf("%s never stopped leading", old.node)
+	case !stopped.Before(next.won):
+		t.Errorf("%s stopped leading at %s, after %s won at %s", old.node, stamp(stopped), next.node, stamp(next.won))
+	case !lastAlive.After(stopped):
+		t.Errorf("%s stopped leading at %s; its lease was last seen alive at %s: want the step-down before the lease expired",
+			old.node, stamp(stopped), stamp(lastAlive))
 	}
 
 	// The old leader's writes sent before the step-down land after the raise and are refused.
-	landed := stepDown.ended.Add(delay + time.Second)
+	landed := stopped.Add(delay + time.Second)
 	sleepUntil(landed)
 	fenced := r.pg.StaleErrors()
 	snap := d.snapshot()
@@ -91,7 +101,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001)", old.node, fenced)
 	tl.figure("writes_fenced_wire", fenced)
 	if fenced < 1 {
-		t.Errorf("no write of %s was refused by the fence: want its in-flight claim refused", old.node)
+		t.Errorf("no write of %s was refused by the fence: want its in-flight writes refused", old.node)
 	}
 
 	r.pg.Delay(0)
