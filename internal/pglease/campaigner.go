@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
+	"scheduler/internal/lease/leaselog"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -73,18 +74,9 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		wg.Wait()
 	}()
 
-	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: c.roundFailed},
+	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
 		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
 	return nil
-}
-
-// roundFailed logs a failed campaign round, loud or quiet as Campaign says.
-func (c *Campaigner) roundFailed(f lease.Failure) {
-	if f.Loud {
-		c.lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
-		return
-	}
-	c.lg.Debug("campaign round failed", zap.Int("attempt", f.Attempt), zap.Error(f.Err))
 }
 
 // round waits for the lease, leads while it is held, and releases it. It

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
+	"scheduler/internal/lease/leaselog"
 )
 
 // errGone says that a renewal found the lock no longer held by this term.
@@ -27,25 +28,8 @@ var errGone = errors.New("lock no longer held")
 // which would otherwise wait for its own read timeout.
 func (c *Campaigner) serve(ctx context.Context, term Term, of string, granted time.Time,
 	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
-	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
+	return leaselog.Serve(ctx, &c.holding, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.TTL, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
-		OnDeadline: func(deadline time.Time, attempt int) {
-			lg.Warn("lock renewal deadline passed", zap.Time("deadline", deadline), zap.Int("attempt", attempt))
-		},
-		OnGone: func() { lg.Warn("lock gone") },
-		OnFailed: func(attempt int, err error) {
-			if attempt == 1 {
-				lg.Warn("lock renewal failed", zap.Error(err))
-			} else {
-				lg.Debug("lock renewal failed", zap.Int("attempt", attempt), zap.Error(err))
-			}
-		},
-	}, lead)
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
-	return held
+	}, leaselog.Words{Renewal: "lock renewal", Gone: "lock gone"}, lead, lg)
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
+	"scheduler/internal/lease/leaselog"
 )
 
 // errGone says that a check found the candidate node gone.
@@ -26,25 +27,8 @@ var errGone = errors.New("candidate node gone")
 // granting request was sent.
 func (c *Campaigner) serve(ctx context.Context, term Term, of candidacy, granted time.Time,
 	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
-	held, reason, leadErr := c.holding.Lead(ctx, term, of, c.cfg.Events, granted, lease.Renewal{
+	return leaselog.Serve(ctx, &c.holding, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.SessionTimeout, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,
-		OnDeadline: func(deadline time.Time, attempt int) {
-			lg.Warn("session check deadline passed", zap.Time("deadline", deadline), zap.Int("attempt", attempt))
-		},
-		OnGone: func() { lg.Warn("candidate node gone") },
-		OnFailed: func(attempt int, err error) {
-			if attempt == 1 {
-				lg.Warn("session check failed", zap.Error(err))
-			} else {
-				lg.Debug("session check failed", zap.Int("attempt", attempt), zap.Error(err))
-			}
-		},
-	}, lead)
-	fields := []zap.Field{zap.String("reason", string(reason)), zap.Duration("held", held)}
-	if leadErr != nil {
-		fields = append(fields, zap.Error(leadErr))
-	}
-	lg.Info("leadership ended", fields...)
-	return held
+	}, leaselog.Words{Renewal: "session check", Gone: "candidate node gone"}, lead, lg)
 }
