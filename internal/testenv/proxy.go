@@ -29,7 +29,8 @@ var staleCode = []byte("JF001")
 //     peer is gone.
 //   - Delay makes every byte arrive d after it was sent, in both directions
 //     (a latency, not a throughput limit: bytes sent together arrive
-//     together).
+//     together). DelayFrom does the same from the first chunk sent to the
+//     target that a test picks, so that a chosen write is in flight.
 //
 // Bytes the proxy has read are delivered even when their sender closed its
 // side meanwhile, the way a slow network delivers what was already sent.
@@ -45,7 +46,15 @@ type Proxy struct {
 	resumed chan struct{} // closed when a pause ends
 	cut     bool
 	delay   time.Duration
+	armed   *armedDelay // a DelayFrom waiting for its first chunk
+	delayed time.Time   // when the last DelayFrom began
 	conns   map[*proxyConn]struct{}
+}
+
+// armedDelay is a delay that starts with the first chunk to the target for which first is true.
+type armedDelay struct {
+	d     time.Duration
+	first func([]byte) bool
 }
 
 // proxyConn is one proxied connection.
@@ -115,7 +124,37 @@ func (p *Proxy) Resume() {
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.delay = d
+	p.delay, p.armed = d, nil
+}
+
+// DelayFrom makes the first chunk sent to the target for which first returns
+// true, and every byte read after it in both directions, arrive d later.
+// Until then bytes pass as before; DelayedSince says when it began. It
+// replaces a delay set or armed before.
+func (p *Proxy) DelayFrom(d time.Duration, first func(chunk []byte) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed, p.delayed = &armedDelay{d: d, first: first}, time.Time{}
+}
+
+// DelayedSince returns when the delay armed by DelayFrom began (its first
+// chunk was read), zero while it waits.
+func (p *Proxy) DelayedSince() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delayed
+}
+
+// dueAt returns when a chunk read now in the given direction is due, and
+// starts an armed delay whose first chunk it is.
+func (p *Proxy) dueAt(b []byte, toTarget bool) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if a := p.armed; a != nil && toTarget && a.first(b) {
+		p.delay, p.armed, p.delayed = a.d, nil, now
+	}
+	return now.Add(p.delay)
 }
 
 // Cut closes every open connection and closes new ones right after accepting
@@ -198,8 +237,8 @@ func (p *Proxy) serve(c *proxyConn) {
 		return
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { p.forward(c, server, c.client, nil) })
-	wg.Go(func() { p.forward(c, c.client, server, &p.stale) })
+	wg.Go(func() { p.forward(c, server, c.client, true, nil) })
+	wg.Go(func() { p.forward(c, c.client, server, false, &p.stale) })
 	wg.Wait()
 }
 
@@ -213,9 +252,9 @@ type chunk struct {
 // with its due time, a writer delivers it then (and not while paused), so a
 // delay is a latency and not a throughput limit. At the end of src the writer
 // delivers what is left and half-closes dst, so the other direction can
-// finish; a write error closes the connection. count, if set, counts
-// staleCode in the bytes read.
-func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, count *atomic.Int64) {
+// finish; a write error closes the connection. toTarget says src is the
+// client. count, if set, counts staleCode in the bytes read.
+func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, toTarget bool, count *atomic.Int64) {
 	q := make(chan chunk, 1024)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -231,9 +270,7 @@ func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, count *atomic.Int64) {
 					count.Add(int64(bytes.Count(seen, staleCode)))
 					tail = bytes.Clone(seen[max(0, len(seen)-len(staleCode)+1):])
 				}
-				p.mu.Lock()
-				due := time.Now().Add(p.delay)
-				p.mu.Unlock()
+				due := p.dueAt(b, toTarget)
 				select {
 				case q <- chunk{b: b, due: due}:
 				case <-c.ctx.Done():

@@ -191,6 +191,30 @@ func TestProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("DelayFromStartsAtTheChosenChunk", func(t *testing.T) {
+		p, c := dialProxy(t, target)
+		const d = 200 * time.Millisecond
+		p.DelayFrom(d, func(b []byte) bool { return strings.HasPrefix(string(b), "W") })
+		// Chunks before the chosen one pass as before, and the delay waits.
+		roundTrip(t, c, "before")
+		if !p.DelayedSince().IsZero() {
+			t.Fatal("the delay began before its first chunk was sent")
+		}
+		// The chosen chunk and every byte after it, both ways, arrive d late.
+		for _, msg := range []string{"Write", "after"} {
+			start := time.Now()
+			roundTrip(t, c, msg)
+			if got := time.Since(start); got < 2*d {
+				t.Fatalf("round trip of %q took %v, want >= %v", msg, got, 2*d)
+			}
+		}
+		if p.DelayedSince().IsZero() {
+			t.Fatal("DelayedSince is zero after the chosen chunk was sent")
+		}
+		p.Delay(0)
+		roundTrip(t, c, "undelayed")
+	})
+
 	t.Run("CountsStaleErrorsFromTarget", func(t *testing.T) {
 		p, c := dialProxy(t, target)
 		// The echo sends each code back once; only what the target sends

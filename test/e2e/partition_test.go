@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,11 +15,7 @@ import (
 )
 
 // beatJobs fire every second, each at its own jitter within the second, so that the leader
-// sends fenced writes (claims, starts, outcomes) to Postgres throughout every second on
-// connections kept warm by the traffic. One write at a fixed instant is not enough: it may
-// need a new connection (the pool grows on demand) or a ping first (a connection idle for
-// more than a second is pinged before use), and neither completes over the slowed link
-// before the leader steps down, so that write is never sent.
+// sends fenced writes (claims, starts, outcomes) to Postgres all through every second.
 var beatJobs = func() string {
 	var b strings.Builder
 	for i := range 8 {
@@ -36,10 +33,13 @@ var beatJobs = func() string {
 // leaderCutOff pauses the leader's links to all three etcd members in the middle of a run. The
 // leader cannot renew its lease and ends its term before the lease expires on the etcd server
 // (the lease is seen alive there after the step-down); a follower is elected only once it has
-// expired, and finishes the interrupted slot. To have writes of the old leader in flight when it
-// steps down, its link to Postgres is slowed to 3 TTLs at the same moment: the beat jobs' writes
-// it sends until then reach Postgres after the new leader raised the fence and are refused (JF001
-// seen on the wire). The old leader rejoins as a follower once its links heal.
+// expired, and finishes the interrupted slot. To have a write of the old leader in flight when it
+// steps down, its link to Postgres is slowed to 3 TTLs from the first fenced batch it sends after
+// the cut (a beat job's claim, start or outcome): that write reaches Postgres after the new leader
+// raised the fence and is refused (JF001 seen on the wire). Slowing the link at the cut itself
+// would not do: the next write may need a new connection, or a ping of one idle for more than a
+// second, and neither completes over the slow link before the step-down, so no write would be
+// sent. The old leader rejoins as a follower once its links heal.
 func (s *suite) leaderCutOff(t *testing.T) {
 	w := seedWorkload
 	d := s.deploy(t, deployOptions{jobs: w.yaml() + beatJobs})
@@ -55,13 +55,13 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	tl := newTimeline(t, "LeaderCutOffFromEtcd")
 	delay := 3 * ttl
 	sleepUntil(run.at.Add(time.Second).Truncate(time.Second).Add(750 * time.Millisecond))
-	r.pg.Delay(delay)
+	r.pg.DelayFrom(delay, fencedBatch)
 	for _, p := range r.etcd {
 		p.Pause()
 	}
 	cutAt := time.Now()
-	tl.start(cutAt, fmt.Sprintf("%s (leader, token %d, lease %s) cut off from etcd and its link to Postgres slowed to %d ms, %d ms into the run of slot %s",
-		old.node, old.token, old.lease, ms(delay), ms(cutAt.Sub(run.at)), stamp(slot)))
+	tl.start(cutAt, fmt.Sprintf("%s (leader, token %d, lease %s) cut off from etcd, %d ms into the run of slot %s",
+		old.node, old.token, old.lease, ms(cutAt.Sub(run.at)), stamp(slot)))
 	tl.mark(run.at, "%s starts the run of slot %s", old.node, stamp(slot))
 
 	// Ask the server about the old leader's lease until it is gone. An answer "alive" to a
@@ -93,6 +93,12 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	}
 
 	// The old leader's writes sent before the step-down land after the raise and are refused.
+	slowed := r.pg.DelayedSince()
+	if slowed.IsZero() || !slowed.Before(stopped) {
+		t.Fatalf("%s sent no fenced batch between the cut at %s and its step-down at %s (link slowed at %s)",
+			old.node, stamp(cutAt), stamp(stopped), stamp(slowed))
+	}
+	tl.mark(slowed, "%s's link to Postgres slowed to %d ms, from its first fenced batch after the cut", old.node, ms(delay))
 	landed := stopped.Add(delay + time.Second)
 	sleepUntil(landed)
 	fenced := r.pg.StaleErrors()
@@ -123,6 +129,27 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	}
 	tl.print()
 	d.check(invoicesJob, w.clients)
+}
+
+// fencedBatch reports whether a chunk a client sends to Postgres holds a batch: two or more
+// Bind messages. Every batch the store sends begins a transaction and checks the fence in it (a
+// claim, a start, an outcome, a job's first fenced statement), so one that reaches Postgres after
+// the raise is refused. A single statement may run in a transaction whose check passed before the
+// raise (which then waits for it), a ping is a simple query, a new connection begins with its
+// startup message and a statement's first use with its Parse: none of them is refused.
+func fencedBatch(chunk []byte) bool {
+	binds := 0
+	for len(chunk) >= 5 {
+		n := int(binary.BigEndian.Uint32(chunk[1:5]))
+		if n < 4 || n+1 > len(chunk) {
+			break
+		}
+		if chunk[0] == 'B' {
+			binds++
+		}
+		chunk = chunk[1+n:]
+	}
+	return binds >= 2
 }
 
 // watchLease asks the server for lease's TTL every 20 ms until it is gone, at most within, and
