@@ -110,7 +110,18 @@ type StoreConfig struct {
 type HTTPConfig struct {
 	// Addr is the listen address. Default: 127.0.0.1:8080. Empty disables the server.
 	Addr string `mapstructure:"addr"`
+	// AdminTokenFile names a file holding the web console's admin token, readable by its
+	// owner only. Set, the console offers pause, resume and trigger to whoever sends the
+	// token; empty (the default), the console is read-only. Read at start, not on a reload.
+	AdminTokenFile string `mapstructure:"admin_token_file"`
+
+	// adminToken is the token read from AdminTokenFile by Validate; empty without one.
+	adminToken string
 }
+
+// AdminToken returns the console's admin token as Validate read it from
+// http.admin_token_file, or "" when none is configured.
+func (h HTTPConfig) AdminToken() string { return h.adminToken }
 
 // LogConfig configures the logger.
 type LogConfig struct {
@@ -217,6 +228,7 @@ func defaultSettings() map[string]any {
 		"store.schema":           "scheduler",
 		"store.job_dsn":          "",
 		"http.addr":              "127.0.0.1:8080",
+		"http.admin_token_file":  "",
 		"metrics.per_job":        "auto",
 		"log.level":              "info",
 		"log.format":             "json",

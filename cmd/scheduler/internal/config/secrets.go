@@ -126,6 +126,7 @@ func (c *Config) Secrets() []string {
 			add(p)
 		}
 	}
+	add(c.HTTP.adminToken)
 	return out
 }
 

@@ -64,6 +64,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
 		}
 	}
+	c.validateAdminToken(&p)
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
 		p.add("log.level", "must be one of debug, info, warn, error; got %q", c.Log.Level)
 	}
