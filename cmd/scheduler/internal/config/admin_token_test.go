@@ -30,7 +30,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.HTTP.AdminToken(); got != adminToken {
+		if got := cfg.HTTP.AdminToken; got != adminToken {
 			t.Fatalf("admin token=%q, want %q (the trailing newline trimmed)", got, adminToken)
 		}
 		scrub := NewScrubber(cfg.Secrets())
@@ -44,8 +44,8 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.HTTP.AdminToken() != adminToken {
-			t.Fatalf("admin token=%q, want %q", cfg.HTTP.AdminToken(), adminToken)
+		if cfg.HTTP.AdminToken != adminToken {
+			t.Fatalf("admin token=%q, want %q", cfg.HTTP.AdminToken, adminToken)
 		}
 	})
 	t.Run("RelativeToTheConfigFile", func(t *testing.T) {
@@ -61,8 +61,8 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.HTTP.AdminToken() != adminToken {
-			t.Fatalf("admin token=%q, want %q", cfg.HTTP.AdminToken(), adminToken)
+		if cfg.HTTP.AdminToken != adminToken {
+			t.Fatalf("admin token=%q, want %q", cfg.HTTP.AdminToken, adminToken)
 		}
 	})
 	t.Run("NoneIsReadOnly", func(t *testing.T) {
@@ -70,8 +70,8 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.HTTP.AdminToken() != "" || cfg.HTTP.AdminTokenFile != "" {
-			t.Fatalf("admin token=%q file=%q, want none", cfg.HTTP.AdminToken(), cfg.HTTP.AdminTokenFile)
+		if cfg.HTTP.AdminToken != "" || cfg.HTTP.AdminTokenFile != "" {
+			t.Fatalf("admin token=%q file=%q, want none", cfg.HTTP.AdminToken, cfg.HTTP.AdminTokenFile)
 		}
 	})
 

@@ -110,18 +110,13 @@ type StoreConfig struct {
 type HTTPConfig struct {
 	// Addr is the listen address. Default: 127.0.0.1:8080. Empty disables the server.
 	Addr string `mapstructure:"addr"`
-	// AdminTokenFile names a file holding the web console's admin token, readable by its
-	// owner only. Set, the console offers pause, resume and trigger to whoever sends the
-	// token; empty (the default), the console is read-only. Read at start, not on a reload.
+	// AdminTokenFile names a file, readable by its owner only, holding the web console's admin
+	// token; set, the console offers pause, resume and trigger to whoever sends it. Default: ""
+	// (read-only). Read at start, not on a reload.
 	AdminTokenFile string `mapstructure:"admin_token_file"`
-
-	// adminToken is the token read from AdminTokenFile by Validate; empty without one.
-	adminToken string
+	// AdminToken is the token Validate read from AdminTokenFile; not a key of its own.
+	AdminToken string `mapstructure:"-"`
 }
-
-// AdminToken returns the console's admin token as Validate read it from
-// http.admin_token_file, or "" when none is configured.
-func (h HTTPConfig) AdminToken() string { return h.adminToken }
 
 // LogConfig configures the logger.
 type LogConfig struct {

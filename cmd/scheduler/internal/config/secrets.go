@@ -126,7 +126,7 @@ func (c *Config) Secrets() []string {
 			add(p)
 		}
 	}
-	add(c.HTTP.adminToken)
+	add(c.HTTP.AdminToken)
 	return out
 }
 
