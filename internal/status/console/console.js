@@ -35,7 +35,7 @@ function say(text, isError) {
 
 function when(t) {
   if (!t || t.startsWith("0001-")) return "-";
-  return t.replace("T", " ").replace(/\.\d+/, "");
+  return t.replace("T", " ").replace(/\.\d+/, "").replace(/Z$/, " UTC");
 }
 
 async function refresh() {
@@ -44,7 +44,7 @@ async function refresh() {
     if (!resp.ok) throw new Error("HTTP " + resp.status);
     lastDoc = await resp.json();
     draw(lastDoc);
-    document.getElementById("updated").textContent = "updated " + when(lastDoc.at) + " UTC by " + lastDoc.node;
+    document.getElementById("updated").textContent = "updated " + when(lastDoc.at) + " by " + lastDoc.node;
   } catch (err) {
     document.getElementById("updated").textContent = "cannot reach the replica: " + err.message;
   }
@@ -62,7 +62,7 @@ function draw(doc) {
     leader.replaceChildren(
       el("strong", { class: "leader-node" }, l.node), " leads with token ",
       el("strong", { class: "leader-token" }, String(l.token)),
-      l.since ? " since " + when(l.since) + " UTC" : "");
+      l.since ? " since " + when(l.since) : "");
   } else {
     leader.replaceChildren(el("strong", {}, "no replica leads"), ": no job runs until one is elected");
   }
@@ -101,7 +101,7 @@ function drawJob(j, actions) {
     el("span", { class: "words" }, j.words),
     el("code", { class: "muted" }, j.schedule), el("span", { class: "muted" }, j.timezone), buttons);
   const slots = el("ol", { class: "slots" }, j.slots.map(s =>
-    el("li", { class: s.dst ? "slot dst-marked" : "slot" }, when(s.at) + " " + s.zone,
+    el("li", { class: s.dst ? "slot dst-marked" : "slot" }, when(s.at) + (s.zone === "UTC" ? "" : " " + s.zone),
       s.dst ? el("span", { class: "dst" }, " DST: " + s.dst) : "")));
   const runs = j.runs.slice().reverse(); // oldest first on the timeline
   const timeline = el("ol", { class: "timeline", "aria-label": "recent runs, oldest first" }, runs.map(r =>
