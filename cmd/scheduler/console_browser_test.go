@@ -43,11 +43,21 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	return tab
 }
 
+// markupJob prints markup, as a job's output may: the console must show it as text.
+const markupJob = `
+  - name: markup
+    schedule: "* * * * * *"
+    misfire: skip
+    type: exec
+    command: [/bin/sh, -c, "echo '<img id=injected src=x>'"]
+`
+
 // TestConsole_Browser opens the console of a running replica in a real Chromium and checks what
-// a person sees: the leader's node and token, the jobs, and, after entering the admin token and
-// clicking a job's trigger button, the manual run's outcome. It writes a screenshot of the page.
+// a person sees: the leader's node and token, the jobs, a job's output shown as text and not
+// as markup, and, after entering the admin token and clicking a job's trigger button, the
+// manual run's outcome. It writes a screenshot of the page.
 func TestConsole_Browser(t *testing.T) {
-	forEachDaemonStore(t, "", func(t *testing.T, c *cluster) {
+	forEachDaemonStore(t, markupJob, func(t *testing.T, c *cluster) {
 		withAdminToken(t, c)
 		r := c.start("console-a")
 		var addr string
@@ -77,13 +87,22 @@ func TestConsole_Browser(t *testing.T) {
 		if node, token := see("#leader .leader-node"), see("#leader .leader-token"); node != leader.Node || token != strconv.FormatInt(leader.Token, 10) {
 			t.Fatalf("the page shows leader %q with token %q, want %q with %d", node, token, leader.Node, leader.Token)
 		}
-		for _, job := range []string{"tick", "yearly"} {
+		for _, job := range []string{"tick", "yearly", "markup"} {
 			if name := see(fmt.Sprintf(`article[data-job=%q] .job-name`, job)); name != job {
 				t.Fatalf("job card %s shows the name %q", job, name)
 			}
 		}
 		if words := see(`article[data-job="tick"] .words`); words != "every second" {
 			t.Errorf("tick's schedule reads %q, want \"every second\"", words)
+		}
+		if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(`article[data-job="markup"] tr.status-succeeded pre`))); err != nil {
+			t.Fatalf("wait for markup's output: %v", err)
+		}
+		if out := see(`article[data-job="markup"] tr.status-succeeded pre`); out != "<img id=injected src=x>" {
+			t.Errorf("markup's output reads %q, want the markup as text", out)
+		}
+		if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#injected, img").length`)); err != nil || n != 0 {
+			t.Fatalf("%d elements made of a job's output (err %v), want 0", n, err)
 		}
 		// Read-only until the token is entered: no action buttons.
 		if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("button[data-action]").length`)); err != nil || n != 0 {
