@@ -118,7 +118,8 @@ function drawJob(j, actions) {
         el("td", {}, r.node),
         el("td", {}, r.duration),
         el("td", {}, r.output ? el("pre", {}, r.output) : "")))));
-  return el("article", { class: "job", "data-job": j.name }, head,
+  const blocked = j.blocked ? el("p", { class: "blocked-reason" }, j.blocked.reason) : null;
+  return el("article", { class: "job", "data-job": j.name }, head, blocked,
     j.slots.length ? el("div", {}, el("span", { class: "muted" }, "next slots"), slots) : el("p", { class: "muted" }, "no upcoming slots"),
     j.runs.length ? [timeline, table] : el("p", { class: "muted" }, "no runs yet"));
 }
