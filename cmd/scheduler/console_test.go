@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"scheduler/internal/status"
+	"scheduler/internal/testenv"
 )
 
 // consoleToken is the admin token of the console tests.
@@ -221,4 +222,42 @@ func TestConsole_AdminTokenFileRefused(t *testing.T) {
 			t.Errorf("%s with a token file of mode 0644: exit %d, stderr %q; want 2 naming the key, the file and its mode", cmd, code, errOut)
 		}
 	}
+}
+
+// TestConsole_FollowerShowsCluster: the console of a follower shows the cluster's view, the
+// leader from the coordinator and the leader's runs from the shared store. Only Postgres is
+// shared: an SQLite deployment is a single node, whose data_dir a second replica cannot open.
+func TestConsole_FollowerShowsCluster(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	lead := c.start("console-a")
+	c.wait("console-a leads", func() bool {
+		l := c.status().Leader
+		return l != nil && l.Node == lead.node
+	})
+	follower := c.start("console-b")
+	var addr string
+	c.wait("console-b serves http", func() bool {
+		for _, r := range c.status().Replicas {
+			if r.Node == follower.node {
+				addr = r.HTTPAddr
+			}
+		}
+		return addr != ""
+	})
+	c.wait("console-b's console shows console-a leading and its runs of tick", func() bool {
+		code, body := httpGet(t, "http://"+addr+"/api/console")
+		var doc status.ConsoleDoc
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
+			t.Fatalf("/api/console of console-b=%d %s", code, body)
+		}
+		if doc.Node != follower.node || doc.Leader == nil || doc.Leader.Node != lead.node || len(doc.Replicas) != 2 {
+			return false
+		}
+		for _, j := range doc.Jobs {
+			if j.Name == "tick" && len(j.Runs) > 0 && j.Runs[0].Node == lead.node && j.Runs[0].Status == "succeeded" {
+				return true
+			}
+		}
+		return false
+	})
 }
