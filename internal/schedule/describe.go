@@ -122,7 +122,9 @@ func describeDays(dom, month, dow string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		parts = append(parts, d)
+		if d != "" {
+			parts = append(parts, d)
+		}
 	case isStar(dow):
 		days, ok := valueList(dom, 31)
 		if !ok {
@@ -155,7 +157,8 @@ func describeDays(dom, month, dow string) (string, bool) {
 	return strings.Join(parts, " "), true
 }
 
-// weekdays words a day-of-week field: "on Monday", "on weekdays", "on Saturday and Sunday".
+// weekdays words a day-of-week field: "on Monday", "on weekdays", "on weekends"; "" for
+// every day of the week.
 func weekdays(dow string) (string, bool) {
 	names := [...]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
 	days, ok := valueListNamed(dow, fieldDow)
@@ -167,6 +170,8 @@ func weekdays(dow string) (string, bool) {
 		set[d%7] = true // 7 is Sunday too, as in crontab
 	}
 	switch {
+	case len(set) == 7:
+		return "", true // every day
 	case len(set) == 5 && !set[0] && !set[6]:
 		return "on weekdays", true
 	case len(set) == 2 && set[0] && set[6]:

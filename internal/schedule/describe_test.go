@@ -28,6 +28,8 @@ func TestSchedule_Describe(t *testing.T) {
 		{"0 10 * * sat,sun", "at 10:00 on weekends"},
 		{"0 8 * * 1,3,5", "at 08:00 on Monday, Wednesday and Friday"},
 		{"0 8 * * 0,1", "at 08:00 on Monday and Sunday"},
+		{"0 8 * * 0-6", "at 08:00 every day"},
+		{"*/5 * * * sun-sat", "every 5 minutes"},
 		{"0 9,17 * * *", "at 09:00 and 17:00 every day"},
 		{"0 9 * 1-3 *", "at 09:00 every day in January, February and March"},
 		{"0 0 */6 * * *", "every 6 hours"},
