@@ -204,7 +204,7 @@ func (d *daemon) build() error {
 
 // newHTTP returns the status server of d, listening on http.addr.
 func (d *daemon) newHTTP() (*status.Server, error) {
-	s, err := status.New(status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg)}, d.statusSource(), statusView{d}, d.m, d.lg.Named("http"))
+	s, err := status.New(d.statusConfig(), d.statusSource(), statusView{d}, d.m, d.lg.Named("http"))
 	if err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}

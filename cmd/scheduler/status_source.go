@@ -126,6 +126,7 @@ func statusEntries(js []config.Job) []status.Entry {
 		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
 		if sched := j.ParsedSchedule(); sched != nil {
 			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
+			out[i].Words, out[i].Slots = sched.Describe(), consoleSlots(sched)
 		}
 	}
 	return out

@@ -41,6 +41,11 @@ type Entry struct {
 	Enabled                  bool
 	// Next returns the job's first slot after now, or the zero time; nil for none.
 	Next func(now time.Time) time.Time
+	// Words is the schedule for a person, for the console; empty shows Schedule.
+	Words string
+	// Slots returns the job's next n slots after now, in its zone, with At, Nominal and
+	// Adjusted set; nil for none.
+	Slots func(now time.Time, n int) []Slot
 }
 
 // Explain words why a job is blocked: the words the runner logs, so that the log, the document

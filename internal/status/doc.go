@@ -2,9 +2,14 @@
 // and /status), the readiness check (/readyz), the liveness answer (/healthz) and the
 // Prometheus metrics (/metrics) fed by the runner's and the election's events.
 //
-// Everything here reads; nothing changes state. Pausing, resuming and triggering go through
-// etcd, or the store with another election backend, with their authentication, so the HTTP
-// server needs none. A part that cannot be read (etcd down, the store unreachable) becomes a warning in the document or a reason in the
+// The web console (console.go, console_http.go and the files under console/) shows the same
+// document with each job's slots and runs, refreshing itself; it is served from files embedded
+// in the binary, with a policy that lets no inline script run.
+//
+// Everything here reads, except the console's actions. Pausing, resuming and triggering go
+// through etcd, or the store with another election backend, with their authentication; the
+// console offers them only when an admin token is configured, to requests bearing it from the
+// console's own page (a custom header and the browser's origin headers, against CSRF). A part that cannot be read (etcd down, the store unreachable) becomes a warning in the document or a reason in the
 // readiness failure: a partial answer still helps an operator.
 //
 // The package reads through the small interfaces it declares, Source and Daemon, which the

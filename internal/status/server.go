@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 )
 
 // Daemon is what the running daemon gives the server: its table as configured now (a reload
@@ -29,6 +30,15 @@ type Config struct {
 	Explain Explain
 	// Now is the clock of the status document. Default: time.Now.
 	Now func() time.Time
+
+	// Console, when set, serves the web console at / and its document on /api/console.
+	Console ConsoleSource
+	// Node names this replica on the console's page.
+	Node string
+	// AdminToken enables the console's actions, carried out by Control, for requests bearing
+	// it; empty keeps the console read-only.
+	AdminToken string
+	Control    Control
 }
 
 // Timeouts of one request: the store and etcd must answer well within a scrape interval.
@@ -49,6 +59,9 @@ type Server struct {
 	lg  *zap.Logger
 	ln  net.Listener
 	srv *http.Server
+
+	origins  *http.CrossOriginProtection // the console's actions come from its own page
+	refusals *rate.Sometimes             // bounds the log lines of refused actions
 }
 
 // New listens on cfg.Addr, so that an address in use fails at start, and returns the server
@@ -59,6 +72,8 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 		return nil, errors.New("status: New needs a source, a daemon, metrics and a logger")
 	case cfg.Explain.Blocked == nil || cfg.Explain.Held == nil:
 		return nil, errors.New("status: New needs both explanations of a blocked job")
+	case cfg.AdminToken != "" && (cfg.Console == nil || cfg.Control == nil):
+		return nil, errors.New("status: an admin token needs the console and its control")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -67,7 +82,8 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	if err != nil {
 		return nil, fmt.Errorf("status server: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln}
+	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln,
+		origins: http.NewCrossOriginProtection(), refusals: &rate.Sometimes{First: 10, Interval: 10 * time.Second}}
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }
@@ -95,7 +111,7 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// Handler serves the read-only operations endpoints.
+// Handler serves the operations endpoints, and the web console when configured.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -112,6 +128,9 @@ func (s *Server) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(doc)
 	})
+	if s.cfg.Console != nil {
+		s.consoleRoutes(mux)
+	}
 	return mux
 }
 

@@ -110,6 +110,12 @@ type StoreConfig struct {
 type HTTPConfig struct {
 	// Addr is the listen address. Default: 127.0.0.1:8080. Empty disables the server.
 	Addr string `mapstructure:"addr"`
+	// AdminTokenFile names a file, readable by its owner only, holding the web console's admin
+	// token; set, the console offers pause, resume and trigger to whoever sends it. Default: ""
+	// (read-only). Read at start, not on a reload.
+	AdminTokenFile string `mapstructure:"admin_token_file"`
+	// AdminToken is the token Validate read from AdminTokenFile; not a key of its own.
+	AdminToken string `mapstructure:"-"`
 }
 
 // LogConfig configures the logger.
@@ -217,6 +223,7 @@ func defaultSettings() map[string]any {
 		"store.schema":           "scheduler",
 		"store.job_dsn":          "",
 		"http.addr":              "127.0.0.1:8080",
+		"http.admin_token_file":  "",
 		"metrics.per_job":        "auto",
 		"log.level":              "info",
 		"log.format":             "json",

@@ -126,6 +126,7 @@ func (c *Config) Secrets() []string {
 			add(p)
 		}
 	}
+	add(c.HTTP.AdminToken)
 	return out
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zapcore"
+
+	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
 )
 
 var (
@@ -63,6 +65,11 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		if msg := checkHostPort(c.HTTP.Addr); msg != "" {
 			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
 		}
+	}
+	if token, err := tokenfile.Read(c.HTTP.AdminTokenFile); err != nil {
+		p.add("http.admin_token_file", "%v", err)
+	} else {
+		c.HTTP.AdminToken = token
 	}
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
 		p.add("log.level", "must be one of debug, info, warn, error; got %q", c.Log.Level)
