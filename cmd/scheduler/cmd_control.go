@@ -24,8 +24,15 @@ func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *sess
 				return err
 			}
 			defer s.close()
-			if _, err := findJob(s.cfg, args[0]); err != nil {
+			table := s.table(ctx)
+			for _, w := range table.warnings {
+				fmt.Fprintf(c.stderr, "warning: %s\n", w)
+			}
+			if err := table.check(args[0]); err != nil {
 				return err
+			}
+			if !table.known {
+				fmt.Fprintf(c.stderr, "warning: no table to check the job name %q against\n", args[0])
 			}
 			msg, err := act(ctx, s, args[0])
 			if err != nil {

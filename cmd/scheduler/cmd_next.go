@@ -73,5 +73,9 @@ func findJob(c *config.Config, name string) (*config.Job, error) {
 			return &c.Jobs[i], nil
 		}
 	}
-	return nil, &usageError{fmt.Errorf("no job named %q in the configuration", name)}
+	names := make([]string, len(c.Jobs))
+	for i, j := range c.Jobs {
+		names[i] = j.Name
+	}
+	return nil, unknownJob(name, "the configuration", names)
 }

@@ -27,14 +27,34 @@ type session struct {
 	conns backendConns // the other backends
 	store *fence.Store
 	close func()
+
+	// path names the local file, and localValid says whether its jobs are a table (see
+	// config.LoadCluster): when not, cfg.Jobs is empty and only the leader's table is known.
+	path       string
+	localValid bool
 }
 
 // connect opens a command's connections; withStore also opens the store.
 func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
-	cfg, err := c.loadConfig()
+	cl, err := c.loadCluster()
 	if err != nil {
 		return nil, err
 	}
+	return c.connectTo(ctx, cl, withStore)
+}
+
+// connectTo opens a command's connections to the cluster cl finds.
+func (c *cli) connectTo(ctx context.Context, cl *config.Cluster, withStore bool) (*session, error) {
+	s, err := c.dial(ctx, cl.Config, withStore)
+	if err != nil {
+		return nil, err
+	}
+	s.path, s.localValid = c.configPath, cl.Rest == nil
+	return s, nil
+}
+
+// dial opens the connections of a session to cfg's cluster.
+func (c *cli) dial(ctx context.Context, cfg *config.Config, withStore bool) (*session, error) {
 	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
@@ -77,7 +97,9 @@ func newStatusCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), statusEntries(s.cfg.Jobs), time.Now())
+			table := s.table(ctx)
+			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), table.entries(), time.Now())
+			doc.Warnings = append(table.warnings, doc.Warnings...)
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")

@@ -24,6 +24,19 @@ func (c *cli) loadConfig() (*config.Config, error) {
 	return config.Load(c.configPath, c.environ)
 }
 
+// loadCluster reads the file named by --config for a command that works from the cluster's
+// view: only a problem in what finds the cluster fails it; the others are a warning on stderr.
+func (c *cli) loadCluster() (*config.Cluster, error) {
+	cl, err := config.LoadCluster(c.configPath, c.environ)
+	if err != nil {
+		return nil, err
+	}
+	if cl.Rest != nil {
+		fmt.Fprintf(c.stderr, "warning: %s\n  (only the keys that find the cluster are used; the jobs are the leader's)\n", cl.Rest)
+	}
+	return cl, nil
+}
+
 func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	c := &cli{environ: environ, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{

@@ -123,7 +123,7 @@ func (s statusSource) Last(ctx context.Context, jobs ...string) (map[string]sche
 func statusEntries(js []config.Job) []status.Entry {
 	out := make([]status.Entry, len(js))
 	for i, j := range js {
-		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
+		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled, Digest: config.JobDigest(j)}
 		if sched := j.ParsedSchedule(); sched != nil {
 			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
 		}
