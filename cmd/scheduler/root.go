@@ -44,21 +44,31 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run cron jobs exactly once across a cluster, fenced by etcd leadership tokens",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// A bare `scheduler` prints help; an unknown subcommand is a usage error.
+		// A bare `scheduler` prints help and is a usage error, like an unknown subcommand.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q (see scheduler --help)", args[0])}
+				return unknownCommand(cmd, args[0])
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The help answers a usage error here, so it goes where errors go.
+			cmd.SetOut(stderr)
+			defer cmd.SetOut(stdout)
+			if err := cmd.Help(); err != nil {
+				return err
+			}
+			return errHelpShown
+		},
+		Version: versionLine(),
+		// Suggest a command one or two edits away from a mistyped one.
+		SuggestionsMinimumDistance: 2,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&c.configPath, "config", defaultConfigPath, "configuration file (YAML)")
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newValidateCmd(c),
 		newVersionCmd(c),
@@ -79,7 +89,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return &usageError{fmt.Errorf("%s: expects %s, got %d argument(s)", cmd.CommandPath(), what, len(args))}
+			return &usageError{fmt.Errorf("%sexpects %s, got %d argument(s)", commandPrefix(cmd), what, len(args))}
 		}
 		return nil
 	}
