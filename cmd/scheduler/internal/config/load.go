@@ -322,7 +322,7 @@ func decodeProblems(err error) []Problem {
 		key, inner := de.Name(), de.Unwrap()
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
-				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key"})
+				problems = append(problems, Problem{Key: joinKey(key, k), Msg: unknownKeyMessage(key, k)})
 			}
 			return
 		}
