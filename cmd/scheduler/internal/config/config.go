@@ -116,7 +116,8 @@ type HTTPConfig struct {
 type LogConfig struct {
 	// Level is debug, info, warn or error. Default: info.
 	Level string `mapstructure:"level"`
-	// Format is json or console. Default: json.
+	// Format is json, console (lines for people), or auto: console when the log goes to a
+	// terminal, json otherwise. Default: auto.
 	Format string `mapstructure:"format"`
 }
 
@@ -219,7 +220,7 @@ func defaultSettings() map[string]any {
 		"http.addr":              "127.0.0.1:8080",
 		"metrics.per_job":        "auto",
 		"log.level":              "info",
-		"log.format":             "json",
+		"log.format":             "auto",
 		"shutdown_grace":         "30s",
 		"history.max_age":        "2160h",
 		"history.max_runs":       10000,
