@@ -23,8 +23,9 @@ import (
 // little for the names of the largest table; the HTTP server has no such bound and serves the
 // table from memory.
 
-// tableTimeout bounds the read of the leader's table: the leader serves it from memory.
-const tableTimeout = 10 * time.Second
+// tableTimeout bounds the read of the leader's table. The leader serves it from memory; the
+// bound leaves room for the largest table over a slow link.
+const tableTimeout = 30 * time.Second
 
 // maxTableBytes bounds the leader's answer, which the command holds in memory: the largest
 // table's document is well below it.

@@ -135,3 +135,38 @@ func TestCLI_LeaderWithoutHTTP(t *testing.T) {
 		t.Fatalf("trigger nope: exit %d, stderr %q; want 2, judged by the file", code, errOut)
 	}
 }
+
+// TestFetchTable_HundredThousandJobs reads the table of the largest configuration, as a
+// replica serves it, over a real HTTP server: every job arrives, well within maxTableBytes.
+func TestFetchTable_HundredThousandJobs(t *testing.T) {
+	next := time.Date(2026, 3, 1, 10, 5, 0, 0, time.UTC)
+	entries := make([]status.Entry, 100_000)
+	for i := range entries {
+		entries[i] = status.Entry{Name: fmt.Sprintf("job-%06d", i), Schedule: "*/5 * * * *", Timezone: "America/New_York",
+			Enabled: true, Digest: "0123456789ab", Next: func(time.Time) time.Time { return next }}
+	}
+	var size int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		b, err := json.Marshal(status.TableDoc{Jobs: status.TableJobs(entries, next)})
+		if err != nil {
+			t.Error(err)
+		}
+		size = len(b)
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	jobs, err := fetchTable(ctx, strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != len(entries) || jobs[len(jobs)-1].Name != "job-099999" {
+		t.Fatalf("read %d jobs, want %d", len(jobs), len(entries))
+	}
+	if size*4 > maxTableBytes {
+		t.Errorf("the table of %d jobs is %d bytes, too near the limit of %d", len(entries), size, maxTableBytes)
+	}
+	t.Logf("%d jobs: %d bytes, served and read in %s", len(jobs), size, time.Since(start).Round(time.Millisecond))
+}
