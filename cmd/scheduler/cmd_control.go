@@ -25,13 +25,13 @@ func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *sess
 			}
 			defer s.close()
 			table := s.table(ctx)
-			for _, w := range table.warnings {
+			for _, w := range table.Warnings {
 				fmt.Fprintf(c.stderr, "warning: %s\n", w)
 			}
-			if err := table.check(args[0]); err != nil {
-				return err
+			if err := table.Check(args[0]); err != nil {
+				return &usageError{err}
 			}
-			if !table.known {
+			if !table.Known {
 				fmt.Fprintf(c.stderr, "warning: no table to check the job name %q against\n", args[0])
 			}
 			msg, err := act(ctx, s, args[0])

@@ -66,7 +66,7 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				return enc.Encode(withOutbox)
 			}
 			if len(runs) == 0 {
-				if err := c.checkJob(ctx, cl, args[0]); err != nil {
+				if err := c.judgeJob(ctx, cl, args[0]); err != nil {
 					return err
 				}
 			}
@@ -98,17 +98,20 @@ func newHistoryCmd(c *cli) *cobra.Command {
 	return cmd
 }
 
-// checkJob returns a usage error if the cluster's table has no job named name. It reads the
-// leader's table when the coordinator answers, and the local file's otherwise.
-func (c *cli) checkJob(ctx context.Context, cl *config.Cluster, name string) error {
+// judgeJob returns a usage error if the cluster's table has no job named name: the leader's
+// when the coordinator answers, else the local file's (a broken one judges nothing).
+func (c *cli) judgeJob(ctx context.Context, cl *config.Cluster, name string) error {
 	s, err := c.connectTo(ctx, cl, false)
-	if err != nil {
-		if cl.Rest != nil {
-			return nil // no table to judge the name by; the ledger has no run of it
-		}
-		_, err := findJob(cl.Config, name)
+	switch {
+	case err != nil && cl.Rest != nil:
+		return nil // no table to judge the name by
+	case err != nil:
+		_, err = findJob(cl.Config, name)
 		return err
 	}
 	defer s.close()
-	return s.table(ctx).check(name)
+	if err := s.table(ctx).Check(name); err != nil {
+		return &usageError{err}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/view"
 	"scheduler/internal/schedule"
 
 	"github.com/spf13/cobra"
@@ -77,5 +78,5 @@ func findJob(c *config.Config, name string) (*config.Job, error) {
 	for i, j := range c.Jobs {
 		names[i] = j.Name
 	}
-	return nil, unknownJob(name, "the configuration", names)
+	return nil, &usageError{view.UnknownJob(name, "the configuration", names)}
 }

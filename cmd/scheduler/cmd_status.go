@@ -44,17 +44,13 @@ func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
 }
 
 // connectTo opens a command's connections to the cluster cl finds.
-func (c *cli) connectTo(ctx context.Context, cl *config.Cluster, withStore bool) (*session, error) {
-	s, err := c.dial(ctx, cl.Config, withStore)
-	if err != nil {
-		return nil, err
-	}
-	s.path, s.localValid = c.configPath, cl.Rest == nil
-	return s, nil
-}
-
-// dial opens the connections of a session to cfg's cluster.
-func (c *cli) dial(ctx context.Context, cfg *config.Config, withStore bool) (*session, error) {
+func (c *cli) connectTo(ctx context.Context, cl *config.Cluster, withStore bool) (s *session, err error) {
+	cfg := cl.Config
+	defer func() {
+		if s != nil {
+			s.path, s.localValid = c.configPath, cl.Rest == nil
+		}
+	}()
 	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
@@ -67,7 +63,7 @@ func (c *cli) dial(ctx context.Context, cfg *config.Config, withStore bool) (*se
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
+	s = &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
 	if s.ctl, err = control.New(cli, cfg.Election.Prefix); err != nil {
 		s.close()
 		return nil, err
@@ -98,8 +94,8 @@ func newStatusCmd(c *cli) *cobra.Command {
 			}
 			defer s.close()
 			table := s.table(ctx)
-			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), table.entries(), time.Now())
-			doc.Warnings = append(table.warnings, doc.Warnings...)
+			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), table.Entries(), time.Now())
+			doc.Warnings = append(table.Warnings, doc.Warnings...)
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")

@@ -60,8 +60,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			}
 			return errHelpShown
 		},
-		Version: versionLine(),
-		// Suggest a command one or two edits away from a mistyped one.
+		Version:                    versionLine(),
 		SuggestionsMinimumDistance: 2,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")

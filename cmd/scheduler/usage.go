@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/suggest"
 )
 
 // errHelpShown is the error of a bare `scheduler`: the help is printed already, so there is
@@ -28,7 +27,7 @@ func commandPrefix(cmd *cobra.Command) string {
 // commands.
 func unknownCommand(root *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q", name)
-	if near := root.SuggestionsFor(name); len(near) > 0 {
+	if near := root.SuggestionsFor(name); len(near) > 0 { // cobra's, by distance and prefix
 		msg += fmt.Sprintf("; did you mean %q?", near[0])
 	}
 	return &usageError{errors.New(msg + " (see scheduler --help)")}
@@ -39,11 +38,7 @@ func unknownCommand(root *cobra.Command, name string) error {
 func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		var names []string
-		add := func(f *pflag.Flag) { names = append(names, f.Name) }
-		cmd.Flags().VisitAll(add)
-		cmd.InheritedFlags().VisitAll(add)
-		if near := config.Nearest(name, names); near != "" {
+		if near := suggest.Flag(cmd, name); near != "" {
 			msg += fmt.Sprintf("; did you mean --%s?", near)
 		}
 	}

@@ -1,69 +1,45 @@
 package config
 
 import (
-	"net/http"
+	"errors"
+	"slices"
 	"strings"
 )
 
-// clusterKeys are the top-level keys a command needs to reach the cluster: the coordinator, the
-// store and the process's own name and logging. A problem anywhere else (the jobs, their
-// defaults, the HTTP server) does not keep a command from reading the cluster's own table.
-var clusterKeys = map[string]bool{
-	"node": true, "data_dir": true, "single_node": true, "etcd": true, "election": true,
-	"zookeeper": true, "redis": true, "store": true, "log": true,
-}
+// clusterKeys are the top-level keys that find the cluster: a problem under another key (a job,
+// defaults, http) does not stop the commands that work from the leader's table.
+var clusterKeys = []string{"node", "data_dir", "single_node", "etcd", "election", "zookeeper", "redis", "store", "log"}
 
-// Cluster is the part of a configuration file a command needs to find the cluster, and what the
-// file says about the table.
+// Cluster is a configuration as the commands that work from the cluster's view read it.
 type Cluster struct {
-	// Config is the configuration as read. Its Jobs are the file's table when Rest is nil, and
-	// nil otherwise: a table with problems is no table to judge a job by.
+	// Config is the configuration as read; its Jobs are nil when Rest is set.
 	Config *Config
-	// Rest lists the problems of the keys a command does not need (the jobs, defaults, http...),
-	// nil when there are none.
+	// Rest holds the problems under keys that do not find the cluster, or is nil.
 	Rest *Error
 }
 
-// LoadCluster reads the file at path as Load does, but refuses it only for a problem in what
-// finds the cluster: the whole file, node, data_dir, single_node, etcd, election, zookeeper,
-// redis, store or log. The status and control commands work from the leader's table, so a
-// broken job in the local file must not keep them from reaching a healthy cluster; the other
-// problems come back in Rest.
+// LoadCluster reads the file at path as Load does, but refuses it, with every problem, only
+// when one lies in the whole file, a variable or a key of clusterKeys: a broken job in the local
+// file must not keep status or pause from reaching a healthy cluster.
 func LoadCluster(path string, environ []string) (*Cluster, error) {
-	cfg, problems := checkConfig(path, environ)
-	if cfg != nil {
-		_, built := buildTable(cfg, &http.Client{}, environ)
-		problems = append(problems, uncovered(problems, built)...)
-	}
-	if len(problems) == 0 {
-		return &Cluster{Config: cfg}, nil
-	}
-	env := false
-	if cfg != nil {
-		problems, env = blameVariables(problems, cfg.fromEnv)
-	}
-	var need, rest []Problem
-	for _, p := range problems {
-		if cfg == nil || needed(p.Key) {
-			need = append(need, p)
-		} else {
-			rest = append(rest, p)
+	l, err := LoadTable(path, environ)
+	var ce *Error
+	if !errors.As(err, &ce) {
+		if err != nil {
+			return nil, err
 		}
+		return &Cluster{Config: l.Config}, nil
 	}
-	if len(need) > 0 {
-		return nil, &Error{File: path, Problems: need, Env: env}
+	if slices.ContainsFunc(ce.Problems, func(p Problem) bool {
+		top, _, _ := strings.Cut(strings.SplitN(p.Key, "[", 2)[0], ".")
+		return top == "" || strings.HasPrefix(top, envPrefix+"_") || slices.Contains(clusterKeys, top)
+	}) {
+		return nil, ce
+	}
+	cfg, _ := checkConfig(path, environ) // the problems are ce's
+	if cfg == nil {
+		return nil, ce
 	}
 	cfg.Jobs = nil
-	return &Cluster{Config: cfg, Rest: &Error{File: path, Problems: rest, Env: env}}, nil
-}
-
-// needed reports whether a problem at key keeps a command from finding the cluster: one of the
-// whole file or a variable, or one under a key of clusterKeys.
-func needed(key string) bool {
-	if key == "" || strings.HasPrefix(key, envPrefix+"_") {
-		return true
-	}
-	top, _, _ := strings.Cut(key, ".")
-	top, _, _ = strings.Cut(top, "[")
-	return clusterKeys[top]
+	return &Cluster{Config: cfg, Rest: ce}, nil
 }
