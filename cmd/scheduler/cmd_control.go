@@ -31,9 +31,6 @@ func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *sess
 			if err := table.Check(args[0]); err != nil {
 				return &usageError{err}
 			}
-			if !table.Known {
-				fmt.Fprintf(c.stderr, "warning: no table to check the job name %q against\n", args[0])
-			}
 			msg, err := act(ctx, s, args[0])
 			if err != nil {
 				return err
