@@ -20,6 +20,13 @@ build:
 # that is the embedded default: etcd and SQLite in ./data.
 run: build
 	$(BIN) migrate --config $(CONFIG)
+	@echo "Starting one replica of $(CONFIG) in the foreground (Ctrl-C stops it). It serves HTTP on the"
+	@echo "config's http.addr (the sample's: http://127.0.0.1:8080/status, /table, /metrics, /readyz)."
+	@echo "In another terminal, try:"
+	@echo "  $(BIN) status --config $(CONFIG)"
+	@echo "  $(BIN) history heartbeat --config $(CONFIG)"
+	@echo "  $(BIN) trigger heartbeat --config $(CONFIG)"
+	@echo "  $(BIN) next invoices -n 3 --config $(CONFIG)"
 	$(BIN) run --config $(CONFIG)
 
 # test: formatting, vet, then every package under the race detector, starting its own real

@@ -24,8 +24,12 @@ func controlCmd(c *cli, use, short string, act func(ctx context.Context, s *sess
 				return err
 			}
 			defer s.close()
-			if _, err := findJob(s.cfg, args[0]); err != nil {
-				return err
+			table := s.table(ctx)
+			for _, w := range table.Warnings {
+				fmt.Fprintf(c.stderr, "warning: %s\n", w)
+			}
+			if err := table.Check(args[0]); err != nil {
+				return &usageError{err}
 			}
 			msg, err := act(ctx, s, args[0])
 			if err != nil {

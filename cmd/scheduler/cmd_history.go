@@ -28,10 +28,11 @@ func newHistoryCmd(c *cli) *cobra.Command {
 			if limit < 1 {
 				return &usageError{fmt.Errorf("history: --limit must be at least 1, got %d", limit)}
 			}
-			cfg, err := c.loadConfig()
+			cl, err := c.loadCluster()
 			if err != nil {
 				return err
 			}
+			cfg := cl.Config
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
@@ -64,8 +65,10 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(withOutbox)
 			}
-			if _, err := findJob(cfg, args[0]); err != nil && len(runs) == 0 {
-				return err
+			if len(runs) == 0 {
+				if err := c.judgeJob(ctx, cl, args[0]); err != nil {
+					return err
+				}
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SLOT\tSTATUS\tTOKEN\tNODE\tATTEMPT\tSTARTED\tTOOK\tERROR / REASON")
@@ -93,4 +96,22 @@ func newHistoryCmd(c *cli) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
+}
+
+// judgeJob returns a usage error if the cluster's table has no job named name: the leader's
+// when the coordinator answers, else the local file's (a broken one judges nothing).
+func (c *cli) judgeJob(ctx context.Context, cl *config.Cluster, name string) error {
+	s, err := c.connectTo(ctx, cl, false)
+	switch {
+	case err != nil && cl.Rest != nil:
+		return nil // no table to judge the name by
+	case err != nil:
+		_, err = findJob(cl.Config, name)
+		return err
+	}
+	defer s.close()
+	if err := s.table(ctx).Check(name); err != nil {
+		return &usageError{err}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/view"
 	"scheduler/internal/schedule"
 
 	"github.com/spf13/cobra"
@@ -73,5 +74,9 @@ func findJob(c *config.Config, name string) (*config.Job, error) {
 			return &c.Jobs[i], nil
 		}
 	}
-	return nil, &usageError{fmt.Errorf("no job named %q in the configuration", name)}
+	names := make([]string, len(c.Jobs))
+	for i, j := range c.Jobs {
+		names[i] = j.Name
+	}
+	return nil, &usageError{view.UnknownJob(name, "the configuration", names)}
 }

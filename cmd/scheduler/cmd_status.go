@@ -27,14 +27,30 @@ type session struct {
 	conns backendConns // the other backends
 	store *fence.Store
 	close func()
+
+	// path names the local file, and localValid says whether its jobs are a table (see
+	// config.LoadCluster): when not, cfg.Jobs is empty and only the leader's table is known.
+	path       string
+	localValid bool
 }
 
 // connect opens a command's connections; withStore also opens the store.
 func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
-	cfg, err := c.loadConfig()
+	cl, err := c.loadCluster()
 	if err != nil {
 		return nil, err
 	}
+	return c.connectTo(ctx, cl, withStore)
+}
+
+// connectTo opens a command's connections to the cluster cl finds.
+func (c *cli) connectTo(ctx context.Context, cl *config.Cluster, withStore bool) (s *session, err error) {
+	cfg := cl.Config
+	defer func() {
+		if s != nil {
+			s.path, s.localValid = c.configPath, cl.Rest == nil
+		}
+	}()
 	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
@@ -47,7 +63,7 @@ func (c *cli) connect(ctx context.Context, withStore bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
+	s = &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
 	if s.ctl, err = control.New(cli, cfg.Election.Prefix); err != nil {
 		s.close()
 		return nil, err
@@ -77,7 +93,9 @@ func newStatusCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
-			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), statusEntries(s.cfg.Jobs), time.Now())
+			table := s.table(ctx)
+			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), table.Entries(), time.Now())
+			doc.Warnings = append(table.Warnings, doc.Warnings...)
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")

@@ -58,6 +58,8 @@ type daemon struct {
 	mu   sync.Mutex
 	jobs []config.Job // the table as configured, replaced by a reload
 	hash string       // its config.TableHash
+
+	digests jobDigests // of the jobs, for /status and /table
 }
 
 // table returns the configured jobs and their hash.

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/mattn/go-isatty"
 
 	"scheduler/cmd/scheduler/internal/config"
 
@@ -10,7 +13,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newLogger builds the process logger from log.level and log.format, writing to w.
+// newLogger builds the process logger from log.level and log.format, writing to w. Durations
+// are written with their unit ("grace":"30s"), not as a bare number.
 func newLogger(cfg config.LogConfig, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.Level)
 	if err != nil {
@@ -18,8 +22,9 @@ func newLogger(cfg config.LogConfig, w io.Writer) (*zap.Logger, error) {
 	}
 	encCfg := zap.NewProductionEncoderConfig()
 	encCfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	encCfg.EncodeDuration = zapcore.StringDurationEncoder
 	var enc zapcore.Encoder
-	switch cfg.Format {
+	switch logFormat(cfg.Format, w) {
 	case "json":
 		enc = zapcore.NewJSONEncoder(encCfg)
 	case "console":
@@ -30,4 +35,16 @@ func newLogger(cfg config.LogConfig, w io.Writer) (*zap.Logger, error) {
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)
 	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(w)))), nil
+}
+
+// logFormat resolves format auto: lines for people on a terminal, JSON for a file, a pipe or a
+// log collector.
+func logFormat(format string, w io.Writer) string {
+	if format != "auto" {
+		return format
+	}
+	if f, ok := w.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return "console"
+	}
+	return "json"
 }

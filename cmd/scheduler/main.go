@@ -39,6 +39,9 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, errHelpShown) {
+		return 2
+	}
 	fmt.Fprintf(stderr, "scheduler: %v\n", err)
 	var ce *config.Error
 	var ue *usageError

@@ -119,11 +119,11 @@ func (s statusSource) Last(ctx context.Context, jobs ...string) (map[string]sche
 	return s.store.Last(ctx, jobs...)
 }
 
-// statusEntries returns the table js as the status shows it.
-func statusEntries(js []config.Job) []status.Entry {
+// statusEntries returns the table js as the status shows it, each job with its digest.
+func statusEntries(js []config.Job, digest func(config.Job) string) []status.Entry {
 	out := make([]status.Entry, len(js))
 	for i, j := range js {
-		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled}
+		out[i] = status.Entry{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Enabled: j.Enabled, Digest: digest(j)}
 		if sched := j.ParsedSchedule(); sched != nil {
 			out[i].Next = func(now time.Time) time.Time { return sched.Next(now).At }
 			out[i].Words, out[i].Slots = sched.Describe(), consoleSlots(sched)
@@ -138,8 +138,9 @@ type statusView struct{ d *daemon }
 var _ status.Daemon = statusView{}
 
 func (v statusView) Table() []status.Entry {
-	table, _ := v.d.table()
-	return statusEntries(table)
+	table, hash := v.d.table()
+	digests := v.d.digests.of(table, hash)
+	return statusEntries(table, func(j config.Job) string { return digests[j.Name] })
 }
 
 func (v statusView) Blocked() []string {

@@ -35,8 +35,13 @@ func newVersionCmd(c *cli) *cobra.Command {
 		Short: "Print the version, commit and Go version",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(c.stdout, "scheduler %s (commit %s, %s %s/%s)\n", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(c.stdout, versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is what `scheduler version` and `scheduler --version` print.
+func versionLine() string {
+	return fmt.Sprintf("scheduler %s (commit %s, %s %s/%s)", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

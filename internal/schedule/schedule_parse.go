@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,8 @@ func fieldOf(i int) specField {
 	case fieldMonth:
 		return specField{"month", 1, 12}
 	default:
-		return specField{"day-of-week", 0, 6}
+		// 7 is Sunday too, as in crontab and cronie; robfigBits folds it onto 0.
+		return specField{"day-of-week", 0, 7}
 	}
 }
 
@@ -72,7 +74,8 @@ func descriptorFields(d string) (string, bool) {
 //
 // A field is a comma-separated list of `*` (or `?`), a value, or a range lo-hi, each optionally
 // followed by /step; `v/step` means v-max/step. Months and days of the week also take names
-// (jan-dec, sun-sat, any case); day-of-week runs 0-6 with 0 for Sunday. Day-of-month and
+// (jan-dec, sun-sat, any case); day-of-week runs 0-7 with both 0 and 7 for Sunday, as in crontab
+// and cronie, so 1-7 is Monday to Sunday and 5/1 is Friday to Sunday. Day-of-month and
 // day-of-week combine as in robfig/cron: when either is `*` or `?` both must match, otherwise
 // either may (note that `*/2` counts as a restriction, not as `*`).
 //
@@ -182,9 +185,16 @@ func (s *Schedule) parseFields(words []string) error {
 // starBit is the bit robfig/cron sets in a field's bit set when the field is `*` or `?`.
 const starBit = 1 << 63
 
-// robfigBits parses six checked fields with robfig/cron.
+// robfigBits parses six checked fields with robfig/cron, which knows day-of-week 0-6 only: the
+// day-of-week field is handed to it with 7 folded onto 0.
 func robfigBits(words []string) (*cron.SpecSchedule, error) {
 	p := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+	words = slices.Clone(words)
+	dow, err := foldSunday(words[fieldDow])
+	if err != nil {
+		return nil, err
+	}
+	words[fieldDow] = dow
 	sched, err := p.Parse(strings.Join(words, " "))
 	if err != nil {
 		return nil, err
@@ -277,11 +287,7 @@ func fieldValue(i int, s, elem string) (int, error) {
 	f := fieldOf(i)
 	if n, ok := parseDigits(s); ok || isDigits(s) {
 		if !ok || n < f.min || n > f.max {
-			hint := ""
-			if i == fieldDow && s == "7" {
-				hint = " (use 0 or sun for Sunday)"
-			}
-			return 0, fmt.Errorf("%s field: value %s out of range [%d, %d]%s", f.name, s, f.min, f.max, hint)
+			return 0, fmt.Errorf("%s field: value %s out of range [%d, %d]", f.name, s, f.min, f.max)
 		}
 		return n, nil
 	}
@@ -296,7 +302,7 @@ func fieldValue(i int, s, elem string) (int, error) {
 	case fieldMonth:
 		return 0, fmt.Errorf("%s field: invalid value %q%s (want 1-12 or jan-dec)", f.name, s, in)
 	case fieldDow:
-		return 0, fmt.Errorf("%s field: invalid value %q%s (want 0-6 or sun-sat)", f.name, s, in)
+		return 0, fmt.Errorf("%s field: invalid value %q%s (want 0-7 or sun-sat)", f.name, s, in)
 	}
 	return 0, fmt.Errorf("%s field: invalid value %q%s (want %d-%d)", f.name, s, in, f.min, f.max)
 }
@@ -353,4 +359,54 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// foldSunday rewrites a checked day-of-week field, of values 0-7, into one robfig/cron reads
+// the same way cronie does: every element that names 7, by a range (5-7), a step that reaches
+// it (1-7/2, 1/2) or itself, becomes the list of days it selects, with Sunday as 0. A bare
+// wildcard (*, ?, */1) stays as it is, as robfig/cron marks it for the day-of-month rule; a
+// stepped one (*/2) selects the same days from 0-6 as from 0-7, as 7 is reached only when
+// 0 is.
+func foldSunday(field string) (string, error) {
+	f := fieldOf(fieldDow)
+	out := make([]string, 0, 1)
+	for elem := range strings.SplitSeq(field, ",") {
+		rng, stepText, hasStep := strings.Cut(elem, "/")
+		if rng == "*" || rng == "?" {
+			out = append(out, elem)
+			continue
+		}
+		step := 1
+		if hasStep {
+			n, ok := parseDigits(stepText)
+			if !ok || n < 1 {
+				return "", fmt.Errorf("%s field: invalid step %q in %q", f.name, stepText, elem)
+			}
+			step = n
+		}
+		loText, hiText, isRange := strings.Cut(rng, "-")
+		lo, err := fieldValue(fieldDow, loText, elem)
+		if err != nil {
+			return "", err
+		}
+		hi := lo
+		switch {
+		case isRange:
+			if hi, err = fieldValue(fieldDow, hiText, elem); err != nil {
+				return "", err
+			}
+		case hasStep: // v/step means v-max/step
+			hi = f.max
+		}
+		var days []string
+		seen := [7]bool{}
+		for d := lo; d <= hi; d += step {
+			if day := d % 7; !seen[day] {
+				seen[day] = true
+				days = append(days, strconv.Itoa(day))
+			}
+		}
+		out = append(out, days...)
+	}
+	return strings.Join(out, ","), nil
 }

@@ -39,6 +39,9 @@ type Election struct {
 type Entry struct {
 	Name, Schedule, Timezone string
 	Enabled                  bool
+	// Digest identifies the job's whole configuration, so that two tables can be compared job
+	// by job; empty when not known.
+	Digest string
 	// Next returns the job's first slot after now, or the zero time; nil for none.
 	Next func(now time.Time) time.Time
 	// Words is the schedule for a person, for the console; empty shows Schedule.

@@ -50,7 +50,7 @@ const (
 // shutdownTimeout bounds how long Run waits for requests in flight once its context ends.
 const shutdownTimeout = 5 * time.Second
 
-// Server serves /healthz, /readyz, /metrics and /status.
+// Server serves /healthz, /readyz, /metrics, /status and /table.
 type Server struct {
 	cfg Config
 	src Source
@@ -128,6 +128,7 @@ func (s *Server) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(doc)
 	})
+	mux.HandleFunc("GET /table", s.table)
 	if s.cfg.Console != nil {
 		s.consoleRoutes(mux)
 	}

@@ -103,4 +103,5 @@ func TestE2E(t *testing.T) {
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 	t.Run("Outbox", s.outboxFaults)
 	t.Run("Backends", s.backends)
+	t.Run("ClusterView", s.clusterView)
 }

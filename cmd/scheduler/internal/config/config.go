@@ -122,7 +122,8 @@ type HTTPConfig struct {
 type LogConfig struct {
 	// Level is debug, info, warn or error. Default: info.
 	Level string `mapstructure:"level"`
-	// Format is json or console. Default: json.
+	// Format is json, console (lines for people), or auto: console when the log goes to a
+	// terminal, json otherwise. Default: auto.
 	Format string `mapstructure:"format"`
 }
 
@@ -226,7 +227,7 @@ func defaultSettings() map[string]any {
 		"http.admin_token_file":  "",
 		"metrics.per_job":        "auto",
 		"log.level":              "info",
-		"log.format":             "json",
+		"log.format":             "auto",
 		"shutdown_grace":         "30s",
 		"history.max_age":        "2160h",
 		"history.max_runs":       10000,

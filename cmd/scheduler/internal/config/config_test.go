@@ -86,7 +86,7 @@ func TestLoad_Defaults(t *testing.T) {
 		Store:         StoreConfig{Schema: "scheduler"},
 		HTTP:          HTTPConfig{Addr: "127.0.0.1:8080"},
 		Metrics:       MetricsConfig{PerJob: "auto"},
-		Log:           LogConfig{Level: "info", Format: "json"},
+		Log:           LogConfig{Level: "info", Format: "auto"},
 		ShutdownGrace: 30 * time.Second,
 		History: HistoryConfig{JobHistory: JobHistory{MaxAge: 2160 * time.Hour, MaxRuns: 10000},
 			PruneInterval: 10 * time.Minute, PruneBatch: 500, PrunePause: 200 * time.Millisecond},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/suggest"
 	"scheduler/internal/kinds"
 )
 
@@ -111,7 +112,7 @@ func unknownVariables(env map[string]string, settings []string) []Problem {
 			msg = "jobs cannot be set from the environment (they are a list): write them in the configuration file; `defaults` keys such as SCHEDULER_DEFAULTS_TIMEOUT apply to every job"
 		default:
 			msg = "unknown variable: no configuration key has this name"
-			if near := closest(name, names); near != "" {
+			if near := suggest.Nearest(name, names); near != "" {
 				msg += fmt.Sprintf("; did you mean %s?", near)
 			}
 		}
@@ -150,41 +151,4 @@ func parentKey(key string) string {
 		return key[:i]
 	}
 	return ""
-}
-
-// closest returns the candidate nearest to name, if it is within a typo's distance.
-func closest(name string, candidates []string) string {
-	best, bestD := "", 0
-	for _, c := range candidates {
-		d := editDistance(name, c)
-		if best == "" || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(2, len(name)/6)
-	if best == "" || bestD > limit {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

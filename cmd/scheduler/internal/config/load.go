@@ -14,6 +14,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"scheduler/cmd/scheduler/internal/suggest"
 )
 
 // envPrefix prefixes every environment variable that overrides a config key.
@@ -322,7 +324,7 @@ func decodeProblems(err error) []Problem {
 		key, inner := de.Name(), de.Unwrap()
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
-				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key"})
+				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key" + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
 			}
 			return
 		}

@@ -62,14 +62,26 @@ func RoleWithoutJobDSN(cfg *Config) string {
 func TableHash(cfg *Config) string {
 	lines := make([]string, 0, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
-		lines = append(lines, fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
-			j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
-			j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled)+
-			securityHash(j)+historyHash(j.History))
+		lines = append(lines, jobLine(j))
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:6])
+}
+
+// JobDigest is a short stable digest of one job as configured, of everything TableHash covers
+// of it: two replicas whose digests of a job differ run it differently.
+func JobDigest(j Job) string {
+	sum := sha256.Sum256([]byte(jobLine(j)))
+	return hex.EncodeToString(sum[:6])
+}
+
+// jobLine is everything about job j that changes its behaviour, as one line.
+func jobLine(j Job) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
+		j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
+		j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled) +
+		securityHash(j) + historyHash(j.History)
 }
 
 // securityHash is the part of a job's line in TableHash for the keys that decide what the job

@@ -74,7 +74,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
 		p.add("log.level", "must be one of debug, info, warn, error; got %q", c.Log.Level)
 	}
-	p.enum("log.format", c.Log.Format, "json", "console")
+	p.enum("log.format", c.Log.Format, "json", "console", "auto")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
 	validateHistory(&p, c.History)
 	c.validateOutbox(&p)

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/view"
+	"scheduler/internal/status"
+)
+
+// table reads the cluster's table: the leader's, or the local file's (see view.Read).
+func (s *session) table(ctx context.Context) view.Table {
+	local := view.Local{Path: s.path, Valid: s.localValid}
+	if s.localValid {
+		local.Jobs = status.TableJobs(statusEntries(s.cfg.Jobs, config.JobDigest), time.Now())
+	}
+	return view.Read(ctx, s.statusSource(), local)
+}
