@@ -51,6 +51,10 @@ type Run struct {
 	Error       string     `json:"error"`       // an excerpt: the ledger keeps its start
 	Output      string     `json:"output"`      // an excerpt: the ledger keeps its start and end
 	Reason      string     `json:"reason"`      // why it was skipped, missed or fenced
+	// Backfill is set when a backfill request ran the slot (BackfillID names the request): the
+	// run is still the slot's only run, and an earlier outcome of the slot was replaced by it.
+	Backfill   bool  `json:"backfill"`
+	BackfillID int64 `json:"backfill_id,omitempty"`
 }
 
 // Key returns the run's slot.
