@@ -33,6 +33,11 @@ type SlotKey struct {
 	Job    string
 	At     time.Time
 	Manual bool
+	// Backfill, when set on a scheduled slot, makes its claim the backfill request's with this
+	// id, and Rerun lets it take over a run that succeeded (see BackfillSlot). They are how the
+	// slot is claimed, not part of its identity: Run.Key leaves them out.
+	Backfill int64
+	Rerun    bool
 }
 
 // Run is one row of the ledger. Its JSON is the run object of `scheduler history --json` and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"scheduler"
@@ -21,6 +22,11 @@ type backfill interface {
 	ClaimBackfill(ctx context.Context, token int64, node string, now time.Time, b scheduler.BackfillSlot) (scheduler.Result, error)
 	// BackfillRuns returns the runs of job marked with id, oldest slot first.
 	BackfillRuns(ctx context.Context, job string, id int64) ([]scheduler.Run, error)
+	// SlotRuns returns the scheduled runs of job with slots in [from, to],
+	// oldest first, every column.
+	SlotRuns(ctx context.Context, job string, from, to time.Time) ([]scheduler.Run, error)
+	// Running returns the running runs of job, oldest slot first.
+	Running(ctx context.Context, job string) ([]scheduler.Run, error)
 }
 
 // ClaimBackfill claims the slot b for the backfill request b.ID in one fenced
@@ -67,4 +73,59 @@ func (s *Store) BackfillRuns(ctx context.Context, job string, id int64) ([]sched
 		return nil, fmt.Errorf("runs of job %q for backfill %d: %w", job, id, err)
 	}
 	return runs, nil
+}
+
+// SlotRuns returns the scheduled (not manual) runs of job with slots in
+// [from, to], oldest first, every column: how a backfill follows its slots.
+func (s *Store) SlotRuns(ctx context.Context, job string, from, to time.Time) ([]scheduler.Run, error) {
+	runs, err := s.b.SlotRuns(ctx, job, tables.NormTime(from), tables.NormTime(to))
+	if err != nil {
+		return nil, fmt.Errorf("runs of job %q from %s to %s: %w", job, from.Format(timeLayout), to.Format(timeLayout), err)
+	}
+	return runs, nil
+}
+
+// Running returns the runs of job that are running (in this term or left by
+// an older one), oldest slot first, every column.
+func (s *Store) Running(ctx context.Context, job string) ([]scheduler.Run, error) {
+	runs, err := s.b.Running(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("running runs of job %q: %w", job, err)
+	}
+	return runs, nil
+}
+
+// hasBackfill reports whether any of slots is a backfill request's.
+func hasBackfill(slots []scheduler.SlotKey) bool {
+	return slices.ContainsFunc(slots, func(sl scheduler.SlotKey) bool { return sl.Backfill != 0 })
+}
+
+// claimWithBackfill is ClaimMany for slots among which some are backfill requests': those are
+// claimed one by one with ClaimBackfill, the others together; the results follow slots.
+func (s *Store) claimWithBackfill(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	out := make([]scheduler.Result, len(slots))
+	var plain []scheduler.SlotKey
+	var at []int
+	for i, sl := range slots {
+		if sl.Backfill == 0 || sl.Manual {
+			sl.Backfill, sl.Rerun = 0, false
+			plain, at = append(plain, sl), append(at, i)
+			continue
+		}
+		res, err := s.ClaimBackfill(ctx, token, node, scheduler.BackfillSlot{Job: sl.Job, At: sl.At, ID: sl.Backfill, Rerun: sl.Rerun})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	if len(plain) > 0 {
+		res, err := s.ClaimMany(ctx, token, node, plain)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = res[k]
+		}
+	}
+	return out, nil
 }

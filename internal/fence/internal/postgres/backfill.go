@@ -37,6 +37,9 @@ const (
 	pgBackfillRow = `SELECT {cols} FROM {s}runs AS r
 		WHERE r.job = $1 AND r.scheduled_at = $2 AND NOT r.manual AND r.xmin <> pg_current_xact_id()::xid`
 	pgBackfillRuns = `SELECT {cols} FROM {s}runs AS r WHERE r.job = $1 AND r.backfill = $2 ORDER BY r.scheduled_at`
+	pgSlotRuns     = `SELECT {cols} FROM {s}runs AS r WHERE r.job = $1 AND NOT r.manual AND r.scheduled_at BETWEEN $2 AND $3
+		ORDER BY r.scheduled_at`
+	pgRunning = `SELECT {cols} FROM {s}runs AS r WHERE r.job = $1 AND r.status = 'running' ORDER BY r.scheduled_at, r.run_id`
 )
 
 // ClaimBackfill claims b's slot for its backfill request in one fenced batch.
@@ -61,4 +64,14 @@ func (p *Backend) ClaimBackfill(ctx context.Context, token int64, node string, n
 // BackfillRuns returns the runs of job marked with id, oldest slot first.
 func (p *Backend) BackfillRuns(ctx context.Context, job string, id int64) ([]scheduler.Run, error) {
 	return p.queryRuns(ctx, pgRun, p.backfillSQL(pgBackfillRuns), job, id)
+}
+
+// SlotRuns returns the scheduled runs of job with slots in [from, to], oldest first.
+func (p *Backend) SlotRuns(ctx context.Context, job string, from, to time.Time) ([]scheduler.Run, error) {
+	return p.queryRuns(ctx, pgRun, p.backfillSQL(pgSlotRuns), job, from, to)
+}
+
+// Running returns the running runs of job, oldest slot first.
+func (p *Backend) Running(ctx context.Context, job string) ([]scheduler.Run, error) {
+	return p.queryRuns(ctx, pgRun, p.backfillSQL(pgRunning), job)
 }

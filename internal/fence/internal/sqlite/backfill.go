@@ -61,3 +61,15 @@ func (l *Backend) BackfillRuns(ctx context.Context, job string, id int64) ([]sch
 	return l.queryRuns(ctx, true, `SELECT `+tables.RunCols+` FROM runs WHERE job = $1 AND backfill = $2
 		ORDER BY scheduled_at`, job, id)
 }
+
+// SlotRuns returns the scheduled runs of job with slots in [from, to], oldest first.
+func (l *Backend) SlotRuns(ctx context.Context, job string, from, to time.Time) ([]scheduler.Run, error) {
+	return l.queryRuns(ctx, true, `SELECT `+tables.RunCols+` FROM runs WHERE job = $1 AND manual = 0
+		AND scheduled_at BETWEEN $2 AND $3 ORDER BY scheduled_at`, job, from.UnixMicro(), to.UnixMicro())
+}
+
+// Running returns the running runs of job, oldest slot first.
+func (l *Backend) Running(ctx context.Context, job string) ([]scheduler.Run, error) {
+	return l.queryRuns(ctx, true, `SELECT `+tables.RunCols+` FROM runs WHERE job = $1 AND status = 'running'
+		ORDER BY scheduled_at, run_id`, job)
+}
