@@ -57,6 +57,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		newPauseCmd(c),
 		newResumeCmd(c),
 		newTriggerCmd(c),
+		newBackfillCmd(c),
 		newOutboxCmd(c),
 	)
 	return root
