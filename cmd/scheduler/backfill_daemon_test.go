@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
+	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -212,5 +215,70 @@ func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errOut, tc.want)
 			}
 		})
+	}
+}
+
+// TestDaemon_BackfillOnStoreControl: with an election backend other than etcd the request lives
+// in the store's control_backfill; a backfill survives its leader's stop there too, each slot
+// run once.
+func TestDaemon_BackfillOnStoreControl(t *testing.T) {
+	c := newBackendCluster(t, config.BackendPostgres, "")
+	body, err := os.ReadFile(c.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.path, append(body, backfillTestJob...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.start("a")
+	c.start("b")
+	var leader *status.Leader
+	c.wait("a leader", func() bool { leader = c.status().Leader; return leader != nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cliDone := make(chan int, 1)
+	go func() {
+		err := run(ctx, []string{"backfill", "hourly", "--from", backfillDay, "--to", backfillDay, "--config", c.path}, nil, &out, &errOut)
+		cliDone <- exitCode(err, &errOut)
+	}()
+	backfilled := func() map[time.Time]scheduler.Run {
+		rs := map[time.Time]scheduler.Run{}
+		for _, r := range c.history("hourly") {
+			if r.Backfill {
+				if _, dup := rs[r.ScheduledAt]; dup {
+					t.Fatalf("slot %s has two runs", r.ScheduledAt)
+				}
+				rs[r.ScheduledAt] = r
+			}
+		}
+		return rs
+	}
+	c.wait("a third of the slots backfilled", func() bool { return len(backfilled()) >= 8 })
+	if err := c.replicas[leader.Node].stop(t); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-cliDone:
+		if code != 0 || !strings.Contains(out.String(), "24/24 slots (24 succeeded): done") {
+			t.Fatalf("backfill: exit %d, output:\n%s%s", code, &out, &errOut)
+		}
+	case <-ctx.Done():
+		t.Fatalf("backfill did not finish; output:\n%s%s", &out, &errOut)
+	}
+	tokens := map[int64]bool{}
+	for _, r := range backfilled() {
+		tokens[r.Token] = true
+		if r.Status != scheduler.StatusSucceeded {
+			t.Fatalf("run %+v: want succeeded", r)
+		}
+	}
+	if len(backfilled()) != 24 || len(tokens) != 2 {
+		t.Fatalf("%d backfilled slots under tokens %v: want 24 under the two leaders' tokens", len(backfilled()), tokens)
+	}
+	for at, n := range invoicesBySlot(t, ctx, c.dsn) {
+		if n != 2 {
+			t.Fatalf("slot %s billed %d invoices, want 2", at, n)
+		}
 	}
 }
