@@ -319,7 +319,8 @@ func TestRun_Overlap(t *testing.T) {
 // TestRun_Failover: a newer leader raises the job's fence while a backfill runs; the old term's
 // next fenced write is refused and the term ends. The newer leader carries on with the same
 // request: the slots the old term finished are not run again, the one it left running is taken
-// over, and each slot ends with exactly one write.
+// over, and each slot ends with exactly one write; its catch-up records nothing for the time
+// since the backfilled slots.
 func TestRun_Failover(t *testing.T) {
 	for name, open := range stores() {
 		t.Run(name, func(t *testing.T) {
@@ -375,6 +376,11 @@ func TestRun_Failover(t *testing.T) {
 				if run.Status != scheduler.StatusSucceeded || run.BackfillID != 7 || run.Token != wantToken || run.Attempt != wantAttempt {
 					t.Fatalf("%02d:00 = %+v, want succeeded, backfill 7, token %d, attempt %d", h, run, wantToken, wantAttempt)
 				}
+			}
+			// The next leader's catch-up took the backfilled runs for none of the job's history:
+			// it recorded no slot since then missed.
+			if later, err := store.SlotRuns(ctx, "job", hour(24), time.Now()); err != nil || len(later) != 0 {
+				t.Fatalf("runs after the backfilled day: %d (err %v), want none", len(later), err)
 			}
 			skus := scans(ctx, t, store)
 			if len(skus) != 24 {

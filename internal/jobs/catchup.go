@@ -73,7 +73,8 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 			continue
 		}
 		var lastRun *scheduler.Run
-		if r, ok := last[s.Name]; ok {
+		// A backfilled run says nothing of when the job's history began.
+		if r, ok := last[s.Name]; ok && !r.Backfill {
 			lastRun = &r
 		}
 		plan, err := catchup.Decide(s.catchupJob(), now, windowOf[s.Name], orphansOf[s.Name], lastRun)
