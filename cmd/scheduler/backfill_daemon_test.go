@@ -27,6 +27,7 @@ const backfillTestJob = `
     builtin: invoices
     params: {clients: 2, period: slot, delay: 40ms}
     overlap: skip
+    history: {max_age: 0s}
 `
 
 // backfillDay is a past day of the job's zone.
@@ -190,10 +191,11 @@ func backfillRequests(t *testing.T, ctx context.Context, c *cluster) []control.B
 	return bs
 }
 
-// TestCLI_BackfillRefusesBadRanges: bad ranges, an unknown job and an unknown overlap end
-// `backfill` with status 2 before it connects anywhere, each with a message saying why.
+// TestCLI_BackfillRefusesBadRanges: bad ranges, an unknown job, an unknown overlap and a range
+// the job's retention would prune at once end `backfill` with status 2 before it connects
+// anywhere, each with a message saying why.
 func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
-	path := writeConfig(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n")
+	path := writeConfig(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 0s}\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n  - name: kept\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 24h, max_runs: 5}\n")
 	future := time.Now().Add(48 * time.Hour).UTC().Format(time.DateOnly)
 	for _, tc := range []struct {
 		name string
@@ -207,6 +209,8 @@ func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
 		{"UnknownJob", []string{"hourlyy", "--from", "2026-01-10", "--to", "2026-01-10"}, `no job named "hourlyy" in the configuration; its jobs: hourly, other`},
 		{"UnknownOverlap", []string{"hourly", "--from", "2026-01-10", "--to", "2026-01-10", "--overlap", "replace"}, "want skip, queue or allow"},
 		{"NoSlots", []string{"other", "--from", "2026-01-10T01:00:00Z", "--to", "2026-01-10T02:00:00Z"}, "no slots"},
+		{"OlderThanMaxAge", []string{"kept", "--from", "2026-01-10T01:00:00Z", "--to", "2026-01-10T02:00:00Z"}, "older than the job's history.max_age (24h0m0s)"},
+		{"MoreThanMaxRuns", []string{"kept", "--from", time.Now().Add(-12 * time.Hour).UTC().Format(time.RFC3339), "--to", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}, "more than the job's history.max_runs (5)"},
 		{"TooManyWithoutYes", []string{"hourly", "--from", "2026-01-01", "--to", "2026-01-05T04:00:00Z"}, "101 slots from 2026-01-01T00:00:00Z to 2026-01-05T04:00:00Z: more than 100; pass --yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,11 +78,14 @@ func (c *cli) backfill(ctx context.Context, name string, f backfillFlags) error 
 		}
 	}
 	slots, err := backfills.Slots(job.ParsedSchedule(), from, to)
+	retention := backfills.CheckRetention(slots, job.History.MaxAge, job.History.MaxRuns, now)
 	switch {
 	case err != nil:
 		return &usageError{fmt.Errorf("backfill %s: %w", name, err)}
 	case len(slots) == 0:
 		return &usageError{fmt.Errorf("backfill %s: no slots of %q from %s to %s", name, job.Schedule, stamp(from), stamp(to))}
+	case retention != nil:
+		return &usageError{fmt.Errorf("backfill %s: %w", name, retention)}
 	case len(slots) > backfills.MaxUnconfirmed && !f.yes:
 		return &usageError{fmt.Errorf("backfill %s: %d slots from %s to %s: more than %d; pass --yes to request them all",
 			name, len(slots), stamp(from), stamp(to), backfills.MaxUnconfirmed)}

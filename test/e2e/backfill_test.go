@@ -28,6 +28,7 @@ var backfillYAML = fmt.Sprintf(`  - name: %s
     params: {clients: %d, period: slot, delay: 100ms}
     overlap: skip
     retries: 0
+    history: {max_age: 0s}
 `, backfillJob, backfillClients)
 
 // backfillKill: `scheduler backfill` of a past day's hourly slots, run as a process against

@@ -89,6 +89,23 @@ func ParseRange(fromArg, toArg string, loc *time.Location, now time.Time) (from,
 	return from, to, nil
 }
 
+// CheckRetention refuses a backfill whose runs the job's retention would prune as soon as they
+// are written: slots older than maxAge, or more slots than maxRuns (0: no limit, for both). A
+// pruned run of a request is one its next leader would run again.
+func CheckRetention(slots []time.Time, maxAge time.Duration, maxRuns int, now time.Time) error {
+	switch {
+	case len(slots) == 0:
+		return nil
+	case maxAge > 0 && slots[0].Before(now.Add(-maxAge)):
+		return fmt.Errorf("the slot %s is older than the job's history.max_age (%s): its run would be pruned at once; raise history.max_age for the backfill",
+			stamp(slots[0]), maxAge)
+	case maxRuns > 0 && len(slots) > maxRuns:
+		return fmt.Errorf("%d slots are more than the job's history.max_runs (%d): the oldest runs would be pruned at once; backfill fewer at a time, or raise history.max_runs",
+			len(slots), maxRuns)
+	}
+	return nil
+}
+
 // parseTime parses an RFC 3339 time, or a date at midnight in loc (day true).
 func parseTime(flag, s string, loc *time.Location) (t time.Time, day bool, err error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
