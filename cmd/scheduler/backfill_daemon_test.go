@@ -145,6 +145,27 @@ func TestDaemon_BackfillSurvivesFailover(t *testing.T) {
 					}
 				}
 			}
+
+			// --detach only submits; the leader works through it all the same. A request for a
+			// job the leader's table lacks (written by a CLI with another table) is refused.
+			if out := c.cli("backfill", "hourly", "--detach", "--from", backfillDay+"T12:00:00+01:00", "--to", backfillDay+"T12:00:00+01:00"); !strings.Contains(out, "1 slots") || strings.Contains(out, "done") {
+				t.Fatalf("--detach:\n%s", out)
+			}
+			s, err := control.New(c.etcd.Client(t), "/test/election")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.SubmitBackfill(ctx, control.Backfill{Job: "ghost", ID: 1, From: time.Now().Add(-time.Hour), To: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			c.wait("the detached request done and the ghost's refused", func() bool {
+				var done, refused bool
+				for _, b := range backfillRequests(t, ctx, c) {
+					done = done || b.Job == "hourly" && b.Total == 1 && b.State == control.BackfillDone
+					refused = refused || b.Job == "ghost" && b.State == control.BackfillRefused && strings.Contains(b.Error, "no such job")
+				}
+				return done && refused
+			})
 		})
 	}
 }
