@@ -20,7 +20,7 @@
 //	                                  time in UTC, 2006-01-02T15:04:05.000000Z
 //	PREFIX:replica/NODE               Replica as JSON; bound to the replica's lease
 //	PREFIX:backfill/JOB/ID            Backfill as JSON; no lease; ID is the request's id,
-//	                                  zero-padded to 20 digits
+//	                                  zero-padded to a fixed width
 //
 // A job is paused while its key exists, whatever the value says, so an
 // operator can also pause with `etcdctl put PREFIX:paused/JOB ""`. A pause
