@@ -98,6 +98,10 @@ type Config struct {
 	Retry time.Duration
 	// After waits on the caller's clock; nil: time.After.
 	After func(time.Duration) <-chan time.Time
+	// Still is asked, when the runner refuses a slot, whether the request can still be carried
+	// out (its job may have left the table); an error ends Run with ErrBadRequest instead of
+	// asking again. nil: it always can.
+	Still func() error
 }
 
 // Defaults of Config.
@@ -252,6 +256,11 @@ func (w *work) submit(ctx context.Context, at time.Time) error {
 		err := w.Runner.Backfill(ctx, key)
 		if err == nil || ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if w.Still != nil {
+			if serr := w.Still(); serr != nil {
+				return fmt.Errorf("%w: %w", ErrBadRequest, serr)
+			}
 		}
 		w.lg.Warn("backfill slot; retrying", zap.Time("slot", at), zap.Duration("in", w.Retry), zap.Error(err))
 		if err := w.wait(ctx, w.Retry); err != nil {

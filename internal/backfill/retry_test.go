@@ -82,7 +82,8 @@ func now(time.Duration) <-chan time.Time {
 
 // TestRun_RetriesFailures: a runner that refuses a slot and a ledger that fails its reads for a
 // while delay the slots but lose none, and none runs twice; a first read that fails ends Run
-// with its error, for the next term; the end of ctx ends Run with ctx's error.
+// with its error, for the next term; the end of ctx ends Run with ctx's error; a job gone from
+// the table ends it with ErrBadRequest.
 func TestRun_RetriesFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -107,5 +108,13 @@ func TestRun_RetriesFailures(t *testing.T) {
 	stop()
 	if _, err := backfill.Run(stopped, cfg, backfill.Request{Job: "job", ID: 10, Slots: hours(4, 5), Overlap: backfill.OverlapSkip}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run on an ended context: err %v, want context.Canceled", err)
+	}
+
+	// A job that left the table: the refused slot ends the request, not asked for again.
+	w.failures["Running"], w.failures["Backfill"] = 0, 1<<30
+	gone := errors.New("no such job in the leader's table")
+	cfg.Still = func() error { return gone }
+	if _, err := backfill.Run(ctx, cfg, backfill.Request{Job: "job", ID: 11, Slots: hours(6, 7), Overlap: backfill.OverlapQueue}, nil); !errors.Is(err, backfill.ErrBadRequest) || !errors.Is(err, gone) {
+		t.Fatalf("a job gone from the table: err %v, want ErrBadRequest saying why", err)
 	}
 }

@@ -89,7 +89,10 @@ func (l Leader) serve(ctx context.Context, b control.Backfill) {
 	count := func(p backfill.Progress) {
 		b.Total, b.Done, b.Succeeded, b.Failed, b.Skipped = p.Total, p.Done, p.Succeeded, p.Failed, p.Skipped
 	}
-	cfg := backfill.Config{Runner: l.Runner, Ledger: l.Ledger, Logger: lg}
+	cfg := backfill.Config{Runner: l.Runner, Ledger: l.Ledger, Logger: lg, Still: func() error {
+		_, err := l.request(b)
+		return err
+	}}
 	p, err := backfill.Run(ctx, cfg, req, func(p backfill.Progress) {
 		count(p)
 		save(b)
