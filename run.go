@@ -33,6 +33,11 @@ type SlotKey struct {
 	Job    string
 	At     time.Time
 	Manual bool
+	// Backfill, when set on a scheduled slot, makes its claim the backfill request's with this
+	// id, and Rerun lets it take over a run that succeeded (see BackfillSlot). They are how the
+	// slot is claimed, not part of its identity: Run.Key leaves them out.
+	Backfill int64
+	Rerun    bool
 }
 
 // Run is one row of the ledger. Its JSON is the run object of `scheduler history --json` and
@@ -51,6 +56,10 @@ type Run struct {
 	Error       string     `json:"error"`       // an excerpt: the ledger keeps its start
 	Output      string     `json:"output"`      // an excerpt: the ledger keeps its start and end
 	Reason      string     `json:"reason"`      // why it was skipped, missed or fenced
+	// Backfill is set when a backfill request ran the slot (BackfillID names the request): the
+	// run is still the slot's only run, and an earlier outcome of the slot was replaced by it.
+	Backfill   bool  `json:"backfill"`
+	BackfillID int64 `json:"backfill_id,omitempty"`
 }
 
 // Key returns the run's slot.

@@ -116,8 +116,9 @@ func UpPostgres(ctx context.Context, lg *zap.Logger, pool *pgxpool.Pool, schema 
 	return up(ctx, lg, goose.DialectPostgres, db, fsys, schema+"."+VersionTable)
 }
 
-// UpSQLite applies the SQLite migrations that db lacks. The write lock
-// serializes concurrent calls, and every statement is IF NOT EXISTS.
+// UpSQLite applies the SQLite migrations that db lacks. Its caller lets one
+// process at a time migrate a file: goose reads the applied versions before
+// the write lock of its first migration, and an ADD COLUMN cannot run twice.
 func UpSQLite(ctx context.Context, lg *zap.Logger, db *sql.DB) error {
 	return up(ctx, lg, goose.DialectSQLite3, db, SQLite(), VersionTable)
 }

@@ -6,8 +6,8 @@
 // The Postgres files are text/template documents: {{.Schema}} is the quoted
 // schema name (store.schema) and {{.Name}} the plain name, which
 // PostgresIn substitutes before goose parses them. The SQLite files
-// are plain SQL (SQLite has no schemas) and use IF NOT EXISTS throughout,
-// so that two processes migrating one file at once cannot fail.
+// are plain SQL (SQLite has no schemas); the store lets one process at a
+// time migrate a file, and they use IF NOT EXISTS where SQLite has it.
 package migrations
 
 import (

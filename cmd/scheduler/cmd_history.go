@@ -77,6 +77,9 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				if r.Manual {
 					slot += " (manual)"
 				}
+				if r.Backfill {
+					slot += " (backfill)"
+				}
 				started, took := "-", "-"
 				if r.StartedAt != nil {
 					started = r.StartedAt.UTC().Format(time.RFC3339)

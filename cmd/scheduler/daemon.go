@@ -284,12 +284,17 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	// stop when the runner returns first; they are joined before the term ends.
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
-	helpers.Add(3)
+	helpers.Add(4)
 	fenced := make(chan error, 1)
 	// Triggers sent while no replica led are waiting in the control state: run them now.
 	go func() {
 		defer helpers.Done()
 		d.pendingTriggers(hctx)
+	}()
+	// Backfill requests, those an earlier term left half done first.
+	go func() {
+		defer helpers.Done()
+		d.runBackfills(hctx, t.Token)
 	}()
 	go func() {
 		defer helpers.Done()

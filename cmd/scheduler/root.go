@@ -79,6 +79,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		newPauseCmd(c),
 		newResumeCmd(c),
 		newTriggerCmd(c),
+		newBackfillCmd(c),
 		newOutboxCmd(c),
 	)
 	return root

@@ -1,6 +1,6 @@
 // Package control keeps the scheduler's cluster-wide operations state in
 // etcd, beside the election it shares a prefix with: which jobs are paused,
-// which manual runs have been requested, and which replicas are alive (and
+// which manual runs and backfills have been requested, and which replicas are alive (and
 // what job table each one runs). Who leads, and since when, is the election
 // package's business (PREFIX.term).
 //
@@ -19,6 +19,8 @@
 //	PREFIX:trigger/JOB/TIME           {"by": "..."}; no lease; TIME is the request
 //	                                  time in UTC, 2006-01-02T15:04:05.000000Z
 //	PREFIX:replica/NODE               Replica as JSON; bound to the replica's lease
+//	PREFIX:backfill/JOB/ID            Backfill as JSON; no lease; ID is the request's id,
+//	                                  zero-padded to a fixed width
 //
 // A job is paused while its key exists, whatever the value says, so an
 // operator can also pause with `etcdctl put PREFIX:paused/JOB ""`. A pause

@@ -17,8 +17,8 @@ import (
 // one implementation serves the three, and the state lives beside the run
 // ledger that makes manual runs exactly-once. The tables are
 // control_paused, control_trigger and control_replica in the store's
-// schema (migration 00009), revoked from PUBLIC: a job's database role can
-// neither pause nor trigger.
+// schema (migration 00009), and control_backfill (migration 00011), revoked
+// from PUBLIC: a job's database role can neither pause, trigger nor backfill.
 //
 // A replica entry carries an expiry judged by the database's clock, which
 // the replica pushes forward while it runs; Replicas leaves out expired
@@ -28,6 +28,8 @@ type Postgres struct {
 	pool *pgxpool.Pool
 	q    pgQueries
 	now  func() time.Time // stamps pause records
+
+	backfillTable string // control_backfill, quoted with its schema
 }
 
 // pgQueries are the statements, with the schema quoted in.
@@ -44,7 +46,7 @@ func NewPostgres(pool *pgxpool.Pool, schema string) (*Postgres, error) {
 		return nil, errors.New("control: empty schema")
 	}
 	t := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
-	return &Postgres{pool: pool, now: time.Now, q: pgQueries{
+	return &Postgres{pool: pool, now: time.Now, backfillTable: t("control_backfill"), q: pgQueries{
 		pause:    `INSERT INTO ` + t("control_paused") + ` (job, paused_by, paused_at) VALUES ($1, $2, $3) ON CONFLICT (job) DO NOTHING`,
 		resume:   `DELETE FROM ` + t("control_paused") + ` WHERE job = $1`,
 		paused:   `SELECT job, paused_by, paused_at FROM ` + t("control_paused"),

@@ -57,7 +57,8 @@ func onlyRun(what string, res []scheduler.Result, err error) (scheduler.Run, err
 // ClaimMany claims many slots in one fenced transaction and one round trip,
 // entering the fence of every job involved. Each result says whether the
 // slot was claimed or already had a run; the order follows slots.
-// Duplicate slots are claimed once.
+// Duplicate slots are claimed once. A slot with Backfill set is claimed for
+// that backfill request, as ClaimBackfill does, in a transaction of its own.
 //
 // A claimed run's started_at (Run.StartedAt in History) is its intended
 // start: the slot's time when the claim is made ahead of the slot (the run
@@ -82,6 +83,9 @@ func (s *Store) claimMany(ctx context.Context, token int64, node string, slots [
 		return nil, nil
 	}
 	all := withNormTimes(slots)
+	if !ahead && hasBackfill(all) {
+		return s.claimWithBackfill(ctx, token, node, all)
+	}
 	res, err := retried(ctx, s, slots[0].Job, token, func() ([]scheduler.Result, error) {
 		return s.b.Claim(ctx, token, node, s.now(), normSlots(all), ahead)
 	})

@@ -13,8 +13,8 @@ import (
 // that the store lacks, into Config.Schema on Postgres, with goose's version
 // table in that schema too. It is idempotent, and safe when several replicas migrate at once: on
 // Postgres they queue on an advisory lock and the later ones find nothing
-// to do; on SQLite the write lock serializes them and every statement is
-// IF NOT EXISTS.
+// to do; on SQLite they take turns on a lock file beside the database, and
+// the later ones find nothing to do.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.b.Migrate(ctx, s.lg); err != nil {
 		return fmt.Errorf("migrate %s store: %w", s.b.Dialect(), err)

@@ -135,6 +135,7 @@ type backend interface {
 	AppliedVersions(ctx context.Context) ([]int64, error)
 
 	ledger
+	backfill
 	outbox
 }
 

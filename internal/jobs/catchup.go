@@ -49,7 +49,9 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 	}
 	// The orphans of a job blocked meanwhile wait for its unblocking, whose catch-up reads them
 	// again: their saved outcomes must stay saved, not be written against a refusing fence.
-	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) })
+	// A backfill's runs are its own: the backfill takes them over when it carries on (its slots
+	// lie before the window, where catch-up would close them missed).
+	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) || o.Backfill })
 	// Runs of an earlier term of this process whose executors returned are finished with their
 	// outcomes, never run again.
 	orphans, closes := t.takeUnwritten(orphans)
@@ -71,7 +73,8 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 			continue
 		}
 		var lastRun *scheduler.Run
-		if r, ok := last[s.Name]; ok {
+		// A backfilled run says nothing of when the job's history began.
+		if r, ok := last[s.Name]; ok && !r.Backfill {
 			lastRun = &r
 		}
 		plan, err := catchup.Decide(s.catchupJob(), now, windowOf[s.Name], orphansOf[s.Name], lastRun)

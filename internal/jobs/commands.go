@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,19 +32,35 @@ func (t *tenure) drain(idle chan struct{}) {
 
 // trigger starts the manual run of job at slot at.
 func (t *tenure) trigger(job string, at time.Time) error {
+	at = at.UTC().Truncate(time.Microsecond)
+	return t.startSlot("trigger", scheduler.SlotKey{Job: job, At: at, Manual: true}, t.dispatch)
+}
+
+// backfill claims and starts a past slot for a backfill request, whatever pause and overlap say.
+func (t *tenure) backfill(slot scheduler.SlotKey) error {
+	slot.At, slot.Manual = slot.At.UTC().Truncate(time.Microsecond), false
+	return t.startSlot("backfill", slot, t.start)
+}
+
+// startSlot hands a slot someone asked for to start, unless its job cannot run in this tenure.
+func (t *tenure) startSlot(what string, slot scheduler.SlotKey, start func(context.Context, []pending) error) error {
+	job := slot.Job
 	js := t.jobs[job]
 	if js == nil || js.removed {
-		return fmt.Errorf("trigger %q: no such job", job)
+		return fmt.Errorf("%s %q: no such job", what, job)
 	}
 	if js.blocked {
-		return fmt.Errorf("trigger %q: %s", job, js.reason)
+		return fmt.Errorf("%s %q: %s", what, job, js.reason)
 	}
 	if t.draining {
-		return fmt.Errorf("trigger %q: shutting down", job)
+		return fmt.Errorf("%s %q: shutting down", what, job)
 	}
-	at = at.UTC().Truncate(time.Microsecond)
-	t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", at))
-	return t.dispatch(t.runsCtx, []pending{{slot: scheduler.SlotKey{Job: job, At: at, Manual: true}}})
+	if slot.Manual {
+		t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", slot.At))
+	} else {
+		t.lg.Info("backfill slot requested", zap.String("job", job), zap.Time("slot", slot.At), zap.Int64("backfill", slot.Backfill))
+	}
+	return start(t.runsCtx, []pending{{slot: slot}})
 }
 
 // reload applies a new table: new jobs get their fences raised, changed ones new timers.

@@ -158,6 +158,20 @@ func (r *Runner) SetTable(table []Spec) error {
 // scheduled one. A manual slot runs once: triggering the same (job, at) again finds it in the
 // ledger. It fails with ErrNotLeading on a follower.
 func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
+	return r.command(ctx, "trigger", job, func(t *tenure) error { return t.trigger(job, at) })
+}
+
+// Backfill asks the leader to run a past scheduled slot for a backfill request (slot.Backfill
+// set): it is claimed for the request (the ledger's backfill claim), fenced and run like a fired
+// slot, and Backfill returns once it is claimed and its run started, or found with a run. Pause
+// and overlap are the caller's to apply. It fails with ErrNotLeading on a follower.
+func (r *Runner) Backfill(ctx context.Context, slot scheduler.SlotKey) error {
+	return r.command(ctx, "backfill", slot.Job, func(t *tenure) error { return t.backfill(slot) })
+}
+
+// command runs fn on the loop of the term being led, for a request about job, and returns its
+// answer.
+func (r *Runner) command(ctx context.Context, what, job string, fn func(t *tenure) error) error {
 	r.mu.Lock()
 	t := r.current
 	known := false
@@ -166,14 +180,14 @@ func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 	}
 	r.mu.Unlock()
 	if !known {
-		return fmt.Errorf("trigger %q: no such job", job)
+		return fmt.Errorf("%s %q: no such job", what, job)
 	}
 	if t == nil {
-		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)
 	}
 	errc := make(chan error, 1)
-	if !t.send(func() { errc <- t.trigger(job, at) }) {
-		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+	if !t.send(func() { errc <- fn(t) }) {
+		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)
 	}
 	select {
 	case err := <-errc:
@@ -181,7 +195,7 @@ func (r *Runner) Trigger(ctx context.Context, job string, at time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.exited:
-		return fmt.Errorf("trigger %q: %w", job, ErrNotLeading)
+		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)
 	}
 }
 

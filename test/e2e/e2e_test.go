@@ -102,6 +102,7 @@ func TestE2E(t *testing.T) {
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 	t.Run("Outbox", s.outboxFaults)
+	t.Run("BackfillLeaderKilled", s.backfillKill)
 	t.Run("Backends", s.backends)
 	t.Run("ClusterView", s.clusterView)
 }

@@ -25,6 +25,7 @@ import (
 type Backend struct {
 	w, r *sql.DB
 	dsn  string // of the writer, without _txlock
+	path string // the database file
 	now  func() time.Time
 }
 
@@ -65,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
 	r.SetMaxOpenConns(4)
-	return &Backend{w: w, r: r, dsn: dsn, now: cfg.Now}, nil
+	return &Backend{w: w, r: r, dsn: dsn, path: cfg.Path, now: cfg.Now}, nil
 }
 
 // Dialect reports scheduler.SQLite.

@@ -58,7 +58,7 @@ func (d Time) Ptr() *time.Time {
 // qualified with r. (PrefixCols).
 const (
 	KeyCols = `run_id, job, scheduled_at, manual, status, token, attempt`
-	RunCols = KeyCols + `, node, started_at, finished_at, error, output, reason`
+	RunCols = KeyCols + `, node, started_at, finished_at, error, output, reason, backfill`
 )
 
 // ScanRun reads the columns of RunCols, or of KeyCols unless full.
@@ -70,7 +70,7 @@ func ScanRun(row RowScanner, full bool) (scheduler.Run, error) {
 	)
 	dest := []any{&r.RunID, &r.Job, &at, &r.Manual, &status, &r.Token, &r.Attempt}
 	if full {
-		dest = append(dest, &r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason)
+		dest = append(dest, &r.Node, &started, &finished, &r.Error, &r.Output, &r.Reason, &r.BackfillID)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return scheduler.Run{}, fmt.Errorf("scan run: %w", err)
@@ -78,6 +78,7 @@ func ScanRun(row RowScanner, full bool) (scheduler.Run, error) {
 	r.Status = scheduler.Status(status)
 	r.ScheduledAt = at.T
 	r.StartedAt, r.FinishedAt = started.Ptr(), finished.Ptr()
+	r.Backfill = r.BackfillID != 0
 	return r, nil
 }
 

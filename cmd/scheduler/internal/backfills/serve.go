@@ -1,0 +1,140 @@
+package backfills
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"scheduler/internal/backfill"
+	"scheduler/internal/control"
+	"scheduler/internal/jobs"
+)
+
+// DefaultPoll is how often a leader looks for new backfill requests: a backfill is an
+// operator's action, for which a second is no delay.
+const DefaultPoll = time.Second
+
+// Leader is what Serve works with: the term's runner and store, the control state, and this
+// replica's node name.
+type Leader struct {
+	State  State
+	Runner interface {
+		backfill.Runner
+		Table() []jobs.Spec
+	}
+	Ledger backfill.Ledger
+	Node   string
+	Logger *zap.Logger
+	// Poll is how often new requests are looked for; default DefaultPoll.
+	Poll time.Duration
+	// Now is the clock that bounds a request's slots (those to come are the schedule's);
+	// default time.Now.
+	Now func() time.Time
+}
+
+// Serve works through the unfinished backfill requests of the control state while ctx lasts
+// (a leadership term): one at a time, oldest first. A request the term does not finish stays as
+// it is, and the next leader carries on with it from the ledger.
+func (l Leader) Serve(ctx context.Context) {
+	if l.Poll <= 0 {
+		l.Poll = DefaultPoll
+	}
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	if l.Logger == nil {
+		l.Logger = zap.NewNop()
+	}
+	for {
+		reqs, err := l.State.Backfills(ctx)
+		if err != nil && ctx.Err() == nil {
+			l.Logger.Warn("read backfill requests", zap.Error(err))
+		}
+		for _, b := range reqs {
+			if ctx.Err() != nil {
+				return
+			}
+			if !b.Finished() {
+				l.serve(ctx, b)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.Poll):
+		}
+	}
+}
+
+// serve carries out one request and records its progress and end.
+func (l Leader) serve(ctx context.Context, b control.Backfill) {
+	lg := l.Logger.With(zap.String("job", b.Job), zap.Int64("backfill", b.ID))
+	save := func(b control.Backfill) {
+		b.Node = l.Node
+		if err := l.State.UpdateBackfill(ctx, b); err != nil && ctx.Err() == nil {
+			lg.Warn("record backfill progress", zap.Error(err))
+		}
+	}
+	req, err := l.request(b)
+	if err != nil {
+		lg.Warn("backfill refused", zap.Error(err))
+		b.State, b.Error = control.BackfillRefused, err.Error()
+		save(b)
+		return
+	}
+	b.State, b.Total = control.BackfillRunning, len(req.Slots)
+	save(b)
+	count := func(p backfill.Progress) {
+		b.Total, b.Done, b.Succeeded, b.Failed, b.Skipped = p.Total, p.Done, p.Succeeded, p.Failed, p.Skipped
+	}
+	cfg := backfill.Config{Runner: l.Runner, Ledger: l.Ledger, Logger: lg, Still: func() error {
+		_, err := l.request(b)
+		return err
+	}}
+	p, err := backfill.Run(ctx, cfg, req, func(p backfill.Progress) {
+		count(p)
+		save(b)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return // the term ended: the next leader carries on
+	case errors.Is(err, backfill.ErrBadRequest):
+		b.State, b.Error = control.BackfillRefused, err.Error()
+	case err != nil:
+		lg.Warn("backfill stopped; the next term carries on", zap.Error(err))
+		return
+	default:
+		b.State = control.BackfillDone
+		count(p)
+	}
+	save(b)
+}
+
+// request turns a request of the control state into the slots of its job in the leader's table.
+func (l Leader) request(b control.Backfill) (backfill.Request, error) {
+	var spec *jobs.Spec
+	for _, s := range l.Runner.Table() {
+		if s.Name == b.Job {
+			spec = &s
+			break
+		}
+	}
+	if spec == nil {
+		return backfill.Request{}, errors.New("no such job in the leader's table")
+	}
+	overlap, err := Overlap(b.Overlap, spec.Overlap)
+	if err != nil {
+		return backfill.Request{}, err
+	}
+	to := b.To
+	if now := l.Now(); to.After(now) {
+		to = now
+	}
+	slots, err := Slots(spec.Schedule, b.From, to)
+	if err != nil {
+		return backfill.Request{}, err
+	}
+	return backfill.Request{Job: b.Job, ID: b.ID, Slots: slots, Rerun: b.Rerun, Overlap: overlap}, nil
+}
