@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
-
-	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 )
 
@@ -71,50 +66,11 @@ func (d *daemon) buildControl() error {
 		d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
 		return err
 	}
-	s, err := control.NewPostgres(d.conns.pool, d.cfg.Store.Schema)
+	s, err := control.NewPostgres(d.conns.Pool, d.cfg.Store.Schema)
 	if err != nil {
 		return err
 	}
 	d.control, d.watcher = s, s.NewPoller(controlPoll, d.lg)
 	d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
 	return err
-}
-
-// backendConns are the connections of the backends other than etcd.
-type backendConns struct {
-	pool  *pgxpool.Pool         // the store's database: lease, floor, operations state
-	redis redis.UniversalClient // redis only
-}
-
-// openBackendConns opens the connections cfg's backend needs beside the store.
-func openBackendConns(ctx context.Context, cfg *config.Config) (backendConns, error) {
-	var c backendConns
-	pc, err := pgxpool.ParseConfig(cfg.Store.DSN)
-	if err != nil {
-		return c, fmt.Errorf("store.dsn: not a valid PostgreSQL connection string")
-	}
-	// The lease's renewals must not queue behind job writes: a pool of their own, small.
-	pc.MaxConns = 4
-	if c.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
-		return c, fmt.Errorf("connect to the store for election.backend %s: %w", cfg.Election.Backend, err)
-	}
-	if cfg.Election.Backend == config.BackendRedis {
-		// Short timeouts, so that a request to a stalled server fails within a renewal.
-		timeout := max(cfg.Election.TTL/5, 200*time.Millisecond)
-		c.redis = redis.NewClient(&redis.Options{
-			Addr: cfg.Redis.Addr, Password: cfg.Redis.Password, DB: cfg.Redis.DB,
-			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1, ContextTimeoutEnabled: true,
-		})
-	}
-	return c, nil
-}
-
-// close closes what openBackendConns opened.
-func (c backendConns) close() {
-	if c.redis != nil {
-		_ = c.redis.Close()
-	}
-	if c.pool != nil {
-		c.pool.Close()
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/coord"
 )
 
 // TestStatusSource_BackendElection checks the leader status reads from a backend other than
@@ -15,23 +16,23 @@ import (
 func TestStatusSource_BackendElection(t *testing.T) {
 	ctx := context.Background()
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
-	read := func(l leaderSeen, err error) statusSource {
-		return statusSource{leader: func(context.Context) (leaderSeen, error) { return l, err }}
+	read := func(l coord.Seen, err error) statusSource {
+		return statusSource{leader: func(context.Context) (coord.Seen, error) { return l, err }}
 	}
 
-	e, err := read(leaderSeen{}, errNoLeader).Election(ctx, nil)
+	e, err := read(coord.Seen{}, coord.ErrNoLeader).Election(ctx, nil)
 	if err != nil || e.Leader != nil || e.Problems != nil || e.Leaseless != nil {
 		t.Fatalf("nobody leads: %+v, %v; want no leader and no error", e, err)
 	}
 	down := errors.New("down")
-	if _, err := read(leaderSeen{}, down).Election(ctx, nil); !errors.Is(err, down) {
+	if _, err := read(coord.Seen{}, down).Election(ctx, nil); !errors.Is(err, down) {
 		t.Fatalf("failed read: %v, want %v", err, down)
 	}
-	e, err = read(leaderSeen{Node: "b", Token: 9, Since: since}, nil).Election(ctx, nil)
+	e, err = read(coord.Seen{Node: "b", Token: 9, Since: since}, nil).Election(ctx, nil)
 	if err != nil || e.Leader == nil || e.Leader.Node != "b" || e.Leader.Token != 9 || e.Leader.Since == nil || !e.Leader.Since.Equal(since) || e.Leader.Since.Location() != time.UTC {
 		t.Fatalf("leader with since: %+v, %v; want b, token 9, since %s in UTC", e.Leader, err, since)
 	}
-	e, err = read(leaderSeen{Node: "c", Token: 3}, nil).Election(ctx, nil)
+	e, err = read(coord.Seen{Node: "c", Token: 3}, nil).Election(ctx, nil)
 	if err != nil || e.Leader == nil || e.Leader.Since != nil {
 		t.Fatalf("leader without since: %+v, %v; want since unknown", e.Leader, err)
 	}

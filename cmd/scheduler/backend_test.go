@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/coord"
 )
 
 // TestNewBackend_RefusesWhatItCannotRun checks that a backend the daemon cannot build is
@@ -27,7 +28,7 @@ func TestNewBackend_RefusesWhatItCannotRun(t *testing.T) {
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := newBackend(cfg, backendDeps{lg: lg, m: m})
+			_, _, err := coord.New(cfg, coord.Deps{Logger: lg, Metrics: m})
 			if err == nil || !strings.Contains(err.Error(), "election.backend") {
 				t.Fatalf("newBackend = %v, want an error naming election.backend", err)
 			}

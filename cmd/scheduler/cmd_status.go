@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/coord"
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
 	"scheduler/internal/status"
@@ -24,7 +25,7 @@ type session struct {
 	cfg   *config.Config
 	cli   *clientv3.Client // etcd backend only
 	ctl   controlState
-	conns backendConns // the other backends
+	conns coord.Conns // the other backends
 	store *fence.Store
 	close func()
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/redact"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 )
@@ -107,5 +108,5 @@ func storeName(cfg *config.Config) string {
 	if cfg.Store.DSN == "" {
 		return "sqlite " + sqlitePath(cfg)
 	}
-	return "postgres " + config.RedactDSN(cfg.Store.DSN)
+	return "postgres " + redact.DSN(cfg.Store.DSN)
 }

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/coord"
+	"scheduler/cmd/scheduler/internal/redact"
 	"scheduler/internal/control"
 	"scheduler/internal/datadir"
 	"scheduler/internal/election"
@@ -41,12 +43,12 @@ type daemon struct {
 	control  controlState
 	watcher  controlWatch
 	reg      registration // this replica's entry in etcd or the store; a reload republishes it
-	observer leaderView
+	observer coord.View
 	runner   *jobs.Runner
 	pruner   *retention.Pruner
 	outbox   *outbox.Dispatcher
-	camp     coordinator
-	conns    backendConns // the other backends' connections
+	camp     coord.Coordinator
+	conns    coord.Conns // the other backends' connections
 	http     *status.Server
 	started  time.Time
 
@@ -129,10 +131,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	}
 	endpoints := cfg.Etcd.Endpoints
 	if cfg.Election.Backend != config.BackendEtcd {
-		if d.conns, err = openBackendConns(ctx, cfg); err != nil {
+		if d.conns, err = coord.Open(ctx, cfg); err != nil {
 			return err
 		}
-		defer d.conns.close()
+		defer d.conns.Close()
 	} else {
 		if len(endpoints) == 0 {
 			emb, err := election.StartEmbedded(ctx, embeddedEtcdDir(cfg), lg.Named("etcd"))
@@ -157,7 +159,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
 		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))
 	if cfg.Store.JobDSN != "" {
-		lg.Info("sql jobs run on their own connection", zap.String("job_store", config.RedactDSN(cfg.Store.JobDSN)))
+		lg.Info("sql jobs run on their own connection", zap.String("job_store", redact.DSN(cfg.Store.JobDSN)))
 	} else if j := config.RoleWithoutJobDSN(cfg); j != "" {
 		lg.Warn("sql job roles are no boundary without store.job_dsn: the statements can RESET ROLE to the scheduler's own",
 			zap.String("job", j))
@@ -179,13 +181,13 @@ func (d *daemon) build() error {
 	if err = d.buildControl(); err != nil {
 		return err
 	}
-	d.camp, d.observer, err = newBackend(d.cfg, backendDeps{etcd: d.cli, pool: d.conns.pool, redis: d.conns.redis, lg: d.base, m: d.m})
+	d.camp, d.observer, err = coord.New(d.cfg, coord.Deps{Etcd: d.cli, Pool: d.conns.Pool, Redis: d.conns.Redis, Logger: d.base, Metrics: d.m})
 	if err != nil {
 		return err
 	}
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
-		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: config.NewScrubber(d.cfg.Secrets()),
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: redact.Scrubber(d.cfg.Secrets()),
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})

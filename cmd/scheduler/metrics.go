@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
-	"scheduler/internal/election"
 	"scheduler/internal/jobs"
 	"scheduler/internal/status"
 )
@@ -15,14 +14,6 @@ func newMetrics(cfg *config.Config) (*status.Metrics, error) {
 		PerJob: cfg.Metrics.PerJob, Jobs: jobNames(cfg.Jobs), Longest: longestRun(cfg.Jobs),
 		Version: version, Commit: buildCommit(),
 	})
-}
-
-// electionEvents feeds leadership changes into m.
-func electionEvents(m *status.Metrics) election.Events {
-	return election.Events{
-		OnElected: func(t election.Term) { m.Elected(t.Token) },
-		OnLost:    func(_ election.Term, reason election.Reason) { m.Lost(string(reason)) },
-	}
 }
 
 // runnerHooks feeds run outcomes into m.

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/coord"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
@@ -23,7 +24,7 @@ import (
 type statusSource struct {
 	cli    *clientv3.Client                          // etcd backend
 	prefix string                                    // etcd backend
-	leader func(context.Context) (leaderSeen, error) // other backends; errNoLeader when none leads
+	leader func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
 	ctl    controlState
 	store  *fence.Store
 }
@@ -74,7 +75,7 @@ func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (
 func (s statusSource) backendElection(ctx context.Context) (status.Election, error) {
 	l, err := s.leader(ctx)
 	switch {
-	case errors.Is(err, errNoLeader):
+	case errors.Is(err, coord.ErrNoLeader):
 		return status.Election{}, nil
 	case err != nil:
 		return status.Election{}, err

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/redact"
 )
 
 const adminToken = "0123456789abcdef0123456789abcdef"
@@ -33,7 +35,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		if got := cfg.HTTP.AdminToken; got != adminToken {
 			t.Fatalf("admin token=%q, want %q (the trailing newline trimmed)", got, adminToken)
 		}
-		scrub := NewScrubber(cfg.Secrets())
+		scrub := redact.Scrubber(cfg.Secrets())
 		if scrub == nil || strings.Contains(scrub("token "+adminToken), adminToken) {
 			t.Fatal("the admin token is not scrubbed from run output")
 		}

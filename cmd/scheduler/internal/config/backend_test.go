@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/redact"
 )
 
 const pgDSN = "store:\n  dsn: 'postgres://u@db/sched'\n"
@@ -78,7 +80,7 @@ func TestConfig_Backend(t *testing.T) {
 		if cfg.Redis.Password != "s3cret-redis" {
 			t.Fatalf("redis.password = %q, want the file's content", cfg.Redis.Password)
 		}
-		if scrub := NewScrubber(cfg.Secrets()); scrub == nil || strings.Contains(scrub("auth s3cret-redis"), "s3cret") {
+		if scrub := redact.Scrubber(cfg.Secrets()); scrub == nil || strings.Contains(scrub("auth s3cret-redis"), "s3cret") {
 			t.Fatal("the redis password is not scrubbed from the output of runs")
 		}
 	})

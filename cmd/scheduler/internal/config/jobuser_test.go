@@ -3,9 +3,10 @@ package config
 import (
 	"errors"
 	"os"
-	"scheduler/internal/kinds"
 	"strings"
 	"testing"
+
+	"scheduler/internal/kinds"
 )
 
 func TestLoad_JobUserGroup(t *testing.T) {

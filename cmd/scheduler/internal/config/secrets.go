@@ -2,9 +2,9 @@ package config
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
+
+	"scheduler/cmd/scheduler/internal/redact"
 )
 
 // secretKey is a configuration key that holds a secret. Each has a KEY_file form whose value is
@@ -20,8 +20,8 @@ type secretKey struct {
 func secretKeys() []secretKey {
 	return []secretKey{
 		{key: "etcd.password", value: func(c *Config) string { return c.Etcd.Password }},
-		{key: "store.dsn", value: func(c *Config) string { return c.Store.DSN }, parts: dsnSecrets},
-		{key: "store.job_dsn", value: func(c *Config) string { return c.Store.JobDSN }, parts: dsnSecrets},
+		{key: "store.dsn", value: func(c *Config) string { return c.Store.DSN }, parts: redact.DSNSecrets},
+		{key: "store.job_dsn", value: func(c *Config) string { return c.Store.JobDSN }, parts: redact.DSNSecrets},
 		{key: "redis.password", value: func(c *Config) string { return c.Redis.Password }},
 		{key: "outbox.smtp.password", value: func(c *Config) string { return c.Outbox.SMTP.Password }},
 	}
@@ -127,42 +127,5 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	add(c.HTTP.AdminToken)
-	return out
-}
-
-// redacted replaces a secret in the output of a run.
-const redacted = "[redacted]"
-
-// NewScrubber returns a function replacing each of secrets in a text by [redacted]; nil when
-// there are no secrets. Longer secrets go first, so that a DSN is replaced whole rather than
-// around its password.
-func NewScrubber(secrets []string) func(string) string {
-	if len(secrets) == 0 {
-		return nil
-	}
-	sorted := append([]string(nil), secrets...)
-	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
-	pairs := make([]string, 0, 2*len(sorted))
-	for _, s := range sorted {
-		if s != "" {
-			pairs = append(pairs, s, redacted)
-		}
-	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
-}
-
-// dsnSecrets returns the password of a Postgres DSN, URL or key=value form, as written and, for
-// a URL, decoded too; nil when it has none.
-func dsnSecrets(dsn string) []string {
-	var out []string
-	dsnPasswords(dsn, func(forms ...string) string {
-		for _, f := range forms {
-			if f != "" && !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-		return forms[0]
-	})
 	return out
 }

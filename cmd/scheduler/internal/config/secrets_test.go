@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/redact"
 )
 
 // writeSecret writes content to a file in a temp dir and returns its path.
@@ -193,11 +195,11 @@ func TestConfig_Secrets(t *testing.T) {
 }
 
 func TestScrubber(t *testing.T) {
-	if NewScrubber(nil) != nil {
+	if redact.Scrubber(nil) != nil {
 		t.Fatal("a scrubber without secrets, want nil")
 	}
 	cfg := Config{Store: StoreConfig{DSN: "postgres://sched:pa55@db/app"}, Etcd: EtcdConfig{Password: "etcdpw"}}
-	scrub := NewScrubber(cfg.Secrets())
+	scrub := redact.Scrubber(cfg.Secrets())
 	in := "SCHEDULER_STORE_DSN=postgres://sched:pa55@db/app\nSCHEDULER_ETCD_PASSWORD=etcdpw\npassword pa55 again"
 	got := scrub(in)
 	want := "SCHEDULER_STORE_DSN=[redacted]\nSCHEDULER_ETCD_PASSWORD=[redacted]\npassword [redacted] again"

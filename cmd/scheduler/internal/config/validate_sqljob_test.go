@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/redact"
 )
 
 // TestLoad_SQLJobRole checks the keys of sql jobs' roles: role and store.job_dsn need a
@@ -60,7 +62,7 @@ func TestLoad_SQLJobRole(t *testing.T) {
 		if cfg.Store.JobDSN != "postgres://jobs:s3cret@db/app" || cfg.Jobs[0].Role != "nightly" {
 			t.Fatalf("job_dsn %q, role %q from the environment", cfg.Store.JobDSN, cfg.Jobs[0].Role)
 		}
-		if strings.Contains(RedactDSN(cfg.Store.JobDSN), "s3cret") {
+		if strings.Contains(redact.DSN(cfg.Store.JobDSN), "s3cret") {
 			t.Fatal("the job DSN's password is not redacted")
 		}
 	})

@@ -1,16 +1,20 @@
-package config
+// Package redact keeps the configuration's secrets out of what the scheduler shows: a Postgres
+// DSN's password hidden for logs and status, and every secret replaced in a run's output.
+package redact
 
 import (
 	"net/url"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 )
 
 // kvPassword matches password=... in a key=value DSN, quoted or not.
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 
-// RedactDSN hides the password of a Postgres DSN, URL or key=value form, for logs and status.
-func RedactDSN(dsn string) string {
+// DSN hides the password of a Postgres DSN, URL or key=value form, for logs and status.
+func DSN(dsn string) string {
 	return dsnPasswords(dsn, func(...string) string { return "xxxxx" })
 }
 
@@ -41,4 +45,41 @@ func dsnPasswords(dsn string, replace func(forms ...string) string) string {
 		}
 		return sub[1] + replace(forms...)
 	})
+}
+
+// Redacted replaces a secret in the output of a run.
+const Redacted = "[redacted]"
+
+// Scrubber returns a function replacing each of secrets in a text by [redacted]; nil when
+// there are no secrets. Longer secrets go first, so that a DSN is replaced whole rather than
+// around its password.
+func Scrubber(secrets []string) func(string) string {
+	if len(secrets) == 0 {
+		return nil
+	}
+	sorted := append([]string(nil), secrets...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	pairs := make([]string, 0, 2*len(sorted))
+	for _, s := range sorted {
+		if s != "" {
+			pairs = append(pairs, s, Redacted)
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// DSNSecrets returns the password of a Postgres DSN, URL or key=value form, as written and, for
+// a URL, decoded too; nil when it has none.
+func DSNSecrets(dsn string) []string {
+	var out []string
+	dsnPasswords(dsn, func(forms ...string) string {
+		for _, f := range forms {
+			if f != "" && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		return forms[0]
+	})
+	return out
 }

@@ -1,4 +1,8 @@
-package main
+// Package coord builds the replica's leader election from its configuration, whichever backend
+// it names (etcd, postgres, zookeeper, redis), and reads who leads for the commands: each backend
+// reduced to what the daemon and the commands need of it, its terms handed over as the
+// scheduler's Term.
+package coord
 
 import (
 	"context"
@@ -21,28 +25,28 @@ import (
 	"scheduler/internal/zkelection"
 )
 
-// leadFunc is what the daemon does during one term, whichever backend granted it.
-type leadFunc = func(ctx context.Context, t scheduler.Term) error
+// LeadFunc is what the daemon does during one term, whichever backend granted it.
+type LeadFunc = func(ctx context.Context, t scheduler.Term) error
 
-// coordinator is what the daemon needs of a leader election: campaign and call lead once per
+// Coordinator is what the daemon needs of a leader election: campaign and call lead once per
 // term won, with a context cancelled before the backend can grant the next term; confirm that
 // a term is still held when the store refuses its token for one job; say whether this replica
 // leads.
-type coordinator interface {
-	Run(ctx context.Context, lead leadFunc) error
+type Coordinator interface {
+	Run(ctx context.Context, lead LeadFunc) error
 	Confirm(ctx context.Context, token int64) error
 	Leading() (scheduler.Term, bool)
 }
 
-// leaderView is a follower-side view of who leads, for status and metrics; never evidence that
+// View is a follower-side view of who leads, for status and metrics; never evidence that
 // this replica leads.
-type leaderView interface {
+type View interface {
 	Run(ctx context.Context) error
-	Current() (leaderSeen, bool)
+	Current() (Seen, bool)
 }
 
-// leaderSeen is who leads as a leaderView last saw it.
-type leaderSeen struct {
+// Seen is who leads as a View last saw it.
+type Seen struct {
 	Node  string
 	Token int64
 	// Since is when the term started by the leader's clock, when the backend knows it (etcd);
@@ -52,91 +56,95 @@ type leaderSeen struct {
 	Since time.Time
 }
 
-// backendDeps are the connections a backend may use, opened by the daemon.
-type backendDeps struct {
-	etcd  *clientv3.Client // etcd only
-	pool  *pgxpool.Pool    // the store's database: postgres's lease, redis's floor
-	redis redis.UniversalClient
-	lg    *zap.Logger // without the node field: each campaigner adds it
-	m     *status.Metrics
+// Deps are the connections a backend may use, opened by the daemon, and the metrics its terms
+// and leader changes feed.
+type Deps struct {
+	Etcd    *clientv3.Client // etcd only
+	Pool    *pgxpool.Pool    // the store's database: postgres's lease, redis's floor
+	Redis   redis.UniversalClient
+	Logger  *zap.Logger // without the node field: each campaigner adds it
+	Metrics *status.Metrics
 }
 
-// newBackend builds the campaigner and the observer of cfg.Election.Backend.
-func newBackend(cfg *config.Config, deps backendDeps) (coordinator, leaderView, error) {
+// New builds the campaigner and the observer of cfg.Election.Backend.
+func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 	switch cfg.Election.Backend {
 	case config.BackendEtcd:
-		return newEtcdBackend(cfg, deps)
+		return newEtcd(cfg, deps)
 	case config.BackendPostgres:
-		c, err := pglease.New(deps.pool, pglease.Config{
-			Schema: cfg.Store.Schema, Name: leaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
-			Events: pglease.Events{OnElected: elected(deps.m), OnLost: func(_ pglease.Term, r pglease.Reason) { deps.m.Lost(string(r)) }},
-		}, deps.lg)
+		c, err := pglease.New(deps.Pool, pglease.Config{
+			Schema: cfg.Store.Schema, Name: LeaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
+			Events: pglease.Events{OnElected: elected(deps.Metrics), OnLost: func(_ pglease.Term, r pglease.Reason) { deps.Metrics.Lost(string(r)) }},
+		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		o, err := pglease.NewObserver(deps.pool, cfg.Store.Schema, leaseName, cfg.Election.TTL, deps.lg)
+		o, err := pglease.NewObserver(deps.Pool, cfg.Store.Schema, LeaseName, cfg.Election.TTL, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, countedView{pgView{o}, deps.m.LeaderChanged}, nil
+		return pgCoordinator{c}, countedView{pgView{o}, deps.Metrics.LeaderChanged}, nil
 	case config.BackendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
 			Servers: z.Servers, SessionTimeout: z.SessionTimeout, Path: z.Path, Node: cfg.Node,
-			Events: zkelection.Events{OnElected: elected(deps.m), OnLost: func(_ zkelection.Term, r zkelection.Reason) { deps.m.Lost(string(r)) }},
-		}, deps.lg)
+			Events: zkelection.Events{OnElected: elected(deps.Metrics), OnLost: func(_ zkelection.Term, r zkelection.Reason) { deps.Metrics.Lost(string(r)) }},
+		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		o, err := zkelection.NewObserver(z.Servers, z.SessionTimeout, z.Path, deps.lg)
+		o, err := zkelection.NewObserver(z.Servers, z.SessionTimeout, z.Path, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, countedView{zkView{o}, deps.m.LeaderChanged}, nil
+		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged}, nil
 	case config.BackendRedis:
-		c, err := redislock.New(deps.redis, redislock.Config{
-			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: fenceFloor(deps.pool, cfg.Store.Schema),
-			Events: redislock.Events{OnElected: elected(deps.m), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.m.Lost(string(r)) }},
-		}, deps.lg)
+		c, err := redislock.New(deps.Redis, redislock.Config{
+			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: FenceFloor(deps.Pool, cfg.Store.Schema),
+			Events: redislock.Events{OnElected: elected(deps.Metrics), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.Metrics.Lost(string(r)) }},
+		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		o, err := redislock.NewObserver(deps.redis, cfg.Redis.Key, cfg.Election.TTL, deps.lg)
+		o, err := redislock.NewObserver(deps.Redis, cfg.Redis.Key, cfg.Election.TTL, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, countedView{redisView{o}, deps.m.LeaderChanged}, nil
+		return redisCoordinator{c}, countedView{redisView{o}, deps.Metrics.LeaderChanged}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
 
-// leaseName is the postgres backend's election: its row in leader_lease. One store serves one
+// LeaseName is the postgres backend's election: its row in leader_lease. One store serves one
 // scheduler cluster, as its fence does.
-const leaseName = "scheduler"
+const LeaseName = "scheduler"
 
-// newEtcdBackend builds the etcd campaigner and observer.
-func newEtcdBackend(cfg *config.Config, deps backendDeps) (coordinator, leaderView, error) {
-	c, err := election.New(deps.etcd, election.Config{
-		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: electionEvents(deps.m),
-	}, deps.lg)
+// newEtcd builds the etcd campaigner and observer.
+func newEtcd(cfg *config.Config, deps Deps) (Coordinator, View, error) {
+	c, err := election.New(deps.Etcd, election.Config{
+		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: election.Events{
+			OnElected: func(t election.Term) { deps.Metrics.Elected(t.Token) },
+			OnLost:    func(_ election.Term, reason election.Reason) { deps.Metrics.Lost(string(reason)) },
+		},
+	}, deps.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := election.NewObserver(deps.etcd, cfg.Election.Prefix, deps.lg.With(zap.String("node", cfg.Node)))
+	o, err := election.NewObserver(deps.Etcd, cfg.Election.Prefix, deps.Logger.With(zap.String("node", cfg.Node)))
 	if err != nil {
 		return nil, nil, err
 	}
 	o.OnChange(func(_ election.Leader, ok bool) {
 		if ok {
-			deps.m.LeaderChanged()
+			deps.Metrics.LeaderChanged()
 		}
 	})
 	return etcdCoordinator{c}, etcdView{o}, nil
 }
 
-// fenceFloor reads the store's highest fence, below which the redis backend never takes a
+// FenceFloor reads the store's highest fence, below which the redis backend never takes a
 // token: Redis can lose its counter, the store is the source of truth for the newest token.
-func fenceFloor(pool *pgxpool.Pool, schema string) func(context.Context) (int64, error) {
+func FenceFloor(pool *pgxpool.Pool, schema string) func(context.Context) (int64, error) {
 	q := `SELECT coalesce(max(token), 0) FROM ` + pgx.Identifier{schema, "job_fence"}.Sanitize()
 	return func(ctx context.Context) (int64, error) {
 		var n int64
@@ -155,7 +163,7 @@ func elected(m *status.Metrics) func(scheduler.Term) {
 // etcdCoordinator hands the etcd campaigner's terms over as the scheduler's Term.
 type etcdCoordinator struct{ c *election.Campaigner }
 
-func (e etcdCoordinator) Run(ctx context.Context, lead leadFunc) error {
+func (e etcdCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 	return e.c.Run(ctx, func(ctx context.Context, t election.Term) error { return lead(ctx, etcdTerm(t)) })
 }
 
@@ -180,15 +188,15 @@ type (
 	redisCoordinator struct{ *redislock.Campaigner }
 )
 
-func (c pgCoordinator) Run(ctx context.Context, lead leadFunc) error {
+func (c pgCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 	return c.Campaigner.Run(ctx, lead)
 }
 
-func (c zkCoordinator) Run(ctx context.Context, lead leadFunc) error {
+func (c zkCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 	return c.Campaigner.Run(ctx, lead)
 }
 
-func (c redisCoordinator) Run(ctx context.Context, lead leadFunc) error {
+func (c redisCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 	return c.Campaigner.Run(ctx, lead)
 }
 
@@ -200,31 +208,31 @@ type (
 	redisView struct{ *redislock.Observer }
 )
 
-func (v etcdView) Current() (leaderSeen, bool) {
+func (v etcdView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+	return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
 }
 
-func (v pgView) Current() (leaderSeen, bool) {
+func (v pgView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return leaderSeen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+	return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
 }
 
-func (v zkView) Current() (leaderSeen, bool) {
+func (v zkView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return leaderSeen{Node: l.Node, Token: l.Token}, ok
+	return Seen{Node: l.Node, Token: l.Token}, ok
 }
 
-func (v redisView) Current() (leaderSeen, bool) {
+func (v redisView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return leaderSeen{Node: l.Node, Token: l.Token}, ok
+	return Seen{Node: l.Node, Token: l.Token}, ok
 }
 
 // countedView counts the leaders its view sees take over, for the observers without a change
 // hook: it reads the view every countEvery while Run runs. A leader that comes and goes within
 // one reading is not counted.
 type countedView struct {
-	leaderView
+	View
 	inc func()
 }
 
@@ -254,16 +262,16 @@ func (v countedView) Run(ctx context.Context) error {
 		stop()
 		wg.Wait()
 	}()
-	return v.leaderView.Run(ctx)
+	return v.View.Run(ctx)
 }
 
 var (
-	_ coordinator = etcdCoordinator{}
-	_ coordinator = pgCoordinator{}
-	_ coordinator = zkCoordinator{}
-	_ coordinator = redisCoordinator{}
-	_ leaderView  = etcdView{}
-	_ leaderView  = pgView{}
-	_ leaderView  = zkView{}
-	_ leaderView  = redisView{}
+	_ Coordinator = etcdCoordinator{}
+	_ Coordinator = pgCoordinator{}
+	_ Coordinator = zkCoordinator{}
+	_ Coordinator = redisCoordinator{}
+	_ View        = etcdView{}
+	_ View        = pgView{}
+	_ View        = zkView{}
+	_ View        = redisView{}
 )

@@ -1,0 +1,76 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/internal/pglease"
+	"scheduler/internal/redislock"
+	"scheduler/internal/zkelection"
+)
+
+// ErrNoLeader is a leader read's answer when nobody leads.
+var ErrNoLeader = errors.New("no leader")
+
+// Observed reads the leader from a running observer.
+func Observed(v View) func(context.Context) (Seen, error) {
+	return func(context.Context) (Seen, error) {
+		l, ok := v.Current()
+		if !ok {
+			return Seen{}, ErrNoLeader
+		}
+		return l, nil
+	}
+}
+
+// ReadOnce reads the leader from the backend once, for the commands: postgres and redis read
+// the lease, zookeeper the lowest candidate node on a session of its own.
+func ReadOnce(cfg *config.Config, conns Conns) func(context.Context) (Seen, error) {
+	return func(ctx context.Context) (Seen, error) {
+		switch cfg.Election.Backend {
+		case config.BackendPostgres:
+			l, err := pglease.ReadLeader(ctx, conns.Pool, cfg.Store.Schema, LeaseName)
+			if errors.Is(err, pglease.ErrNoLeader) {
+				return Seen{}, ErrNoLeader
+			}
+			return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, err
+		case config.BackendRedis:
+			l, err := redislock.ReadLeader(ctx, conns.Redis, cfg.Redis.Key)
+			if errors.Is(err, redislock.ErrNoLeader) {
+				return Seen{}, ErrNoLeader
+			}
+			return Seen{Node: l.Node, Token: l.Token}, err
+		case config.BackendZooKeeper:
+			return readZooKeeper(ctx, cfg.ZooKeeper)
+		}
+		return Seen{}, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
+	}
+}
+
+// readZooKeeper reads the lowest candidate on a session that lives as long as the read.
+func readZooKeeper(ctx context.Context, z config.ZooKeeperConfig) (Seen, error) {
+	conn, _, err := zk.Connect(z.Servers, z.SessionTimeout, zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		return Seen{}, fmt.Errorf("connect to %v: %w", z.Servers, err)
+	}
+	// The client's calls take no context: closing the session ends them.
+	stop := context.AfterFunc(ctx, conn.Close)
+	defer func() {
+		stop()
+		conn.Close()
+	}()
+	l, err := zkelection.ReadLeader(conn, z.Path)
+	if errors.Is(err, zkelection.ErrNoLeader) {
+		return Seen{}, ErrNoLeader
+	}
+	return Seen{Node: l.Node, Token: l.Token}, err // see Seen.Since
+}
+
+// zkQuiet drops the ZooKeeper client's own log lines: a command reports its errors itself.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
