@@ -47,6 +47,9 @@ type Spec struct {
 	Catchup      time.Duration // how far back a new leader looks for missed slots
 	Jitter       time.Duration // fire each slot Jitter(name, slot, Jitter) after it
 	Enabled      bool
+	// Notify makes the notice of a slot's final outcome (failure notifications), which the
+	// write of the outcome queues in the outbox; nil: none, or no notice for that outcome.
+	Notify func(scheduler.Run) *scheduler.Notice
 }
 
 // fireAt is when slot fires: the slot plus its deterministic jitter.

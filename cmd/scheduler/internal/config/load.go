@@ -14,6 +14,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"scheduler/internal/notify"
 )
 
 // envPrefix prefixes every environment variable that overrides a config key.
@@ -120,6 +122,9 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		}
 	}
 	outboxListsFromEnv(raw)
+	if d, ok := raw["defaults"].(map[string]any); ok {
+		notify.SplitLists(d["notify"], splitList) // SCHEDULER_DEFAULTS_NOTIFY_EMAIL=a@x.test,b@x.test
+	}
 	historyFromTop := inheritHistory(raw)
 	inherited, defaultProblems := applyJobDefaults(raw)
 	problems = append(problems, defaultProblems...)
@@ -225,8 +230,8 @@ func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
 		}
 		inherited[i] = map[string]bool{}
 		for k, val := range defaults {
-			if k == "history" {
-				mergeJobHistory(job, val, inherited[i])
+			if k == "history" || k == "notify" {
+				mergeJobBlock(job, k, val, inherited[i])
 				continue
 			}
 			if _, set := job[k]; !set && known[k] {
