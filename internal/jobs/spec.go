@@ -47,8 +47,7 @@ type Spec struct {
 	Catchup      time.Duration // how far back a new leader looks for missed slots
 	Jitter       time.Duration // fire each slot Jitter(name, slot, Jitter) after it
 	Enabled      bool
-	// Notify makes the notice of a slot's final outcome (failure notifications), which the
-	// write of the outcome queues in the outbox; nil: none, or no notice for that outcome.
+	// Notify makes the notice a slot's final outcome queues in the outbox (nil: none).
 	Notify func(scheduler.Run) *scheduler.Notice
 }
 
