@@ -198,7 +198,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now))
+	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice)
 	return err
 }
 

@@ -146,3 +146,82 @@ func TestDaemon_NotifiesFailuresOncePerSlot(t *testing.T) {
 		}
 	})
 }
+
+// TestDaemon_NotifiesDeadMessagesOncePerSlot: a job whose e-mails go dead (the SMTP server
+// refuses their recipients) notifies once per slot, however many of its messages died, and a
+// notification is never notified of itself.
+func TestDaemon_NotifiesDeadMessagesOncePerSlot(t *testing.T) {
+	smtp := testenv.MustSMTP(t, testenv.SMTPOptions{Refuse: func(rcpt string) (int, string) {
+		if strings.HasPrefix(rcpt, "gone") {
+			return 550, "no such user"
+		}
+		return 0, ""
+	}})
+	forEachDaemonStore(t, "", func(t *testing.T, c *cluster) {
+		before := len(smtp.Messages())
+		c.writeConfig(fmt.Sprintf(`
+outbox: {smtp: {addr: %q, from: scheduler@example.test, tls: none}, retry_backoff: 100ms}
+jobs:
+  - name: invoices
+    schedule: "@every 2s"
+    type: builtin
+    builtin: invoices
+    params: {clients: 2, period: slot, email_to: "gone-{client}@example.test"}
+    notify: {on: [dead], email: [ops@example.test, gone-ops@example.test]}
+`, smtp.Addr))
+		c.cli("migrate")
+		c.start("a")
+		dead := func() []messageJSON {
+			var ms []messageJSON
+			_ = json.Unmarshal([]byte(c.cli("outbox", "--json", "--status", "dead", "--limit", "1000")), &ms)
+			return ms
+		}
+		c.wait("the invoices of 2 slots dead", func() bool {
+			slots := map[string]bool{}
+			for _, m := range dead() {
+				if !strings.HasPrefix(m.Key, "notify.") {
+					slots[m.ScheduledAt.String()] = true
+				}
+			}
+			return len(slots) >= 2
+		})
+		c.cli("pause", "invoices")
+		c.wait("nothing pending", func() bool {
+			var ms []messageJSON
+			_ = json.Unmarshal([]byte(c.cli("outbox", "--json", "--status", "pending")), &ms)
+			var sending []messageJSON
+			_ = json.Unmarshal([]byte(c.cli("outbox", "--json", "--status", "sending")), &sending)
+			return len(ms) == 0 && len(sending) == 0
+		})
+		deadSlots := map[string]int{} // invoice e-mails dead, by slot
+		deadNotices := 0
+		for _, m := range dead() {
+			if strings.HasPrefix(m.Key, "notify.") {
+				deadNotices++ // the notification to gone-ops
+				continue
+			}
+			deadSlots[m.ScheduledAt.UTC().Format("2006-01-02T15:04:05Z")]++
+		}
+		perSlot := map[string]int{}
+		for _, m := range smtp.Messages()[before:] {
+			if strings.Contains(m.MessageID, "notify.invoices.") {
+				if len(m.To) != 1 || m.To[0] != "ops@example.test" || !strings.Contains(m.Body, "no such user") {
+					t.Errorf("notification %+v", m)
+				}
+				for slot := range deadSlots {
+					if strings.Contains(m.Body, slot) {
+						perSlot[slot]++
+					}
+				}
+			}
+		}
+		for slot, n := range deadSlots {
+			if n != 2 || perSlot[slot] != 1 {
+				t.Errorf("slot %s: %d invoice e-mails dead, %d notifications; want 2 and 1", slot, n, perSlot[slot])
+			}
+		}
+		if deadNotices != len(deadSlots) {
+			t.Errorf("%d dead notifications to gone-ops for %d slots, want one each and none notified again", deadNotices, len(deadSlots))
+		}
+	})
+}

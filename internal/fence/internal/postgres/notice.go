@@ -139,3 +139,23 @@ func (p *Backend) completeNotified(ctx context.Context, token int64, now time.Ti
 		ns.queue(p, b, token, now)
 	})
 }
+
+// deadNoticeInsert queues a message of the notice of the dead message $1, on
+// its slot, when the batch's record made it dead under the claim of token $2.
+const deadNoticeInsert = `INSERT INTO {s}outbox (key, job, scheduled_at, manual, token, kind, destination,
+		subject, body, next_attempt_at, created_at, updated_at)
+	SELECT $3::text, d.job, d.scheduled_at, d.manual, $2::bigint, $4::text, $5::text, $6::text, $7::text,
+		$8::timestamptz, $8::timestamptz, $8::timestamptz
+	FROM {s}outbox AS d WHERE d.key = $1 AND d.status = 'dead' AND d.claim_token = $2
+	ON CONFLICT ON CONSTRAINT outbox_key DO NOTHING`
+
+// queueDeadNotice adds the messages of n, the notice of the dead message key,
+// to b.
+func (p *Backend) queueDeadNotice(b *pgx.Batch, token int64, key string, at time.Time, n *scheduler.Notice) {
+	if n == nil {
+		return
+	}
+	for _, m := range n.Messages {
+		b.Queue(p.outboxSQL(deadNoticeInsert), key, token, m.Key, string(m.Kind), m.Destination, m.Subject, m.Body, at)
+	}
+}

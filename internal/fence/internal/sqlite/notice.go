@@ -112,3 +112,26 @@ func recordNotices(ctx context.Context, tx *sql.Tx, token int64, now time.Time, 
 	}
 	return nil
 }
+
+// liteDeadNoticeInsert queues a message of the notice of the dead message
+// $1, on its slot, when the transaction's record made it dead under the
+// claim of token $2.
+const liteDeadNoticeInsert = `INSERT INTO outbox (key, job, scheduled_at, manual, token, kind, destination,
+		subject, body, next_attempt_at, created_at, updated_at)
+	SELECT $3, d.job, d.scheduled_at, d.manual, $2, $4, $5, $6, $7, $8, $8, $8
+	FROM outbox AS d WHERE d.key = $1 AND d.status = 'dead' AND d.claim_token = $2
+	ON CONFLICT (key) DO NOTHING`
+
+// queueDeadNotice queues the messages of n, the notice of the dead message key.
+func queueDeadNotice(ctx context.Context, tx *sql.Tx, token int64, key string, at time.Time, n *scheduler.Notice) error {
+	if n == nil {
+		return nil
+	}
+	for _, m := range n.Messages {
+		if _, err := tx.ExecContext(ctx, liteDeadNoticeInsert, key, token, m.Key, string(m.Kind), m.Destination,
+			tables.CleanText(m.Subject), tables.CleanText(m.Body), at.UnixMicro()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
