@@ -23,6 +23,7 @@ import (
 	"scheduler/internal/kinds"
 	"scheduler/internal/outbox"
 	"scheduler/internal/retention"
+	"scheduler/internal/runlog"
 	"scheduler/internal/status"
 )
 
@@ -48,6 +49,7 @@ type daemon struct {
 	camp     coordinator
 	conns    backendConns // the other backends' connections
 	http     *status.Server
+	live     *runlog.Book // the output of the runs in progress, served at /runs/{id}/output
 	started  time.Time
 
 	// specs is the runner's table at start, built from cfg before anything connected.
@@ -181,8 +183,9 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
+	d.live = runlog.New(nil)
 	d.runner, err = jobs.New(d.specs, jobs.Options{
-		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
+		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
 		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: config.NewScrubber(d.cfg.Secrets()),
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
@@ -204,7 +207,7 @@ func (d *daemon) build() error {
 
 // newHTTP returns the status server of d, listening on http.addr.
 func (d *daemon) newHTTP() (*status.Server, error) {
-	s, err := status.New(status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg)}, d.statusSource(), statusView{d}, d.m, d.lg.Named("http"))
+	s, err := status.New(status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg), RunOutput: d.live}, d.statusSource(), statusView{d}, d.m, d.lg.Named("http"))
 	if err != nil {
 		return nil, fmt.Errorf("http.addr: %w", err)
 	}

@@ -58,6 +58,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		newResumeCmd(c),
 		newTriggerCmd(c),
 		newOutboxCmd(c),
+		newLogsCmd(c),
 	)
 	return root
 }

@@ -136,6 +136,7 @@ type backend interface {
 
 	ledger
 	outbox
+	runReads
 }
 
 var (

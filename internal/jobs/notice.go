@@ -10,8 +10,7 @@ func (t *tenure) notifyFinished(spec *Spec, lr *scheduler.Run, c *scheduler.Comp
 	}
 }
 
-// notifyCaughtUp attaches the notices of spec's slots that catch-up records missed and of the
-// orphans it closes (closes, of orphans, the job's orphans), in place.
+// notifyCaughtUp attaches the notices of spec's missed slots and closed orphans, in place.
 func (t *tenure) notifyCaughtUp(spec *Spec, missed []scheduler.Outcome, closes []scheduler.Completion, orphans []scheduler.Run) {
 	if spec.Notify == nil {
 		return

@@ -29,6 +29,9 @@ type Config struct {
 	Explain Explain
 	// Now is the clock of the status document. Default: time.Now.
 	Now func() time.Time
+	// RunOutput, if set, serves GET /runs/{id}/output: the output of a run in progress on this
+	// replica, streamed as it prints it.
+	RunOutput http.Handler
 }
 
 // Timeouts of one request: the store and etcd must answer well within a scrape interval.
@@ -49,6 +52,9 @@ type Server struct {
 	lg  *zap.Logger
 	ln  net.Listener
 	srv *http.Server
+	// streams ends the streaming responses when the server shuts down (streaming).
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New listens on cfg.Addr, so that an address in use fails at start, and returns the server
@@ -68,7 +74,9 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 		return nil, fmt.Errorf("status server: %w", err)
 	}
 	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln}
+	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	s.srv.RegisterOnShutdown(s.endStreams)
 	return s, nil
 }
 
@@ -102,6 +110,9 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.cfg.RunOutput != nil {
+		mux.Handle("GET /runs/{id}/output", s.streaming(s.cfg.RunOutput))
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{Registry: s.m.reg}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
