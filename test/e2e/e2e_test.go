@@ -102,5 +102,6 @@ func TestE2E(t *testing.T) {
 	t.Run("JobUserCannotReadSecretFiles", s.jobUserCannotReadSecretFiles)
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 	t.Run("Outbox", s.outboxFaults)
+	t.Run("FailureNotifications", s.failureNotifications)
 	t.Run("Backends", s.backends)
 }
