@@ -183,7 +183,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.live = runlog.New(nil)
+	d.live = runlog.New(nil, config.NewScrubber(d.cfg.Secrets()))
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
 		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: config.NewScrubber(d.cfg.Secrets()),

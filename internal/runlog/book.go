@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"time"
@@ -15,10 +16,14 @@ const (
 	Linger = time.Minute
 )
 
+// maxLine bounds the bytes a Book holds back waiting for the end of a line.
+const maxLine = 4 << 10
+
 // Book keeps the output of the runs in progress. Its zero value is not usable; make one with
 // New. It is safe for concurrent use.
 type Book struct {
-	now func() time.Time
+	now   func() time.Time
+	scrub func(string) string
 
 	mu   sync.Mutex
 	runs map[string]*entry // by run id
@@ -28,18 +33,25 @@ type Book struct {
 type entry struct {
 	job     string
 	buf     []byte        // the newest bytes, at most MaxKept
+	partial []byte        // the start of a line not ended yet, not scrubbed yet
 	start   int64         // the offset of buf[0] in the run's output
 	writing int           // attempts writing now
 	ended   time.Time     // when the last attempt ended; zero while one writes
 	changed chan struct{} // closed and replaced on every write and end
 }
 
-// New returns an empty Book on the clock now (nil: time.Now).
-func New(now func() time.Time) *Book {
+// New returns an empty Book on the clock now (nil: time.Now). scrub (nil: none) rewrites each
+// line before it is kept, as the ledger's output is (the daemon's secrets replaced), so that
+// following a run shows nothing history would not: a line is kept once it ends (or passes
+// maxLine bytes, or its attempt ends).
+func New(now func() time.Time, scrub func(string) string) *Book {
 	if now == nil {
 		now = time.Now
 	}
-	return &Book{now: now, runs: map[string]*entry{}}
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
+	return &Book{now: now, scrub: scrub, runs: map[string]*entry{}}
 }
 
 // Open returns where an attempt of job's run runID writes its output, and done, to be called
@@ -74,10 +86,25 @@ func (b *Book) sweep() {
 func (b *Book) end(e *entry) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.keep(e, e.partial)
+	e.partial = nil
 	if e.writing--; e.writing == 0 {
 		e.ended = b.now()
 	}
 	e.notify()
+}
+
+// keep appends text, scrubbed, to e's output, dropping the oldest bytes past MaxKept. The caller
+// holds b.mu.
+func (b *Book) keep(e *entry, text []byte) {
+	if len(text) == 0 {
+		return
+	}
+	e.buf = append(e.buf, b.scrub(string(text))...)
+	if over := len(e.buf) - MaxKept; over > 0 {
+		e.buf = append(e.buf[:0], e.buf[over:]...)
+		e.start += int64(over)
+	}
 }
 
 // notify wakes e's readers. The caller holds the Book's lock.
@@ -92,15 +119,19 @@ type writer struct {
 	e *entry
 }
 
-// Write keeps p, dropping the oldest bytes past MaxKept; it never fails.
+// Write keeps the lines p ends, scrubbed, and holds back the start of the next; it never fails.
 func (w writer) Write(p []byte) (int, error) {
 	w.b.mu.Lock()
 	defer w.b.mu.Unlock()
 	e := w.e
-	e.buf = append(e.buf, p...)
-	if over := len(e.buf) - MaxKept; over > 0 {
-		e.buf = append(e.buf[:0], e.buf[over:]...)
-		e.start += int64(over)
+	e.partial = append(e.partial, p...)
+	if i := bytes.LastIndexByte(e.partial, '\n'); i >= 0 {
+		w.b.keep(e, e.partial[:i+1])
+		e.partial = append(e.partial[:0], e.partial[i+1:]...)
+	}
+	if len(e.partial) > maxLine {
+		w.b.keep(e, e.partial)
+		e.partial = e.partial[:0]
 	}
 	e.notify()
 	return len(p), nil

@@ -30,22 +30,22 @@ func (f *fakeNow) add(d time.Duration) {
 // after its last attempt ended, not before.
 func TestBook_Read(t *testing.T) {
 	clk := &fakeNow{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
-	b := New(clk.now)
+	b := New(clk.now, nil)
 	w, done := b.Open("job", "7")
-	_, _ = io.WriteString(w, "hello ")
-	if c, ok := b.Read("7", 0); !ok || string(c.Data) != "hello " || c.Offset != 0 || c.Ended {
-		t.Fatalf("read %+v %v, want the output so far, not ended", c, ok)
+	_, _ = io.WriteString(w, "hello\nwor")
+	if c, ok := b.Read("7", 0); !ok || string(c.Data) != "hello\n" || c.Offset != 0 || c.Ended {
+		t.Fatalf("read %+v %v, want the lines so far, not ended", c, ok)
 	}
 	done()
 	done() // a second call changes nothing
-	if c, _ := b.Read("7", 3); string(c.Data) != "lo " || c.Offset != 3 || !c.Ended {
-		t.Fatalf("read from 3 after the attempt = %+v, want the rest, ended", c)
+	if c, _ := b.Read("7", 3); string(c.Data) != "lo\nwor" || c.Offset != 3 || !c.Ended {
+		t.Fatalf("read from 3 after the attempt = %+v, want the rest, the unended line too, ended", c)
 	}
 	w, done = b.Open("job", "7") // the retry
-	_, _ = io.WriteString(w, strings.Repeat("x", MaxKept))
+	_, _ = io.WriteString(w, strings.Repeat("x", MaxKept-1)+"\n")
 	c, _ := b.Read("7", 0)
-	if c.Offset != 6 || len(c.Data) != MaxKept || c.Ended {
-		t.Fatalf("read after overflow: offset %d, %d bytes, ended %v; want offset 6 and MaxKept bytes", c.Offset, len(c.Data), c.Ended)
+	if c.Offset != 9 || len(c.Data) != MaxKept || c.Ended {
+		t.Fatalf("read after overflow: offset %d, %d bytes, ended %v; want offset 9 and MaxKept bytes", c.Offset, len(c.Data), c.Ended)
 	}
 	done()
 	if _, ok := b.Read("8", 0); ok {
@@ -69,7 +69,7 @@ func TestBook_Read(t *testing.T) {
 // TestBook_ServeHTTP: a follower over real HTTP gets the output as it is written, from its
 // offset, and the stream ends with the attempt; an unknown run is 404, a bad offset 400.
 func TestBook_ServeHTTP(t *testing.T) {
-	b := New(nil)
+	b := New(nil, nil)
 	mux := http.NewServeMux()
 	mux.Handle("GET /runs/{id}/output", b)
 	srv := httptest.NewServer(mux)
@@ -109,4 +109,21 @@ func TestBook_ServeHTTP(t *testing.T) {
 			t.Errorf("GET %s: %s, want %d", url, resp.Status, want)
 		}
 	}
+}
+
+// TestBook_Scrub: what is kept is scrubbed line by line, so a secret written in two pieces is
+// replaced whole; a line longer than maxLine is kept without waiting for its end.
+func TestBook_Scrub(t *testing.T) {
+	b := New(nil, func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") })
+	w, done := b.Open("job", "1")
+	_, _ = io.WriteString(w, "password s3")
+	_, _ = io.WriteString(w, "cret\n")
+	if c, _ := b.Read("1", 0); string(c.Data) != "password [redacted]\n" {
+		t.Fatalf("kept %q, want the secret scrubbed", c.Data)
+	}
+	_, _ = io.WriteString(w, strings.Repeat("y", maxLine+1))
+	if c, _ := b.Read("1", 0); len(c.Data) != len("password [redacted]\n")+maxLine+1 {
+		t.Fatalf("kept %d bytes, want the long line kept before its end", len(c.Data))
+	}
+	done()
 }
