@@ -66,8 +66,10 @@ func (ns *notices) queue(p *Backend, b *pgx.Batch, token int64, now time.Time) {
 		token, now, ns.bodies, ns.after)
 }
 
-// completeNotices are the notices of cs, whose runs are looked up by id: the
-// batch's statement joins by slot, which the completions do not carry.
+// completeNoticeSlots reads the slots of the runs of completions with a
+// notice, by run id (with each id's position in the list): noticeInsert joins
+// by slot, which a completion does not carry. A run's slot never changes, so
+// it is read before the fenced batch.
 const completeNoticeSlots = `SELECT r.job, r.scheduled_at, r.manual, c.i FROM {s}runs AS r
 	JOIN unnest($1::bigint[]) WITH ORDINALITY AS c(run_id, i) ON r.run_id = c.run_id`
 
