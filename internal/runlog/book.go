@@ -11,6 +11,11 @@ import (
 const (
 	// MaxKept is how many of a run's newest bytes a Book keeps.
 	MaxKept = 64 << 10
+	// MaxTotal bounds the bytes a Book keeps of all runs together: past it, a run that writes
+	// keeps only its newest MinKept bytes, so a herd of talkative runs cannot fill the leader.
+	MaxTotal = 32 << 20
+	// MinKept is what a run keeps while the Book is past MaxTotal.
+	MinKept = 4 << 10
 	// Linger is how long a Book keeps a run after its last attempt ended, for a follower that
 	// reads the end of it.
 	Linger = time.Minute
@@ -25,8 +30,9 @@ type Book struct {
 	now   func() time.Time
 	scrub func(string) string
 
-	mu   sync.Mutex
-	runs map[string]*entry // by run id
+	mu    sync.Mutex
+	runs  map[string]*entry // by run id
+	total int               // bytes kept, of every run
 }
 
 // entry is one run's kept output.
@@ -77,6 +83,7 @@ func (b *Book) sweep() {
 	now := b.now()
 	for id, e := range b.runs {
 		if e.writing == 0 && now.Sub(e.ended) > Linger {
+			b.total -= len(e.buf)
 			delete(b.runs, id)
 		}
 	}
@@ -100,11 +107,17 @@ func (b *Book) keep(e *entry, text []byte) {
 	if len(text) == 0 {
 		return
 	}
+	before := len(e.buf)
 	e.buf = append(e.buf, b.scrub(string(text))...)
-	if over := len(e.buf) - MaxKept; over > 0 {
+	limit := MaxKept
+	if b.total+len(e.buf)-before > MaxTotal {
+		limit = MinKept
+	}
+	if over := len(e.buf) - limit; over > 0 {
 		e.buf = append(e.buf[:0], e.buf[over:]...)
 		e.start += int64(over)
 	}
+	b.total += len(e.buf) - before
 }
 
 // notify wakes e's readers. The caller holds the Book's lock.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,4 +127,33 @@ func TestBook_Scrub(t *testing.T) {
 		t.Fatalf("kept %d bytes, want the long line kept before its end", len(c.Data))
 	}
 	done()
+}
+
+// TestBook_MaxTotal: past MaxTotal for every run together, a run that writes keeps only its
+// newest MinKept bytes; the bytes of forgotten runs no longer count.
+func TestBook_MaxTotal(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	line := strings.Repeat("z", MaxKept-1) + "\n"
+	var dones []func()
+	for i := range MaxTotal / MaxKept {
+		w, done := b.Open("job", strconv.Itoa(i))
+		_, _ = io.WriteString(w, line)
+		dones = append(dones, done)
+	}
+	w, done := b.Open("job", "last")
+	_, _ = io.WriteString(w, line)
+	if c, _ := b.Read("last", 0); len(c.Data) != MinKept {
+		t.Fatalf("a run past MaxTotal keeps %d bytes, want MinKept", len(c.Data))
+	}
+	for _, d := range dones {
+		d()
+	}
+	done()
+	clk.add(Linger + time.Second)
+	w, _ = b.Open("job", "after")
+	_, _ = io.WriteString(w, line)
+	if c, _ := b.Read("after", 0); len(c.Data) != MaxKept {
+		t.Fatalf("a run after the others were forgotten keeps %d bytes, want MaxKept", len(c.Data))
+	}
 }

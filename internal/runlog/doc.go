@@ -4,9 +4,9 @@
 //
 // The ledger keeps a run's output excerpt only once the run is finished; while it runs, its
 // output exists only in the leader's memory, here. A Book keeps the newest MaxKept bytes of
-// each run (older bytes are dropped, and a follower is told how many it missed), and forgets
-// a run Linger after its last attempt ended, so its memory stays bounded by the runs in
-// progress. Only the leader runs jobs, so only the leader's Book has anything to serve; a
+// each run (older bytes are dropped, and a follower is told how many it missed), MinKept once
+// all runs together hold MaxTotal, and forgets a run Linger after its last attempt ended, so its
+// memory stays bounded whatever the runs print. Only the leader runs jobs, so only the leader's Book has anything to serve; a
 // follower's answers 404, as does the leader's for a run it does not run.
 //
 // # The stream
