@@ -99,7 +99,7 @@ func (p Policy) DeadNotice(m scheduler.Message, lastErr string, token int64, nod
 	}
 	return p.notice(Dead, report{
 		Event: Dead, Job: m.Job, Slot: m.ScheduledAt.UTC(), Manual: m.Manual,
-		Reason: fmt.Sprintf("message %s to %s went dead after %d attempts", m.Key, m.Destination, m.Attempts),
+		Reason: clean(fmt.Sprintf("message %s to %s went dead after %d attempts", m.Key, m.Destination, m.Attempts)),
 		Error:  clean(lastErr), Token: token, Node: node, Message: m.Key,
 	}, scheduler.SlotKey{Job: m.Job, At: m.ScheduledAt, Manual: m.Manual})
 }
