@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -20,6 +21,16 @@ type Attempt struct {
 	// ledger. Kinds write through Fenced and FencedStatements rather than through it, so that a
 	// write cannot carry another job's name or another term's token.
 	Fencer Fencer
+	// Live, when set, takes a copy of what the attempt prints while it runs, so that the run
+	// can be followed (`scheduler logs -f`); kinds that print (exec) write to it. Nil: none.
+	Live LiveOutput
+}
+
+// LiveOutput keeps the output of the runs in progress, for following them.
+type LiveOutput interface {
+	// Open returns where an attempt of job's run runID writes its output as it prints it, and
+	// done, which the attempt calls once it has printed everything. The writer never fails.
+	Open(job, runID string) (w io.Writer, done func())
 }
 
 // ErrNoFencer reports a fenced write of an Attempt that has no Fencer: nothing was written.

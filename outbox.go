@@ -92,4 +92,7 @@ type Delivery struct {
 	At time.Time
 	// Next is when a retried message is due again.
 	Next time.Time
+	// Notice, when set on a dead outcome, is queued by the record of it, in its write, as
+	// notifications of the message's slot (the job's failure notifications).
+	Notice *Notice
 }

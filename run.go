@@ -88,6 +88,8 @@ type Completion struct {
 	// Attempt is how many attempts the run made; the ledger keeps the larger of it and its own
 	// count, which misses retries made while the store was unreachable. 0 keeps the ledger's.
 	Attempt int
+	// Notice, when set, is queued in the outbox by the write that finishes the run.
+	Notice *Notice
 }
 
 // Outcome records a slot that ends without running.
@@ -95,6 +97,8 @@ type Outcome struct {
 	Slot   SlotKey
 	Status Status // StatusSkipped or StatusMissed (or StatusFenced, StatusFailed)
 	Reason string
+	// Notice, when set, is queued in the outbox by the write that records the slot.
+	Notice *Notice
 }
 
 // RunRef names a run for a batch write that marks runs: its id and its job, whose fence guards

@@ -56,7 +56,7 @@ func (c consoleControl) Trigger(ctx context.Context, job, by string, at time.Tim
 // statusConfig is the configuration of d's status server: the status, and the web console,
 // whose actions are offered when an admin token is configured.
 func (d *daemon) statusConfig() status.Config {
-	cfg := status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg), Console: d.statusSource(), Node: d.cfg.Node}
+	cfg := status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg), Console: d.statusSource(), Node: d.cfg.Node, RunOutput: d.live}
 	if d.cfg.HTTP.AdminToken != "" {
 		cfg.AdminToken, cfg.Control = d.cfg.HTTP.AdminToken, consoleControl{d.control}
 	}

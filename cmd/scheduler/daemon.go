@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"scheduler/internal/kinds"
 	"scheduler/internal/outbox"
 	"scheduler/internal/retention"
+	"scheduler/internal/runlog"
 	"scheduler/internal/status"
 )
 
@@ -50,6 +50,7 @@ type daemon struct {
 	camp     coord.Coordinator
 	conns    coord.Conns // the other backends' connections
 	http     *status.Server
+	live     *runlog.Book // the output of the runs in progress, served at /runs/{id}/output
 	started  time.Time
 
 	// specs is the runner's table at start, built from cfg before anything connected.
@@ -185,8 +186,9 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
+	d.live = runlog.New(nil, redact.Scrubber(d.cfg.Secrets()))
 	d.runner, err = jobs.New(d.specs, jobs.Options{
-		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"),
+		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
 		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: redact.Scrubber(d.cfg.Secrets()),
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
@@ -202,7 +204,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now))
+	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice)
 	return err
 }
 
@@ -339,54 +341,6 @@ func (d *daemon) retention() []retention.Policy {
 		}
 	}
 	return ps
-}
-
-// pendingTriggers hands the trigger requests stored in the control state to the runner, once per term.
-func (d *daemon) pendingTriggers(ctx context.Context) {
-	// Give the runner its takeover first; Trigger waits for the loop anyway.
-	reqs, err := d.control.Requests(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			d.lg.Warn("read trigger requests", zap.Error(err))
-		}
-		return
-	}
-	for _, r := range reqs {
-		d.handleTrigger(ctx, r)
-	}
-}
-
-// consumeTriggers hands new trigger requests to the runner while this replica leads; followers
-// leave them in the control state for the leader.
-func (d *daemon) consumeTriggers(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case r, ok := <-d.watcher.Requests():
-			if !ok {
-				return nil // closed: the watcher's Run has returned
-			}
-			d.handleTrigger(ctx, r)
-		}
-	}
-}
-
-func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
-	err := d.runner.Trigger(ctx, r.Job, r.At)
-	switch {
-	case errors.Is(err, jobs.ErrNotLeading):
-		return
-	case err != nil:
-		d.lg.Warn("trigger", zap.String("job", r.Job), zap.Time("slot", r.At), zap.Error(err))
-		if !errors.Is(err, scheduler.ErrFenced) {
-			_ = d.control.Done(ctx, r) // an unknown job: drop the request
-		}
-		return
-	}
-	if err := d.control.Done(ctx, r); err != nil {
-		d.lg.Warn("remove handled trigger request", zap.String("job", r.Job), zap.Error(err))
-	}
 }
 
 // replica is this replica's entry in the registry, with the table hash it runs now.

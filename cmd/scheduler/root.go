@@ -81,6 +81,7 @@ func newRootCmd(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		newTriggerCmd(c),
 		newBackfillCmd(c),
 		newOutboxCmd(c),
+		newLogsCmd(c),
 	)
 	return root
 }

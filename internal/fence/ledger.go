@@ -112,8 +112,11 @@ func (s *Store) RecordMany(ctx context.Context, token int64, node string, outs [
 			return nil, fmt.Errorf("record slot %s of job %q: status %q: want a terminal status", o.Slot.At.Format(timeLayout), o.Slot.Job, o.Status)
 		}
 		o.Slot.At = tables.NormTime(o.Slot.At)
+		if err := checkNotice(o.Slot.Job, token, o.Notice); err != nil {
+			return nil, fmt.Errorf("record slot %s: %w", o.Slot.At.Format(timeLayout), err)
+		}
 		slots[i] = o.Slot
-		norm[i] = scheduler.Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason)}
+		norm[i] = scheduler.Outcome{Slot: o.Slot, Status: o.Status, Reason: excerptHead(o.Reason), Notice: o.Notice}
 	}
 	if err := checkSlots(token, node, slots); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
@@ -165,6 +168,9 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Co
 		}
 		if seen[c.RunID] {
 			return nil, fmt.Errorf("complete run %d of job %q: run listed twice", c.RunID, c.Job)
+		}
+		if err := checkNotice(c.Job, token, c.Notice); err != nil {
+			return nil, fmt.Errorf("complete run %d: %w", c.RunID, err)
 		}
 		seen[c.RunID] = true
 		c.Error, c.Reason, c.Output = excerptHead(c.Error), excerptHead(c.Reason), excerptOutput(c.Output)

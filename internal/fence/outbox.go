@@ -148,7 +148,9 @@ func sortMessages(msgs []scheduler.Message) {
 // last two with d.Error. A token older than the fence records nothing
 // (ErrStale); a message not sending under token fails with ErrNotClaimed,
 // but for the same record made again under the same token, which succeeds:
-// a record whose reply was lost can be repeated.
+// a record whose reply was lost can be repeated. A dead outcome's
+// d.Notice is queued in the same write, as messages of the dead message's
+// slot, once (a repeat finds their keys taken).
 func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return fmt.Errorf("record delivery of message %q: %w", key, err)
@@ -158,6 +160,12 @@ func (s *Store) RecordDelivery(ctx context.Context, token int64, key string, d s
 		return fmt.Errorf("record delivery of message %q: outcome %q", key, d.Outcome)
 	case d.At.IsZero() || (d.Outcome == scheduler.DeliveryRetry && d.Next.IsZero()):
 		return fmt.Errorf("record delivery of message %q: %s without its times", key, d.Outcome)
+	}
+	if d.Notice != nil && d.Outcome != scheduler.DeliveryDead {
+		return fmt.Errorf("record delivery of message %q: a notice with outcome %q: only a dead message notifies", key, d.Outcome)
+	}
+	if err := checkNotice(OutboxFence, token, d.Notice); err != nil {
+		return fmt.Errorf("record delivery of message %q: %w", key, err)
 	}
 	d.At, d.Next = tables.NormTime(d.At), tables.NormTime(d.Next)
 	d.Error = excerptHead(d.Error)

@@ -137,6 +137,7 @@ type backend interface {
 	ledger
 	backfill
 	outbox
+	runReads
 }
 
 var (

@@ -25,6 +25,7 @@ func (t *tenure) execute(rc *attempts.Cancel, spec *Spec, lr scheduler.Run) (run
 		return done, nil
 	}
 	t.r.scrub(&f.c)
+	t.notifyFinished(spec, &lr, &f.c, res.Attempt)
 	f.attempt, f.took, f.done = res.Attempt, t.r.clock.Now().Sub(started), done
 	return done, f
 }

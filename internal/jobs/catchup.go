@@ -82,6 +82,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
 			continue
 		}
+		t.notifyCaughtUp(s, plan.Missed, plan.Close, orphansOf[s.Name])
 		missed = append(missed, plan.Missed...)
 		for _, o := range plan.Ahead {
 			t.jobs[s.Name].orphanAhead(o)

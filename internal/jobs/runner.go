@@ -58,6 +58,7 @@ type Options struct {
 	// Scrub rewrites the output and error of a run before they are written to the ledger, where
 	// status and history show them; the daemon passes one that replaces its secrets. nil: none.
 	Scrub func(string) string
+	Live  scheduler.LiveOutput // every attempt's Attempt.Live, the output of runs in progress; nil: none
 }
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term

@@ -47,6 +47,8 @@ type Spec struct {
 	Catchup      time.Duration // how far back a new leader looks for missed slots
 	Jitter       time.Duration // fire each slot Jitter(name, slot, Jitter) after it
 	Enabled      bool
+	// Notify makes the notice a slot's final outcome queues in the outbox (nil: none).
+	Notify func(scheduler.Run) *scheduler.Notice
 }
 
 // fireAt is when slot fires: the slot plus its deterministic jitter.

@@ -121,7 +121,7 @@ func newTenure(r *Runner, token int64) *tenure {
 		claimsAhead: newClaimsAhead(r.opts.ClaimAhead),
 	}
 	t.attempts = attempts.Runner{Clock: r.clock, Ledger: r.opts.Ledger, Token: token, Log: t.lg,
-		MaxBackoff: r.opts.MaxBackoff, WriteTimeout: r.opts.WriteTimeout, Scrub: r.opts.Scrub}
+		MaxBackoff: r.opts.MaxBackoff, WriteTimeout: r.opts.WriteTimeout, Scrub: r.opts.Scrub, Live: r.opts.Live}
 	t.completer = outcomes.New[*finished](r.clock, completer{t})
 	return t
 }

@@ -225,10 +225,16 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	pgid := cmd.Process.Pid
 
 	out := NewCapture(j.limit)
+	var sink io.Writer = out
+	if run.Live != nil { // the run can be followed while it runs
+		live, done := run.Live.Open(run.Job, run.RunID)
+		defer done()
+		sink = io.MultiWriter(out, live)
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(out, pr)
+		_, _ = io.Copy(sink, pr)
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -96,6 +96,9 @@ type Config struct {
 	After func(d time.Duration) <-chan time.Time
 	// Observe, if set, is called with each attempt's outcome, for metrics.
 	Observe func(m scheduler.Message, d scheduler.Delivery)
+	// Dead, if set, makes the notice that the record of m's death queues with it, in the same
+	// fenced write (the failure notifications of m's job); nil: none.
+	Dead func(m scheduler.Message, d scheduler.Delivery) *scheduler.Notice
 	// Logger receives one line per attempt. Default: no logging.
 	Logger *zap.Logger
 }
@@ -298,6 +301,9 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 			// The term ended during the send: hand it on without a backoff.
 			res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: err.Error(), At: res.At, Next: res.At}
 		}
+	}
+	if res.Outcome == scheduler.DeliveryDead && d.cfg.Dead != nil {
+		res.Notice = d.cfg.Dead(m, res)
 	}
 	if err := d.record(ctx, token, m.Key, res); err != nil {
 		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))

@@ -39,6 +39,9 @@ type Config struct {
 	// it; empty keeps the console read-only.
 	AdminToken string
 	Control    Control
+	// RunOutput, if set, serves GET /runs/{id}/output: the output of a run in progress on this
+	// replica, streamed as it prints it.
+	RunOutput http.Handler
 }
 
 // Timeouts of one request: the store and etcd must answer well within a scrape interval.
@@ -62,6 +65,9 @@ type Server struct {
 
 	origins  *http.CrossOriginProtection // the console's actions come from its own page
 	refusals *rate.Sometimes             // bounds the log lines of refused actions
+	// streams ends the streaming responses when the server shuts down (streaming).
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New listens on cfg.Addr, so that an address in use fails at start, and returns the server
@@ -84,7 +90,9 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	}
 	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln,
 		origins: http.NewCrossOriginProtection(), refusals: &rate.Sometimes{First: 10, Interval: 10 * time.Second}}
+	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	s.srv.RegisterOnShutdown(s.endStreams)
 	return s, nil
 }
 
@@ -118,6 +126,9 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.cfg.RunOutput != nil {
+		mux.Handle("GET /runs/{id}/output", s.streaming(s.cfg.RunOutput))
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{Registry: s.m.reg}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)

@@ -103,6 +103,7 @@ func TestE2E(t *testing.T) {
 	t.Run("OutcomeWriteLost", s.outcomeWriteLost)
 	t.Run("Outbox", s.outboxFaults)
 	t.Run("BackfillLeaderKilled", s.backfillKill)
+	t.Run("FailureNotifications", s.failureNotifications)
 	t.Run("Backends", s.backends)
 	t.Run("ClusterView", s.clusterView)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"scheduler/internal/notify"
 	"scheduler/internal/schedule"
 )
 
@@ -202,6 +203,8 @@ type JobSpec struct {
 	Enabled bool `mapstructure:"enabled"`
 	// History is the job's retention in the run ledger. Default: the top-level history block.
 	History JobHistory `mapstructure:"history"`
+	// Notify is the job's failure notifications, through the outbox. Default: none.
+	Notify notify.Config `mapstructure:"notify"`
 }
 
 // defaultSettings are the values of keys the user did not set. Every key that can be set from

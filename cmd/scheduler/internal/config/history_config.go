@@ -67,29 +67,29 @@ func inheritHistory(raw map[string]any) map[string]bool {
 	return from
 }
 
-// mergeJobHistory fills the keys of job's history block that it does not set from defaults
-// (defaults.history), key by key, and marks them inherited as history.KEY.
-func mergeJobHistory(job map[string]any, defaults any, inherited map[string]bool) {
+// mergeJobBlock fills the keys of job's block (history, notify) that it does not set from
+// defaults (defaults.BLOCK), key by key, and marks them inherited as BLOCK.KEY.
+func mergeJobBlock(job map[string]any, block string, defaults any, inherited map[string]bool) {
 	dh, ok := defaults.(map[string]any)
 	if !ok {
 		return
 	}
-	jh, set := job["history"]
+	jh, set := job[block]
 	if !set || jh == nil {
-		job["history"] = maps.Clone(dh)
+		job[block] = maps.Clone(dh)
 		for k := range dh {
-			inherited["history."+k] = true
+			inherited[block+"."+k] = true
 		}
 		return
 	}
 	own, ok := jh.(map[string]any)
 	if !ok {
-		return // the decoder reports a history that is not a mapping
+		return // the decoder reports a block that is not a mapping
 	}
 	for k, v := range dh {
 		if _, set := own[k]; !set {
 			own[k] = v
-			inherited["history."+k] = true
+			inherited[block+"."+k] = true
 		}
 	}
 }

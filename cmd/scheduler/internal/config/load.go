@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"scheduler/cmd/scheduler/internal/suggest"
+	"scheduler/internal/notify"
 )
 
 // envPrefix prefixes every environment variable that overrides a config key.
@@ -122,6 +123,9 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		}
 	}
 	outboxListsFromEnv(raw)
+	if d, ok := raw["defaults"].(map[string]any); ok {
+		notify.SplitLists(d["notify"], splitList) // SCHEDULER_DEFAULTS_NOTIFY_EMAIL=a@x.test,b@x.test
+	}
 	historyFromTop := inheritHistory(raw)
 	inherited, defaultProblems := applyJobDefaults(raw)
 	problems = append(problems, defaultProblems...)
@@ -227,8 +231,8 @@ func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
 		}
 		inherited[i] = map[string]bool{}
 		for k, val := range defaults {
-			if k == "history" {
-				mergeJobHistory(job, val, inherited[i])
+			if k == "history" || k == "notify" {
+				mergeJobBlock(job, k, val, inherited[i])
 				continue
 			}
 			if _, set := job[k]; !set && known[k] {

@@ -37,7 +37,7 @@ func buildTable(cfg *Config, client *http.Client, environ []string) ([]jobs.Spec
 			Name: j.Name, Schedule: j.schedule, Executor: exec,
 			Timeout: j.Timeout, Retries: j.Retries, RetryBackoff: j.RetryBackoff,
 			Overlap: jobs.Overlap(j.Overlap), Misfire: jobs.Misfire(j.Misfire),
-			Catchup: j.Catchup, Jitter: j.Jitter, Enabled: j.Enabled,
+			Catchup: j.Catchup, Jitter: j.Jitter, Enabled: j.Enabled, Notify: j.Notify.Policy(j.Name).Hook(),
 		})
 	}
 	return specs, p.list
@@ -81,7 +81,7 @@ func jobLine(j Job) string {
 	return fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
 		j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
 		j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled) +
-		securityHash(j) + historyHash(j.History)
+		securityHash(j) + historyHash(j.History) + fmt.Sprintf("|%+v", j.Notify)
 }
 
 // securityHash is the part of a job's line in TableHash for the keys that decide what the job

@@ -78,6 +78,11 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
 	validateHistory(&p, c.History)
 	c.validateOutbox(&p)
+	notifyTo, canMail := c.Outbox.Webhook.Hosts, c.Outbox.SMTP.Addr != "" || c.Outbox.Log
+	c.Defaults.Notify.Report("defaults.notify", notifyTo, canMail, nil, p.once)
+	for i, j := range c.Jobs { // a job's inherited keys are reported under defaults.notify
+		j.Notify.Report(fmt.Sprintf("jobs[%d].notify", i), notifyTo, canMail, func(k string) bool { return j.inherited["notify."+k] }, p.once)
+	}
 	p.enum("metrics.per_job", c.Metrics.PerJob, "auto", "on", "off")
 	validateDefaults(&p, c.Defaults)
 	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)

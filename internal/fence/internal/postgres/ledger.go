@@ -209,6 +209,9 @@ func (p *Backend) Record(ctx context.Context, token int64, node string, now time
 		statuses = append(statuses, string(o.Status))
 		reasons = append(reasons, o.Reason)
 	}
+	if slices.ContainsFunc(outs, func(o scheduler.Outcome) bool { return o.Notice != nil }) {
+		return p.recordNotified(ctx, token, now, jobs, ats, manual, outs, jobs, ats, manual, statuses, reasons, token, node, now)
+	}
 	return p.slotWrite(ctx, token, jobs, ats, manual, p.q.record, jobs, ats, manual, statuses, reasons, token, node, now)
 }
 
@@ -271,10 +274,16 @@ func (p *Backend) Complete(ctx context.Context, token int64, now time.Time, cs [
 	}
 	ids := make(map[int64]bool, len(cs))
 	var runs []scheduler.Run
-	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
+	queue := func(b *pgx.Batch) {
 		b.Queue(p.q.complete, runIDs, jobs, statuses, errs, outputs, reasons, now, attempts).Query(collectIDs(ids))
 		b.Queue(p.q.runRows, runIDs).Query(collectRuns(&runs, pgRun))
-	})
+	}
+	var err error
+	if slices.ContainsFunc(cs, func(c scheduler.Completion) bool { return c.Notice != nil }) {
+		err = p.completeNotified(ctx, token, now, cs, queue)
+	} else {
+		err = p.fencedBatch(ctx, jobs, token, queue)
+	}
 	if err != nil {
 		return nil, err
 	}

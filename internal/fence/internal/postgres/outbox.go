@@ -62,6 +62,7 @@ func (p *Backend) RecordDelivery(ctx context.Context, token int64, key string, d
 				n = ct.RowsAffected()
 				return nil
 			})
+		p.queueDeadNotice(b, token, key, d.At, d.Notice)
 	})
 	return n == 1, err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"scheduler"
@@ -153,10 +154,25 @@ func (l *Backend) Record(ctx context.Context, token int64, node string, now time
 	for i, o := range outs {
 		slots[i] = o.Slot
 	}
-	return l.slotWrite(ctx, token, slots, liteRecord, func(i int) []any {
+	args := func(i int) []any {
 		o := outs[i]
 		return []any{o.Slot.Job, o.Slot.At.UnixMicro(), o.Slot.Manual, string(o.Status), token, node, now.UnixMicro(), o.Reason}
+	}
+	if !slices.ContainsFunc(outs, func(o scheduler.Outcome) bool { return o.Notice != nil }) {
+		return l.slotWrite(ctx, token, slots, liteRecord, args)
+	}
+	var res []scheduler.Result
+	err := l.fencedWrite(ctx, slotJobs(slots), token, func(tx *sql.Tx) (err error) {
+		res, err = writeOrRead(ctx, tx, liteRecord, liteSlotRow, false, len(slots), func(i int) ([]any, []any) {
+			s := slots[i]
+			return args(i), []any{s.Job, s.At.UnixMicro(), s.Manual}
+		})
+		if err != nil {
+			return err
+		}
+		return recordNotices(ctx, tx, token, now, outs, res)
 	})
+	return res, err
 }
 
 // Reclaim takes over the orphans among slots and returns the runs of the
@@ -182,7 +198,10 @@ func (l *Backend) Complete(ctx context.Context, token int64, now time.Time, cs [
 			return []any{c.RunID, c.Job, string(c.Status), now.UnixMicro(), c.Error, c.Output, c.Reason, c.Attempt},
 				[]any{c.RunID}
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		return completeNotices(ctx, tx, token, now, cs, res)
 	})
 	return res, err
 }

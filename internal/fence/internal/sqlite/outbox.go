@@ -73,8 +73,10 @@ func (l *Backend) RecordDelivery(ctx context.Context, token int64, key string, d
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		if n, err = res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		return queueDeadNotice(ctx, tx, token, key, d.At, d.Notice)
 	})
 	return n == 1, err
 }

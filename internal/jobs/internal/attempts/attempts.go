@@ -44,6 +44,8 @@ type Runner struct {
 	WriteTimeout time.Duration
 	// Scrub rewrites an attempt's error before a log line quotes it; nil: none.
 	Scrub func(string) string
+	// Live is every attempt's scheduler.Attempt.Live; nil: none.
+	Live scheduler.LiveOutput
 }
 
 // Job is what Run reads of a job.
@@ -161,7 +163,7 @@ func (r *Runner) attempt(ctx context.Context, c *Cancel, job *Job, lr *scheduler
 	timer := r.Clock.AfterFunc(job.Timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
 	run := scheduler.Attempt{Job: job.Name, Slot: lr.ScheduledAt.In(job.Location), Token: r.Token, Attempt: attempt,
-		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Manual, Fencer: r.Ledger}
+		RunID: strconv.FormatInt(lr.RunID, 10), Manual: lr.Manual, Fencer: r.Ledger, Live: r.Live}
 	out, err := job.Executor.Execute(actx, run)
 	if err != nil && c.Err() == nil && errors.Is(context.Cause(actx), errTimeout) {
 		err = fmt.Errorf("attempt %d timed out after %s: %w", attempt, job.Timeout, err)
