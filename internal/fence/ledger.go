@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,6 +180,8 @@ func (s *Store) CompleteMany(ctx context.Context, token int64, cs []scheduler.Co
 	if len(cs) == 0 {
 		return nil, nil
 	}
+	// In run id order, as StartMany marks runs started: see there.
+	slices.SortFunc(norm, func(a, b scheduler.Completion) int { return cmp.Compare(a.RunID, b.RunID) })
 	res, err := retried(ctx, s, cs[0].Job, token, func() ([]scheduler.Result, error) {
 		return s.b.Complete(ctx, token, s.now(), norm)
 	})

@@ -1,8 +1,10 @@
 package fence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"scheduler"
 )
@@ -32,6 +34,10 @@ func (s *Store) StartMany(ctx context.Context, token int64, refs []scheduler.Run
 			return 0, fmt.Errorf("start run %d: %w", r.RunID, err)
 		}
 	}
+	// In run id order, as CompleteMany writes: a herd's starts are recorded while its first
+	// outcomes are written, and two batches that lock the same runs in different orders can
+	// deadlock, which costs the one the database aborts a second and a retry.
+	refs = slices.SortedFunc(slices.Values(refs), func(a, b scheduler.RunRef) int { return cmp.Compare(a.RunID, b.RunID) })
 	marked := 0
 	err := inBatches(refs, maxStartBatch, func(part []scheduler.RunRef) error {
 		n, err := retried(ctx, s, part[0].Job, token, func() (int, error) { return s.b.Start(ctx, token, s.now(), part) })
