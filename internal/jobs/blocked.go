@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
+
+	"scheduler/internal/jobs/internal/refusal"
 
 	"go.uber.org/zap"
 
@@ -44,29 +45,11 @@ type Block struct {
 
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
 func BlockReason(job string, token, fence int64) string {
-	above := "above"
-	if fence > 0 {
-		above = fmt.Sprintf("at %d, above", fence)
-	}
-	return fmt.Sprintf("job %q is blocked: its fence is %s the leader's token %d, and etcd confirms that term, "+
-		"so no newer leader raised it. Either etcd's revisions went backwards (etcd restored from a snapshot "+
-		"without --bump-revision): restore it again with --bump-revision past the highest fence "+
-		"(SELECT max(token) FROM job_fence), or reset the fence; or something outside the scheduler raised it "+
-		"(a job's database role allowed to call a raising fence function): revoke the raising functions from "+
-		"that role, then reset the fence as the table owner (SELECT fence_admin_reset('%s') in the scheduler's "+
-		"schema on Postgres; DELETE FROM job_fence WHERE job = '%s' on SQLite). The other jobs keep running; "+
-		"this one runs again by itself once its fence is reset", job, above, token, job, job)
+	return refusal.BlockReason(job, token, fence)
 }
 
 // HeldReason says why job is held back and what to do, for logs, status pages and /readyz.
-func HeldReason(job string, token int64) string {
-	return fmt.Sprintf("job %q is blocked: its fence cannot be raised to the leader's token %d, because a "+
-		"transaction that entered it with an older token is still open: a frozen earlier leader's write, "+
-		"or a job's database role inside fence_verify('%s', ...) or holding the fence's advisory lock. "+
-		"Find it in pg_stat_activity and pg_locks (locktype advisory) and end it (pg_terminate_backend), "+
-		"or let idle_in_transaction_session_timeout end it. The other jobs keep running; this one runs "+
-		"again by itself once that transaction ends", job, token, job)
-}
+func HeldReason(job string, token int64) string { return refusal.HeldReason(job, token) }
 
 // Blocked returns the jobs the current term has blocked, by name; none while following.
 func (r *Runner) Blocked() []Block {
@@ -107,20 +90,11 @@ type blockState struct {
 	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
 }
 
-// refusedJob returns the job a refusal names, else fallback, and the fence it reports.
-func refusedJob(err error, fallback string) (string, int64) {
-	var fe *scheduler.FenceError
-	if errors.As(err, &fe) && fe.Job != "" {
-		return fe.Job, fe.Fence
-	}
-	return fallback, 0
-}
-
 // refused settles a write the store refused for a job: nil when the job is now blocked and the
 // term goes on, else the error that ends the term. fallback names the job when the error does
 // not.
 func (t *tenure) refused(ctx context.Context, fallback string, err error) error {
-	job, fence := refusedJob(err, fallback)
+	job, fence := refusal.Job(err, fallback)
 	js := t.jobs[job]
 	if js == nil || t.r.opts.Confirm == nil || t.ended {
 		return t.fenced(job, err)
@@ -240,7 +214,7 @@ func (t *tenure) raised(js *jobState, err error) {
 		t.schedule(js, now)
 	case errors.Is(err, scheduler.ErrFenced) && js.held:
 		// The transaction ended, and the fence is now above the token.
-		_, fence := refusedJob(err, js.spec.Name)
+		_, fence := refusal.Job(err, js.spec.Name)
 		t.block(js, fence, false, err)
 	case errors.Is(err, scheduler.ErrFenceHeld) && !js.held:
 		t.block(js, 0, true, err)
@@ -285,7 +259,7 @@ func (t *tenure) isBlocked(job string) bool {
 // tenure. An err that is not a refusal is returned with items as they are.
 func withoutRefused[T any](ctx context.Context, t *tenure, items []T, jobOf func(T) string, err error, write func([]T) error) (rest []T, werr, end error) {
 	for errors.Is(err, scheduler.ErrFenced) {
-		if end := t.refused(ctx, batchJob(items, jobOf), err); end != nil {
+		if end := t.refused(ctx, refusal.BatchJob(items, jobOf), err); end != nil {
 			return items, err, end
 		}
 		rest := slices.DeleteFunc(slices.Clone(items), func(x T) bool { return t.isBlocked(jobOf(x)) })
@@ -298,17 +272,4 @@ func withoutRefused[T any](ctx context.Context, t *tenure, items []T, jobOf func
 		err = write(items)
 	}
 	return items, err, nil
-}
-
-// batchJob names the job of a batch whose items all belong to one; else "".
-func batchJob[T any](items []T, jobOf func(T) string) string {
-	if len(items) == 0 {
-		return ""
-	}
-	for _, x := range items[1:] {
-		if jobOf(x) != jobOf(items[0]) {
-			return ""
-		}
-	}
-	return jobOf(items[0])
 }

@@ -10,6 +10,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/parallel"
+	"scheduler/internal/jobs/internal/refusal"
 )
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
@@ -129,7 +130,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 	defer t.sendClaims()
 	switch {
 	case errors.Is(b.err, scheduler.ErrFenced):
-		if err := t.refused(ctx, batchJob(slotsOf(b.entries), slotJob), b.err); err != nil {
+		if err := t.refused(ctx, refusal.BatchJob(slotsOf(b.entries), slotJob), b.err); err != nil {
 			return err
 		}
 		// The batch was refused for a job now blocked: the others are claimed when they fire.

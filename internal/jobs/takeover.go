@@ -13,6 +13,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/parallel"
+	"scheduler/internal/jobs/internal/refusal"
 )
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
@@ -176,7 +177,7 @@ func (t *tenure) reclaim(ctx context.Context, orphan scheduler.Run) error {
 func (t *tenure) reclaimed(orphan, run scheduler.Run, err error) error {
 	switch {
 	case errors.Is(err, scheduler.ErrFenced):
-		if job, _ := refusedJob(err, orphan.Job); job != orphan.Job {
+		if job, _ := refusal.Job(err, orphan.Job); job != orphan.Job {
 			// A batch refused for another job: once that job is blocked, this one is taken over
 			// on its own.
 			if rerr := t.refused(t.claimCtx, job, err); rerr != nil {
