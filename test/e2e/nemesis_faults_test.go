@@ -74,7 +74,7 @@ func (n *nemesis) faultKinds() []faultKind {
 // aim returns the replica a fault aims at and how the timeline names it.
 func (n *nemesis) aim(dr draw) (string, string) {
 	node := n.target(dr)
-	if l, ok := n.d.leader(); ok && l.node == node {
+	if l, ok := n.leader(); ok && l.node == node {
 		return node, fmt.Sprintf("%s (leader, token %d)", node, l.token)
 	}
 	return node, node
@@ -243,7 +243,7 @@ func (n *nemesis) planSlowLink(dr draw) *fault {
 // planOutcomeLost cuts the leader off from Postgres just before the exec job's next run ends,
 // so that the write of its outcome meets the cut.
 func (n *nemesis) planOutcomeLost(dr draw) *fault {
-	l, ok := n.d.leader()
+	l, ok := n.leader()
 	if !ok {
 		return nil
 	}

@@ -103,7 +103,7 @@ func (n *nemesis) liveness() {
 		if err != nil || st.Leader == nil {
 			return false
 		}
-		l, ok := n.d.leader()
+		l, ok := n.leader()
 		lead = l
 		return ok && l.token == st.Leader.Token
 	}
@@ -140,7 +140,7 @@ func (n *nemesis) onTime(job string, slot time.Time) {
 	deadline := slot.Add(20 * time.Second)
 	var start time.Time
 	for start.IsZero() && time.Now().Before(deadline) {
-		for _, r := range n.d.runStarts(job) {
+		for _, r := range n.runStarts(job) {
 			if r.slot.Equal(slot) && (start.IsZero() || r.at.Before(start)) {
 				start = r.at
 			}
@@ -213,7 +213,7 @@ type gap struct {
 func (n *nemesis) leaderGaps() []gap {
 	end := n.leaderAt
 	var leading []interval
-	for _, tm := range n.d.terms() {
+	for _, tm := range n.terms() {
 		to := tm.ended
 		if to.IsZero() {
 			to = end
@@ -286,7 +286,7 @@ func minTime(a, b time.Time) time.Time {
 func (n *nemesis) delays(snap snapshot) (late []time.Duration, notRun int) {
 	for _, job := range nemesisJobNames {
 		first := map[time.Time]time.Time{}
-		for _, r := range n.d.runStarts(job) {
+		for _, r := range n.runStarts(job) {
 			if at, ok := first[r.slot]; !ok || r.at.Before(at) {
 				first[r.slot] = r.at
 			}
@@ -333,6 +333,12 @@ func (n *nemesis) summary(snap snapshot, rep nemesisReport, emails int) {
 	for _, r := range rep.reruns {
 		reruns = append(reruns, fmt.Sprintf("%s%v", stamp(r.slot), r.tokens))
 	}
+	var unsuccessful []string
+	for _, r := range snap.runs {
+		if r.Status == "failed" || r.Status == "fenced" {
+			unsuccessful = append(unsuccessful, fmt.Sprintf("%s %s %s attempt %d token %d: %.120s%s", r.Job, stamp(r.Slot), r.Status, r.Attempt, r.Token, r.Error, r.Reason))
+		}
+	}
 	gaps := n.leaderGaps()
 	late, notRun := n.delays(snap)
 	var b strings.Builder
@@ -342,6 +348,9 @@ func (n *nemesis) summary(snap snapshot, rep nemesisReport, emails int) {
 	fmt.Fprintf(&b, "  slots checked: %d (%s)\n", rep.slots, strings.Join(statuses, " "))
 	fmt.Fprintf(&b, "  violations: %d; replicas that refused to start (restarted as by their supervisor): %d\n", len(n.violations), n.startupExits)
 	fmt.Fprintf(&b, "  exec slots executed under more than one term (the README's rerun): %d %v\n", len(rep.reruns), reruns)
+	for _, u := range unsuccessful {
+		fmt.Fprintf(&b, "  not succeeded: %s\n", u)
+	}
 	fmt.Fprintf(&b, "  e-mails: %d received for %d invoices, %d repeats\n", emails, len(snap.invoices), rep.duplicates)
 	if len(gaps) > 0 {
 		g := gaps[0]

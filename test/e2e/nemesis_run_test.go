@@ -93,7 +93,8 @@ type nemesis struct {
 	skipped          int
 	down             map[string][]interval // replica -> frozen or not running
 	downSince        map[string]interval
-	member           map[int]string       // etcd member -> "stopped" or "killed" while a fault holds it
+	member           map[int]string // etcd member -> "stopped" or "killed" while a fault holds it
+	logs             map[string]*logTail
 	startedAt        map[string]time.Time // each replica's last start
 	exitSeen         map[string]time.Time // replicas seen exited on their own, not restarted yet
 	startupExits     int
@@ -107,7 +108,7 @@ func newNemesis(t *testing.T, d *deployment, backend string, seed uint64, marks 
 		tl:   newTimeline(t, fmt.Sprintf("Nemesis %s (seed %d)", backend, seed)),
 		busy: map[string]bool{}, down: map[string][]interval{}, downSince: map[string]interval{},
 		member: map[int]string{}, seen: map[string]bool{},
-		startedAt: map[string]time.Time{}, exitSeen: map[string]time.Time{},
+		startedAt: map[string]time.Time{}, exitSeen: map[string]time.Time{}, logs: map[string]*logTail{},
 	}
 	for _, node := range nodes {
 		n.startedAt[node] = time.Now()
@@ -274,7 +275,7 @@ func (n *nemesis) replicaUp(node string) {
 // target returns the replica a fault aims at: the leader below leaderBias, else one by dr.
 func (n *nemesis) target(dr draw) string {
 	if dr.target < leaderBias {
-		if l, ok := n.d.leader(); ok {
+		if l, ok := n.leader(); ok {
 			return l.node
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 var (
 	nemesisSeedFlag     = flag.Uint64("nemesis.seed", 0, "seed of the nemesis's schedule of faults; 0 picks one (printed, for replay)")
-	nemesisDurationFlag = flag.Duration("nemesis.duration", 0, "how long the nemesis injects faults, per backend; 0: the short run (40s for etcd, 20s for each other backend)")
+	nemesisDurationFlag = flag.Duration("nemesis.duration", 0, "how long the nemesis injects faults, per backend; 0: the short run (30s for etcd, 15s for each other backend)")
 	nemesisBackendFlag  = flag.String("nemesis.backend", "all", "election backend the nemesis runs against: etcd, postgres, zookeeper, redis or all")
 )
 
@@ -35,8 +35,8 @@ const nemesisClients = 10
 // Short runs, the default: together with the deployments and the checks they keep the package's
 // added time within about three minutes.
 const (
-	nemesisShortEtcd  = 40 * time.Second
-	nemesisShortOther = 20 * time.Second
+	nemesisShortEtcd  = 30 * time.Second
+	nemesisShortOther = 15 * time.Second
 )
 
 // nemesisBackends returns the backends named by flag, in the suite's spelling ("" for etcd).
