@@ -32,8 +32,8 @@ const nemesisEvery = 5 * time.Second
 // nemesisClients is how many clients the invoices job bills per slot, 200 ms apart.
 const nemesisClients = 10
 
-// Short runs, the default: together with the deployments and the checks they keep the package's
-// added time within about three minutes.
+// Short runs, the default, so that `make test` runs the nemesis on every backend and stays within
+// its time budget: etcd, which has the most kinds of faults, gets the longest.
 const (
 	nemesisShortEtcd  = 30 * time.Second
 	nemesisShortOther = 15 * time.Second
