@@ -59,11 +59,12 @@ func (n *nemesis) terms() []term {
 }
 
 // leader is deployment.leader on the logs read incrementally: the newest term not ended whose
-// replica runs.
+// replica runs, and has run since the term was won (a replica killed and restarted never logs
+// the end of the term it had).
 func (n *nemesis) leader() (term, bool) {
 	ts := n.terms()
 	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i].ended.IsZero() && !n.proc(ts[i].node).exited() {
+		if ts[i].ended.IsZero() && !n.proc(ts[i].node).exited() && ts[i].won.After(n.startedAt[ts[i].node]) {
 			return ts[i], true
 		}
 	}
