@@ -17,7 +17,9 @@ func TestNemesisCheck(t *testing.T) {
 	at := func(d time.Duration) *time.Time { v := slot.Add(d); return &v }
 	clean := func() nemesisData {
 		var data nemesisData
-		data.snap.raises = []raise{{Job: invoicesJob, Token: 5, Writer: "e2e-a", At: t0}, {Job: invoicesJob, Token: 9, Writer: "e2e-b", At: t0.Add(time.Minute)}}
+		for _, job := range append([]string{outboxFence}, nemesisJobNames...) {
+			data.snap.raises = append(data.snap.raises, raise{Job: job, Token: 5, Writer: "e2e-a", At: t0}, raise{Job: job, Token: 9, Writer: "e2e-b", At: t0.Add(time.Minute)})
+		}
 		for i, job := range nemesisJobNames {
 			data.snap.runs = append(data.snap.runs, ledgerRow{RunID: int64(i + 1), Job: job, Slot: slot, Status: "succeeded", Token: 5, Node: "a", Attempt: 1,
 				Started: at(0), Finished: at(2 * time.Second)})
@@ -69,6 +71,14 @@ func TestNemesisCheck(t *testing.T) {
 		}, "has no invoice row", 0},
 		{"EmailMissing", func(d *nemesisData) { d.emails = d.emails[1:] }, "no e-mail received", 0},
 		{"InvoiceMissing", func(d *nemesisData) { d.snap.invoices = d.snap.invoices[1:] }, "with 9 invoices", 0},
+		{"OutboxFenceRaisedFirst", func(d *nemesisData) {
+			// The next term's dispatcher raised the outbox's fence before the next term raised the
+			// jobs': the older term's writes of the jobs in between pass their fences.
+			d.snap.raises = append(d.snap.raises, raise{Job: outboxFence, Token: 7, Writer: "e2e-c", At: slot})
+		}, "", 0},
+		{"InvoiceAfterTheNextTermRaisedTheJobsFence", func(d *nemesisData) {
+			d.snap.raises = append(d.snap.raises, raise{Job: invoicesJob, Token: 7, Writer: "e2e-c", At: slot})
+		}, "stale write", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
