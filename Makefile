@@ -37,8 +37,8 @@ race:
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 # soak: the nemesis of the end-to-end suite (TestNemesis) for an hour per election backend (etcd,
-# postgres, zookeeper, redis), about four and a half hours in all; `make test` runs it for about
-# two minutes. Replay a run with its printed seed: NEMESIS_FLAGS='-nemesis.seed=N'.
+# postgres, zookeeper, redis), about four and a half hours in all; `make test` runs it for under
+# three minutes. Replay a run with its printed seed: NEMESIS_FLAGS='-nemesis.seed=N'.
 SOAK_DURATION ?= 1h
 SOAK_BACKEND  ?= all
 soak:
