@@ -48,7 +48,12 @@ const startupWindow = 30 * time.Second
 func (n *nemesis) restartExited() {
 	for _, node := range nodes {
 		p := n.proc(node)
-		if n.busy["replica:"+node] || !p.exited() {
+		if !p.exited() {
+			// A fault's restart (a kill drawn meanwhile) may have come first.
+			delete(n.exitSeen, node)
+			continue
+		}
+		if n.busy["replica:"+node] {
 			continue
 		}
 		seen, ok := n.exitSeen[node]
