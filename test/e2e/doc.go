@@ -10,4 +10,10 @@
 //	go test -race ./test/e2e/ [-v] [-e2e.seed=N] [-e2e.repeat=N] [-e2e.soak]
 //
 // E2E_ETCD_ENDPOINTS and E2E_POSTGRES_DSN point the suite at servers it did not start.
+//
+// TestNemesis (nemesis_*_test.go) mixes the faults instead: random faults, one or several at a
+// time, against a running workload on every election backend, checked from the data as it goes
+// and at the end; `make soak` runs it for an hour per backend:
+//
+//	go test ./test/e2e/ -run '^TestNemesis$' -v -args [-nemesis.seed=N] [-nemesis.duration=D] [-nemesis.backend=B]
 package e2e

@@ -92,6 +92,7 @@ func TestE2E(t *testing.T) {
 	t.Run("PostgresRestart", s.postgresRestart)
 	t.Run("SlowStore", s.slowStore)
 	t.Run("OrphanOutlivedByNextSlot", s.orphanOutlived)
+	t.Run("OrphanBehindNewerRun", s.orphanBehindNewerRun)
 	t.Run("AttemptsCountedWhileStoreDown", s.attemptsWhileStoreDown)
 	t.Run("DataDirInUse", s.dataDirInUse)
 	t.Run("LeaselessKey", s.leaselessKey)

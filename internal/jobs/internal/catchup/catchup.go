@@ -68,7 +68,8 @@ type Plan struct {
 // orphans its runs left running under older tokens, last its newest run (nil if none).
 func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.Run, last *scheduler.Run) (Plan, error) {
 	var plan Plan
-	from := now.Add(-job.Window)
+	windowStart := now.Add(-job.Window) // from may move past it, for the slots that never started only
+	from := windowStart
 
 	byAt := make(map[int64]scheduler.Run, len(window))
 	for _, r := range window {
@@ -140,7 +141,7 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 	// The other orphans: manual runs are always finished (someone asked for them); a scheduled
 	// slot still to come was claimed ahead by an older leader, and the firing loop takes it over
 	// when the slot fires; scheduled ones older than the window, of a disabled job, or no longer
-	// on its schedule are closed.
+	// on its schedule are closed; the rest are of the window, and finished.
 	handled := make(map[int64]bool, len(candidates))
 	for _, c := range candidates {
 		if c.Orphan != nil {
@@ -155,8 +156,14 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 			plan.Run = append(plan.Run, Slot{Key: o.Key(), Orphan: &o})
 		case job.Enabled && job.fireAt(o.ScheduledAt).After(now) && job.onSchedule(o.ScheduledAt):
 			plan.Ahead = append(plan.Ahead, o)
-		case !o.ScheduledAt.After(from):
+		case !o.ScheduledAt.After(windowStart):
 			plan.Close = append(plan.Close, NotRun(o, scheduler.StatusMissed, "left running by an older leader, before the catch-up window"))
+		case job.Enabled && job.onSchedule(o.ScheduledAt):
+			// Inside the window but older than the job's newest run (a later slot was claimed
+			// ahead, queued or recorded skipped before the leader stopped), so not among the
+			// candidates: it was started all the same, and is finished like them.
+			o := o
+			plan.Run = append(plan.Run, Slot{Key: o.Key(), Orphan: &o})
 		default:
 			plan.Close = append(plan.Close, NotRun(o, scheduler.StatusMissed, "left running by an older leader; the job is disabled or the slot is no longer on its schedule"))
 		}

@@ -125,3 +125,41 @@ func TestNotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_OrphanOlderThanTheNewestRun: a slot an older leader started and left running is
+// finished by the next leader also when a later slot of the job has a run already (claimed ahead
+// or queued behind it, or recorded skipped for overlap, before the leader stopped). Such a slot
+// was once closed failed as if it were older than the catch-up window, its work half done.
+func TestDecide_OrphanOlderThanTheNewestRun(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	orphan := scheduler.Run{RunID: 9, Job: "job", ScheduledAt: at(1), Status: scheduler.StatusRunning, Token: 5, Attempt: 1}
+	queued := scheduler.Run{RunID: 10, Job: "job", ScheduledAt: at(2), Status: scheduler.StatusRunning, Token: 5}
+	skipped := scheduler.Run{RunID: 10, Job: "job", ScheduledAt: at(2), Status: scheduler.StatusSkipped, Token: 5}
+	for _, tc := range []struct {
+		name    string
+		window  []scheduler.Run
+		orphans []scheduler.Run
+		last    scheduler.Run
+		run     []int // minutes of the slots run, oldest first
+	}{
+		{"LaterSlotQueued", []scheduler.Run{orphan, queued}, []scheduler.Run{orphan, queued}, queued, []int{1, 2}},
+		{"LaterSlotSkipped", []scheduler.Run{orphan, skipped}, []scheduler.Run{orphan}, skipped, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := Decide(job(t, "job", nil), at(2).Add(30*time.Second), tc.window, tc.orphans, &tc.last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ran []int
+			for _, p := range plan.Run {
+				ran = append(ran, int(p.Key.At.Sub(t0)/time.Minute))
+			}
+			if !slices.Equal(ran, tc.run) || len(plan.Close) != 0 || len(plan.Missed) != 0 {
+				t.Fatalf("run %v closed %+v missed %+v, want run %v and nothing closed or missed", ran, plan.Close, plan.Missed, tc.run)
+			}
+			if plan.Run[0].Orphan == nil || plan.Run[0].Orphan.RunID != orphan.RunID {
+				t.Fatalf("the orphan is not taken over: %+v", plan.Run[0])
+			}
+		})
+	}
+}
