@@ -227,7 +227,7 @@ func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
 		{"ToInTheFuture", []string{"hourly", "--from", "2026-01-10", "--to", future}, "is in the future"},
 		{"NoRange", []string{"hourly", "--from", "2026-01-10"}, "--from and --to are required"},
 		{"BadTime", []string{"hourly", "--from", "yesterday", "--to", "2026-01-10"}, `--from "yesterday": want an RFC 3339 time`},
-		{"UnknownJob", []string{"hourlyy", "--from", "2026-01-10", "--to", "2026-01-10"}, `no job named "hourlyy" in the configuration; its jobs: hourly, other`},
+		{"UnknownJob", []string{"hourlyy", "--from", "2026-01-10", "--to", "2026-01-10"}, `no job named "hourlyy" in the configuration; did you mean "hourly"?; its jobs: hourly, other`},
 		{"UnknownOverlap", []string{"hourly", "--from", "2026-01-10", "--to", "2026-01-10", "--overlap", "replace"}, "want skip, queue or allow"},
 		{"NoSlots", []string{"other", "--from", "2026-01-10T01:00:00Z", "--to", "2026-01-10T02:00:00Z"}, "no slots"},
 		{"OlderThanMaxAge", []string{"kept", "--from", "2026-01-10T01:00:00Z", "--to", "2026-01-10T02:00:00Z"}, "older than the job's history.max_age (24h0m0s)"},

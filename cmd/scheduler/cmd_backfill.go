@@ -10,6 +10,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/backfills"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/suggest"
 	"scheduler/internal/control"
 	"scheduler/internal/jobs"
 )
@@ -125,5 +126,5 @@ func backfillJob(cfg *config.Config, name string) (*config.Job, error) {
 	for i, j := range cfg.Jobs {
 		names[i] = j.Name
 	}
-	return nil, &usageError{fmt.Errorf("backfill: no job named %q in the configuration; its jobs: %s", name, strings.Join(names, ", "))}
+	return nil, &usageError{fmt.Errorf("backfill: no job named %q in the configuration%s; its jobs: %s", name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 }

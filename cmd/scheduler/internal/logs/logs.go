@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/suggest"
+
 	"scheduler"
 )
 
@@ -72,7 +74,7 @@ func (c Command) Find(ctx context.Context, at time.Time, runID int64) (scheduler
 	}
 	switch {
 	case !c.configured():
-		return run, c.Usage(fmt.Errorf("logs: no job named %q; the jobs are: %s", c.Job, strings.Join(c.Jobs, ", ")))
+		return run, c.Usage(fmt.Errorf("logs: no job named %q%s; the jobs are: %s", c.Job, suggest.DidYouMean(c.Job, c.Jobs), strings.Join(c.Jobs, ", ")))
 	case !at.IsZero():
 		return run, fmt.Errorf("logs: job %q has no run at slot %s (see scheduler history %s)", c.Job, at.UTC().Format(time.RFC3339), c.Job)
 	case runID != 0:

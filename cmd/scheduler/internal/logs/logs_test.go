@@ -62,6 +62,7 @@ func TestCommand_Find(t *testing.T) {
 		usage bool
 	}{
 		{"nope", time.Time{}, 0, `no job named "nope"; the jobs are: slow, fast`, true},
+		{"slwo", time.Time{}, 0, `no job named "slwo"; did you mean "slow"?; the jobs are: slow, fast`, true},
 		{"slow", time.Time{}, 0, `job "slow" has no runs in the ledger yet`, false},
 		{"slow", time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC), 0, `job "slow" has no run at slot 2026-03-01T02:00:00Z`, false},
 		{"slow", time.Time{}, 9, `job "slow" has no run 9`, false},
