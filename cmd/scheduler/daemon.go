@@ -186,10 +186,12 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.live = runlog.New(nil, redact.Scrubber(d.cfg.Secrets()))
+	// One scrubber for the ledger's outputs and the live ones: the same secrets, built once.
+	scrub := redact.Scrubber(d.cfg.Secrets())
+	d.live = runlog.New(nil, scrub)
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
-		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: redact.Scrubber(d.cfg.Secrets()),
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: scrub,
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
