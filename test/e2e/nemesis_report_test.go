@@ -77,10 +77,11 @@ func (n *nemesis) restartExited() {
 	}
 }
 
-// start starts replica node and notes when.
+// start starts replica node and notes when: before it starts, so that a term it wins at once is
+// never taken for one of the process before it.
 func (n *nemesis) start(node string) {
-	n.d.start(node)
 	n.startedAt[node] = time.Now()
+	n.d.start(node)
 	n.replicaUp(node)
 }
 

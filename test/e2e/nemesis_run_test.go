@@ -102,7 +102,8 @@ type nemesis struct {
 	violations       []string
 }
 
-func newNemesis(t *testing.T, d *deployment, backend string, seed uint64, marks string) *nemesis {
+// started is when d's replicas were started, before any of them could win a term.
+func newNemesis(t *testing.T, d *deployment, backend string, seed uint64, marks string, started time.Time) *nemesis {
 	n := &nemesis{
 		t: t, d: d, backend: backend, seed: seed, rng: nemesisRand(seed, backend), marks: marks,
 		tl:   newTimeline(t, fmt.Sprintf("Nemesis %s (seed %d)", backend, seed)),
@@ -111,7 +112,7 @@ func newNemesis(t *testing.T, d *deployment, backend string, seed uint64, marks 
 		startedAt: map[string]time.Time{}, exitSeen: map[string]time.Time{}, logs: map[string]*logTail{},
 	}
 	for _, node := range nodes {
-		n.startedAt[node] = time.Now()
+		n.startedAt[node] = started
 	}
 	n.kinds = n.faultKinds()
 	return n

@@ -146,10 +146,11 @@ func (s *suite) nemesis(t *testing.T, backend string, dur time.Duration) {
 	if err != nil {
 		t.Fatalf("create the sql job's table: %v", err)
 	}
+	started := time.Now()
 	d.startAll()
 	d.waitLeader(0, 30*time.Second)
 
-	n := newNemesis(t, d, backend, s.seed, marks)
+	n := newNemesis(t, d, backend, s.seed, marks, started)
 	n.run(dur)
 	n.liveness()
 	n.settle()
