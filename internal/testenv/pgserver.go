@@ -310,3 +310,20 @@ func (p *Postgres) running() bool {
 	defer p.mu.Unlock()
 	return p.proc != nil
 }
+
+// LogLines returns the last n lines of the server's log that contain match (all lines when
+// match is empty), for a failed test to show what the server saw: lock waits, sessions ended
+// by a client's death, errors.
+func (p *Postgres) LogLines(match string, n int) string {
+	b, err := os.ReadFile(p.logFile())
+	if err != nil {
+		return fmt.Sprintf("(postgres log unreadable: %v)", err)
+	}
+	var keep []string
+	for line := range strings.SplitSeq(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.Contains(line, match) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-n):], "\n")
+}

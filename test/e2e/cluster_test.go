@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -111,8 +112,12 @@ func (s *suite) deploy(t *testing.T, o deployOptions) *deployment {
 		if t.Failed() {
 			for _, n := range nodes {
 				if r := d.replicas[n]; r.proc != nil {
-					t.Logf("log of replica %s (last 40 lines):\n%s", n, r.proc.tail(40))
+					t.Logf("log of replica %s: its warnings, errors and terms (at most %d lines):\n%s", n, digestLines, digest(r.proc.log))
 				}
+			}
+			if s.pg.own != nil {
+				db := strings.TrimPrefix(mustURLPath(t, d.dsn), "/")
+				t.Logf("postgres log of database %s (last 60 lines):\n%s", db, s.pg.own.LogLines("@"+db+" ", 60))
 			}
 		}
 	})

@@ -27,7 +27,10 @@ func newPGServer(t *testing.T, env externalEnv) *pgServer {
 	if env.postgres != "" {
 		return &pgServer{admin: env.postgres}
 	}
-	return &pgServer{own: testenv.MustPostgres(t, "fsync=off", "synchronous_commit=off", "full_page_writes=off")}
+	return &pgServer{own: testenv.MustPostgres(t, "fsync=off", "synchronous_commit=off", "full_page_writes=off",
+		// What a failed scenario's output shows of the server: who waited on a lock, and which
+		// session of which replica and database.
+		"log_lock_waits=on", "log_line_prefix=%m [%p] %a@%d ")}
 }
 
 // database creates a fresh database and returns its DSN (a URL, sslmode as the server needs).
@@ -254,4 +257,14 @@ func (s snapshot) invoicesOf(slot time.Time) []invoice {
 		}
 	}
 	return out
+}
+
+// mustURLPath returns the path of the URL dsn: the database.
+func mustURLPath(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("parse dsn: %v", err)
+	}
+	return u.Path
 }
