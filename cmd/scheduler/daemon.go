@@ -150,13 +150,14 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		}
 		defer d.cli.Close()
 	}
-	if d.store, err = openStore(ctx, cfg, lg); err != nil {
+	if d.store, err = waitStore(ctx, cfg, lg); err != nil {
+		if ctx.Err() != nil {
+			lg.Info("stopped before the store answered")
+			return nil
+		}
 		return err
 	}
 	defer d.store.Close()
-	if err := d.store.CheckSchema(ctx); err != nil {
-		return fmt.Errorf("%s: %w", storeName(cfg), err)
-	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
 		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))
 	if cfg.Store.JobDSN != "" {
