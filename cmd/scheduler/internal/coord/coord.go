@@ -99,6 +99,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		}
 		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged}, nil
 	case config.BackendRedis:
+		redislock.ClientLogs(deps.Logger)
 		c, err := redislock.New(deps.Redis, redislock.Config{
 			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: FenceFloor(deps.Pool, cfg.Store.Schema),
 			Events: redislock.Events{OnElected: elected(deps.Metrics), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.Metrics.Lost(string(r)) }},
