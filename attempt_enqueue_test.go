@@ -3,37 +3,21 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
-	"scheduler/internal/fence"
-	"scheduler/internal/testenv"
+	"scheduler/internal/fence/fencetest"
 )
 
 // TestAttempt_Enqueue: a message queued through an attempt is its job's, slot's and term's,
 // whatever the kind set, and an attempt of a stale term queues nothing, on both stores.
 func TestAttempt_Enqueue(t *testing.T) {
-	for name, cfg := range map[string]func(t *testing.T) fence.Config{
-		"postgres": func(t *testing.T) fence.Config { return fence.Config{DSN: testenv.MustDatabase(t)} },
-		"sqlite": func(t *testing.T) fence.Config {
-			return fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")}
-		},
-	} {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
+			s := open(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := fence.Open(ctx, cfg(t), zaptest.NewLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
 			slot := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 			a := scheduler.Attempt{Job: "invoices", Slot: slot, Token: 7, Attempt: 1, RunID: "r", Manual: true, Fencer: s}
 			m := scheduler.Message{Key: "k.1", Job: "stock", Token: 99, ScheduledAt: slot.Add(time.Hour),

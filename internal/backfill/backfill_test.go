@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -17,33 +16,10 @@ import (
 	"scheduler"
 	"scheduler/internal/backfill"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
-	"scheduler/internal/testenv"
 )
-
-// stores returns a migrated store of each backend.
-func stores() map[string]func(t *testing.T) *fence.Store {
-	open := func(t *testing.T, cfg fence.Config) *fence.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return map[string]func(t *testing.T) *fence.Store{
-		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
-		"sqlite": func(t *testing.T) *fence.Store {
-			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
-		},
-	}
-}
 
 // slotExec writes one row per attempt into stock_scans through the attempt's fenced
 // transaction (sku: the slot and the token), and keeps the slots of its attempts in order. The
@@ -178,7 +154,7 @@ func dayRuns(ctx context.Context, t *testing.T, store *fence.Store) map[int]sche
 // failed is run again as its run's next attempt; the same request again runs nothing; a rerun
 // runs a succeeded slot again; bad requests are refused.
 func TestRun_PastDay(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
@@ -269,7 +245,7 @@ func TestRun_PastDay(t *testing.T) {
 // TestRun_Overlap: with a run of the job in progress, overlap skip skips the slot and queue
 // waits for the run to end; allow runs every slot.
 func TestRun_Overlap(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
@@ -322,7 +298,7 @@ func TestRun_Overlap(t *testing.T) {
 // over, and each slot ends with exactly one write; its catch-up records nothing for the time
 // since the backfilled slots.
 func TestRun_Failover(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()

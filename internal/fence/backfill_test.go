@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/fence/fencetest"
 )
 
 // TestStore_ClaimBackfill: a backfill claims a slot without a run, takes over a finished run that
 // did not succeed (and one that did, with Rerun), leaves running runs, succeeded ones without
 // Rerun and its own runs alone, marks its runs with its id, and is refused for a stale token.
 func TestStore_ClaimBackfill(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

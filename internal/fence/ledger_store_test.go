@@ -5,43 +5,16 @@ package fence_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/fence"
-	"scheduler/internal/testenv"
+	"scheduler/internal/fence/fencetest"
 )
 
-// stores returns a migrated store of each backend: a database on the shared Postgres test
-// cluster and a SQLite file.
-func stores() map[string]func(t *testing.T) *fence.Store {
-	open := func(t *testing.T, cfg fence.Config) *fence.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return map[string]func(t *testing.T) *fence.Store{
-		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
-		"sqlite": func(t *testing.T) *fence.Store {
-			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
-		},
-	}
-}
-
 func TestStore_Ledger(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 )
 
@@ -61,7 +62,7 @@ func outbox(ctx context.Context, t *testing.T, store *fence.Store) map[string]sc
 // its final outcome only, with its last attempt, the term's token and node and its output; the
 // notice is in the outbox as soon as the run is finished in the ledger.
 func TestRunner_NotifiesFinalOutcomeOnStore(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -100,7 +101,7 @@ func TestRunner_NotifiesFinalOutcomeOnStore(t *testing.T) {
 // TestRunner_NotifiesMissedAtCatchupOnStore: the slots a new leader records missed at catch-up
 // are notified with their records, under its token; a slot that succeeds is not notified.
 func TestRunner_NotifiesMissedAtCatchupOnStore(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,34 +16,10 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
-	"scheduler/internal/testenv"
 )
-
-// stores returns a migrated store of each backend: a database on the shared Postgres test
-// cluster and a SQLite file.
-func stores() map[string]func(t *testing.T) *fence.Store {
-	open := func(t *testing.T, cfg fence.Config) *fence.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return map[string]func(t *testing.T) *fence.Store{
-		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
-		"sqlite": func(t *testing.T) *fence.Store {
-			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
-		},
-	}
-}
 
 // flakyLedger is the store's Ledger whose outcome writes fail while failing is positive, each
 // failure counting it down: the store unreachable for a while.
@@ -135,7 +110,7 @@ func waitRun(ctx context.Context, t *testing.T, store *fence.Store, slot time.Ti
 // TestRunner_OutcomeWriteRetriedOnStore: a manual run whose outcome write fails three times is
 // executed once and recorded succeeded, attempt 1, in the real store.
 func TestRunner_OutcomeWriteRetriedOnStore(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -173,7 +148,7 @@ func TestRunner_OutcomeWriteRetriedOnStore(t *testing.T) {
 // TestRunner_SlotClaimedAheadTakenOverOnStore: a slot an older leader claimed ahead in the real
 // store and never started is run by the next leader as attempt 1.
 func TestRunner_SlotClaimedAheadTakenOverOnStore(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -276,7 +251,7 @@ func trigger(ctx context.Context, t *testing.T, r *jobs.Runner, at time.Time) {
 // that a newer leader's raise made stale, whose write the store refuses (the term ends, nothing
 // of it lands), and the newer leader's takeover, which runs the slot again under its own token.
 func TestRunner_FencedWriteOnStore(t *testing.T) {
-	for name, open := range stores() {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -3,39 +3,24 @@ package retention_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/retention"
-	"scheduler/internal/testenv"
 )
 
 // TestPruner_Store prunes the real store, which is the pruner's Ledger as it is: the batches
 // delete the finished runs beyond the job's retention, keep its last run, and a pass with a token
 // below the job's fence is refused with scheduler.ErrFenced.
 func TestPruner_Store(t *testing.T) {
-	for name, cfg := range map[string]func(t *testing.T) fence.Config{
-		"postgres": func(t *testing.T) fence.Config { return fence.Config{DSN: testenv.MustDatabase(t)} },
-		"sqlite": func(t *testing.T) fence.Config {
-			return fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")}
-		},
-	} {
+	for name, open := range fencetest.Stores() {
 		t.Run(name, func(t *testing.T) {
+			s := open(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := fence.Open(ctx, cfg(t), zaptest.NewLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
 			now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			var slots []scheduler.SlotKey
 			for i := range 5 {
