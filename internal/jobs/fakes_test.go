@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"scheduler"
-
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs/internal/clock"
 )
 
@@ -209,18 +209,7 @@ func (l *fakeLedger) CompleteMany(ctx context.Context, token int64, cs []schedul
 		}
 	}
 	l.mu.Unlock()
-	out := make([]scheduler.Result, len(cs))
-	for i, c := range cs {
-		r, err := l.Complete(ctx, token, c)
-		switch {
-		case errors.Is(err, scheduler.ErrNotRunning):
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = scheduler.Result{Run: r, Written: true}
-		}
-	}
-	return out, nil
+	return fencetest.Unbatched{Ledger: l}.CompleteMany(ctx, token, cs)
 }
 
 // Fenced runs fn with no transaction: the runner's tests write nothing through it.
