@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/fence"
 	"scheduler/internal/fence/fencetest"
-	"scheduler/internal/jobs"
 )
 
 // failingExec fails every attempt, printing its attempt number.
@@ -70,10 +67,7 @@ func TestRunner_NotifiesFinalOutcomeOnStore(t *testing.T) {
 			rec := &noticeRecorder{}
 			spec := testSpec(t, failingExec{}, "@yearly")
 			spec.Retries, spec.RetryBackoff, spec.Notify = 1, time.Millisecond, rec.notify
-			r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: "n1", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, spec, "n1", store)
 			leadFor(t, r, 10)
 			at := time.Now().UTC().Truncate(time.Second)
 			trigger(ctx, t, r, at)
@@ -119,10 +113,7 @@ func TestRunner_NotifiesMissedAtCatchupOnStore(t *testing.T) {
 			rec := &noticeRecorder{}
 			spec := testSpec(t, &countingExec{}, "@every 1m")
 			spec.Catchup, spec.Notify = 3*time.Minute, rec.notify
-			r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: "n2", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, spec, "n2", store)
 			leadFor(t, r, 7)
 			var missed []scheduler.Run
 			for ctx.Err() == nil {

@@ -73,6 +73,16 @@ func testSpec(t *testing.T, exec scheduler.Executor, spec string) jobs.Spec {
 		Misfire: jobs.MisfireSkip, Catchup: time.Hour, Enabled: true}
 }
 
+// newRunner returns a runner of spec alone on node over led, logging to the test.
+func newRunner(t *testing.T, spec jobs.Spec, node string, led scheduler.Ledger) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: node, Ledger: led, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // leadFor starts r's term with token and ends it at the end of the test.
 func leadFor(t *testing.T, r *jobs.Runner, token int64) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,22 +128,10 @@ func TestRunner_OutcomeWriteRetriedOnStore(t *testing.T) {
 			led := &flakyLedger{Store: store}
 			led.failing.Store(3)
 			exec := &countingExec{}
-			r, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "n1", Ledger: led, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, testSpec(t, exec, "@yearly"), "n1", led)
 			leadFor(t, r, 10)
 			at := time.Now().UTC().Truncate(time.Second)
-			for {
-				err := r.Trigger(ctx, "job", at)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, jobs.ErrNotLeading) || ctx.Err() != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			trigger(ctx, t, r, at)
 			run := waitRun(ctx, t, store, at)
 			if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Output != "ran" || exec.n.Load() != 1 {
 				t.Fatalf("run=%+v executions=%d, want succeeded, attempt 1, executed once", run, exec.n.Load())
@@ -162,10 +160,7 @@ func TestRunner_SlotClaimedAheadTakenOverOnStore(t *testing.T) {
 			}
 			exec := &countingExec{}
 			spec.Executor = exec
-			r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: "n2", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, spec, "n2", store)
 			leadFor(t, r, 6)
 			run := waitRun(ctx, t, store, slot)
 			if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Token != 6 || run.RunID != res[0].Run.RunID {
@@ -257,10 +252,7 @@ func TestRunner_FencedWriteOnStore(t *testing.T) {
 			defer cancel()
 			store := open(t)
 			exec := &probeExec{entered: make(chan struct{}), release: make(chan struct{})}
-			old, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "old", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			old := newRunner(t, testSpec(t, exec, "@yearly"), "old", store)
 			lctx, stop := context.WithCancel(ctx)
 			defer stop()
 			lead := make(chan error, 1)
@@ -308,10 +300,7 @@ func TestRunner_FencedWriteOnStore(t *testing.T) {
 			}
 
 			// The newer leader takes the run over and runs it again under its own token.
-			newer, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "new", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			newer := newRunner(t, testSpec(t, exec, "@yearly"), "new", store)
 			leadFor(t, newer, 20)
 			run = waitRun(ctx, t, store, second)
 			if run.Status != scheduler.StatusSucceeded || run.Token != 20 || run.Attempt != 2 || run.Node != "new" {
