@@ -42,3 +42,17 @@ func Open(tb testing.TB, cfg fence.Config) *fence.Store {
 	}
 	return s
 }
+
+// Each runs test as a subtest on a migrated store of each backend, named for the backend, with
+// a context that ends after timeout: the store's users run each case on both backends alike.
+func Each(t *testing.T, timeout time.Duration, test func(ctx context.Context, t *testing.T, s *fence.Store)) {
+	t.Helper()
+	for name, open := range Stores() {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			test(ctx, t, s)
+		})
+	}
+}
