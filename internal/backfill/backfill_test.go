@@ -61,32 +61,6 @@ func (e *slotExec) ran() []time.Time {
 	return slices.Clone(e.slots)
 }
 
-// scans returns the rows slotExec wrote.
-func scans(ctx context.Context, t *testing.T, store *fence.Store) []string {
-	t.Helper()
-	var skus []string
-	err := store.Fenced(ctx, "reader", 1, func(ctx context.Context, tx scheduler.Tx) error {
-		skus = skus[:0]
-		rows, err := tx.Query(ctx, `SELECT sku FROM stock_scans ORDER BY sku`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			skus = append(skus, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return skus
-}
-
 // day is the past day whose hourly slots the tests backfill.
 var day = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
 
@@ -201,7 +175,7 @@ func TestRun_PastDay(t *testing.T) {
 				t.Fatalf("%02d:00 = %+v, want attempt 1", h, run)
 			}
 		}
-		if n := len(scans(ctx, t, store)); n != 23 {
+		if n := len(fencetest.StockScans(ctx, t, store)); n != 23 {
 			t.Fatalf("%d fenced writes, want 23", n)
 		}
 
@@ -344,7 +318,7 @@ func TestRun_Failover(t *testing.T) {
 		if later, err := store.SlotRuns(ctx, "job", hour(24), time.Now()); err != nil || len(later) != 0 {
 			t.Fatalf("runs after the backfilled day: %d (err %v), want none", len(later), err)
 		}
-		skus := scans(ctx, t, store)
+		skus := fencetest.StockScans(ctx, t, store)
 		if len(skus) != 24 {
 			t.Fatalf("fenced writes %v: want one per slot", skus)
 		}

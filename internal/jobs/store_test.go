@@ -190,32 +190,6 @@ func (e *probeExec) Execute(ctx context.Context, a scheduler.Attempt) (string, e
 	return "scan written", nil
 }
 
-// scans returns the skus written by probeExec, read in a transaction of its own.
-func scans(ctx context.Context, t *testing.T, store *fence.Store) []string {
-	t.Helper()
-	var skus []string
-	err := store.Fenced(ctx, "reader", 1, func(ctx context.Context, tx scheduler.Tx) error {
-		skus = skus[:0]
-		rows, err := tx.Query(ctx, `SELECT sku FROM stock_scans ORDER BY sku`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			skus = append(skus, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return skus
-}
-
 // trigger starts a manual run of job at at, waiting for r to lead.
 func trigger(ctx context.Context, t *testing.T, r *jobs.Runner, at time.Time) {
 	t.Helper()
@@ -252,7 +226,7 @@ func TestRunner_FencedWriteOnStore(t *testing.T) {
 			t.Fatalf("first run=%+v, want succeeded under token 10, attempt 1, its output stored", run)
 		}
 		firstID := run.RunID
-		if got, want := scans(ctx, t, store), []string{fmt.Sprintf("run-%d-token-10", firstID)}; !slices.Equal(got, want) {
+		if got, want := fencetest.StockScans(ctx, t, store), []string{fmt.Sprintf("run-%d-token-10", firstID)}; !slices.Equal(got, want) {
 			t.Fatalf("scans=%v, want %v: the run's fenced write", got, want)
 		}
 
@@ -281,7 +255,7 @@ func TestRunner_FencedWriteOnStore(t *testing.T) {
 		if len(refusals) != 1 || !errors.As(refusals[0], &fe) || fe.Job != "job" || fe.Token != 10 || fe.Fence != 20 || !errors.Is(refusals[0], fence.ErrStale) {
 			t.Fatalf("refusals=%v, want one *scheduler.FenceError for job, token 10, fence 20, wrapping fence.ErrStale", refusals)
 		}
-		if got := scans(ctx, t, store); len(got) != 1 {
+		if got := fencetest.StockScans(ctx, t, store); len(got) != 1 {
 			t.Fatalf("scans=%v, want only the first run's: the stale write must not land", got)
 		}
 
@@ -293,7 +267,7 @@ func TestRunner_FencedWriteOnStore(t *testing.T) {
 			t.Fatalf("second run=%+v, want taken over and succeeded under token 20, attempt 2, on new", run)
 		}
 		want := []string{fmt.Sprintf("run-%d-token-10", firstID), fmt.Sprintf("run-%d-token-20", run.RunID)}
-		if got := scans(ctx, t, store); !slices.Equal(got, want) {
+		if got := fencetest.StockScans(ctx, t, store); !slices.Equal(got, want) {
 			t.Fatalf("scans=%v, want %v", got, want)
 		}
 	})
