@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -322,3 +323,23 @@ func contains(list []string, s string) bool {
 type execFunc func(ctx context.Context, r scheduler.Attempt) (string, error)
 
 func (f execFunc) Execute(ctx context.Context, r scheduler.Attempt) (string, error) { return f(ctx, r) }
+
+// attemptLog is an Executor that succeeds with "ok" and keeps the attempts it ran, in order.
+type attemptLog struct {
+	mu  sync.Mutex
+	ran []scheduler.Attempt
+}
+
+func (l *attemptLog) Execute(_ context.Context, a scheduler.Attempt) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ran = append(l.ran, a)
+	return "ok", nil
+}
+
+// attempts returns the attempts run so far.
+func (l *attemptLog) attempts() []scheduler.Attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ran)
+}
