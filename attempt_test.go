@@ -3,14 +3,12 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/testenv"
 )
 
@@ -19,51 +17,34 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // TestAttempt_Fenced: an attempt's fenced writes go to the store it is bound to, with its own job
 // and token, on both stores; the store's refusal comes back as it is.
 func TestAttempt_Fenced(t *testing.T) {
-	for name, cfg := range map[string]func(t *testing.T) fence.Config{
-		"postgres": func(t *testing.T) fence.Config { return fence.Config{DSN: testenv.MustDatabase(t)} },
-		"sqlite": func(t *testing.T) fence.Config {
-			return fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")}
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			s, err := fence.Open(ctx, cfg(t), zaptest.NewLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			a := scheduler.Attempt{Job: "stock", Token: 7, Attempt: 1, RunID: "r", Fencer: s}
-			if err := a.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
-				_, err := tx.Exec(ctx, `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`)
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := a.FencedStatements(ctx, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 2)`); err != nil || n != 1 {
-				t.Fatalf("FencedStatements = %d, %v; want 1 row", n, err)
-			}
-			// Both entered the fence of the attempt's job with its token.
-			if f, err := s.Fences(ctx, "stock"); err != nil || f["stock"] != 7 {
-				t.Fatalf("fences = %v (err %v), want stock at 7", f, err)
-			}
-			if err := s.RaiseAll(ctx, []string{"stock"}, 8); err != nil {
-				t.Fatal(err)
-			}
-			var fe *scheduler.FenceError
-			err = a.Fenced(ctx, func(context.Context, scheduler.Tx) error { return nil })
-			if !errors.Is(err, scheduler.ErrFenced) || !errors.As(err, &fe) || fe.Job != "stock" || fe.Token != 7 || fe.Fence != 8 {
-				t.Fatalf("stale Fenced: err %v, want a *FenceError for stock, token 7, fence 8", err)
-			}
-			_, err = a.FencedStatements(ctx, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('c', 3)`)
-			if !errors.Is(err, scheduler.ErrFenced) || !errors.As(err, &fe) || fe.Fence != 8 {
-				t.Fatalf("stale FencedStatements: err %v, want a *FenceError with fence 8", err)
-			}
-		})
-	}
+	fencetest.Each(t, time.Minute, func(ctx context.Context, t *testing.T, s *fence.Store) {
+		a := scheduler.Attempt{Job: "stock", Token: 7, Attempt: 1, RunID: "r", Fencer: s}
+		if err := a.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.FencedStatements(ctx, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('b', 2)`); err != nil || n != 1 {
+			t.Fatalf("FencedStatements = %d, %v; want 1 row", n, err)
+		}
+		// Both entered the fence of the attempt's job with its token.
+		if f, err := s.Fences(ctx, "stock"); err != nil || f["stock"] != 7 {
+			t.Fatalf("fences = %v (err %v), want stock at 7", f, err)
+		}
+		if err := s.RaiseAll(ctx, []string{"stock"}, 8); err != nil {
+			t.Fatal(err)
+		}
+		var fe *scheduler.FenceError
+		err := a.Fenced(ctx, func(context.Context, scheduler.Tx) error { return nil })
+		if !errors.Is(err, scheduler.ErrFenced) || !errors.As(err, &fe) || fe.Job != "stock" || fe.Token != 7 || fe.Fence != 8 {
+			t.Fatalf("stale Fenced: err %v, want a *FenceError for stock, token 7, fence 8", err)
+		}
+		_, err = a.FencedStatements(ctx, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('c', 3)`)
+		if !errors.Is(err, scheduler.ErrFenced) || !errors.As(err, &fe) || fe.Fence != 8 {
+			t.Fatalf("stale FencedStatements: err %v, want a *FenceError with fence 8", err)
+		}
+	})
 }
 
 // TestAttempt_NoFencer: an attempt bound to no store writes nothing and says why.

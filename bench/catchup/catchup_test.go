@@ -18,7 +18,6 @@ package catchup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -35,6 +34,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
 	"scheduler/internal/testenv"
@@ -90,7 +90,7 @@ func takeover(b *testing.B, dsn string, n int, batched bool) (total, raise time.
 
 	timed := &timedLedger{Ledger: store}
 	if !batched {
-		timed.Ledger = oneAtATime{timed.Ledger}
+		timed.Ledger = oneAtATime{fencetest.Unbatched{Ledger: timed.Ledger}}
 	}
 	sched, err := schedule.Parse("*/5 * * * *", time.UTC)
 	if err != nil {
@@ -303,9 +303,9 @@ func (l *timedLedger) CompleteMany(ctx context.Context, token int64, cs []schedu
 	return l.Ledger.CompleteMany(ctx, token, cs)
 }
 
-// oneAtATime makes the batch methods of a Ledger one call per item (ReclaimMany one Reclaim per
-// orphan, CompleteMany one Complete per run) and reads the window one job at a time.
-type oneAtATime struct{ scheduler.Ledger }
+// oneAtATime is an Unbatched Ledger (ReclaimMany one Reclaim per orphan, CompleteMany one
+// Complete per run) that also reads the window one job at a time.
+type oneAtATime struct{ fencetest.Unbatched }
 
 func (l oneAtATime) Window(ctx context.Context, names []string, from, to time.Time) ([]scheduler.Run, error) {
 	var out []scheduler.Run
@@ -315,36 +315,6 @@ func (l oneAtATime) Window(ctx context.Context, names []string, from, to time.Ti
 			return nil, err
 		}
 		out = append(out, runs...)
-	}
-	return out, nil
-}
-
-func (l oneAtATime) ReclaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
-	out := make([]scheduler.Result, len(slots))
-	for i, s := range slots {
-		r, err := l.Ledger.Reclaim(ctx, token, node, s)
-		switch {
-		case errors.Is(err, fence.ErrNotOrphaned):
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = scheduler.Result{Run: r, Written: true}
-		}
-	}
-	return out, nil
-}
-
-func (l oneAtATime) CompleteMany(ctx context.Context, token int64, cs []scheduler.Completion) ([]scheduler.Result, error) {
-	out := make([]scheduler.Result, len(cs))
-	for i, c := range cs {
-		r, err := l.Ledger.Complete(ctx, token, c)
-		switch {
-		case errors.Is(err, scheduler.ErrNotRunning):
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = scheduler.Result{Run: r, Written: true}
-		}
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
 )
@@ -201,7 +202,7 @@ func schedulerCase(ctx context.Context, c fireCase) (fireResult, error) {
 	}
 	var led scheduler.Ledger = store
 	if !c.Batch {
-		led = unbatched{led}
+		led = fencetest.Unbatched{Ledger: led}
 	}
 	rec := newRecorder((c.Herds + 2) * c.Jobs)
 	exec := execFunc(func(_ context.Context, run scheduler.Attempt) (string, error) {

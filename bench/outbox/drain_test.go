@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"scheduler"
-	"scheduler/internal/fence"
 	ob "scheduler/internal/outbox"
-	"scheduler/internal/testenv"
 )
 
 // counter is a deliverer that accepts every message at once: what is left is the dispatcher's
@@ -46,18 +42,9 @@ func BenchmarkOutboxDrain(b *testing.B) {
 func drainCase(b *testing.B, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	store, err := fence.Open(ctx, fence.Config{DSN: testenv.MustDatabase(b)}, zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
 	const job, token, perTx = "invoices", 1, 1000
-	if err := store.RaiseAll(ctx, []string{job}, token); err != nil {
-		b.Fatal(err)
-	}
+	store := openStore(ctx, b, job, token)
+	defer store.Close()
 	slot := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	for lo := 0; lo < n; lo += perTx {
 		if err := store.Fenced(ctx, job, token, func(ctx context.Context, tx scheduler.Tx) error {

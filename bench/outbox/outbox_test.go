@@ -26,10 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"scheduler"
-	"scheduler/internal/fence"
 	ob "scheduler/internal/outbox"
 	"scheduler/internal/testenv"
 )
@@ -83,18 +80,9 @@ func BenchmarkOutbox(b *testing.B) {
 func runCase(b *testing.B, n int, recv, send string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	store, err := fence.Open(ctx, fence.Config{DSN: testenv.MustDatabase(b)}, zap.NewNop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
 	const job, token = "invoices", 1
-	if err := store.RaiseAll(ctx, []string{job}, token); err != nil {
-		b.Fatal(err)
-	}
+	store := openStore(ctx, b, job, token)
+	defer store.Close()
 
 	rc := &receiver{at: map[string]time.Time{}}
 	var (

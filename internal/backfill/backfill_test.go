@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -17,33 +16,10 @@ import (
 	"scheduler"
 	"scheduler/internal/backfill"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
-	"scheduler/internal/testenv"
 )
-
-// stores returns a migrated store of each backend.
-func stores() map[string]func(t *testing.T) *fence.Store {
-	open := func(t *testing.T, cfg fence.Config) *fence.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return map[string]func(t *testing.T) *fence.Store{
-		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
-		"sqlite": func(t *testing.T) *fence.Store {
-			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
-		},
-	}
-}
 
 // slotExec writes one row per attempt into stock_scans through the attempt's fenced
 // transaction (sku: the slot and the token), and keeps the slots of its attempts in order. The
@@ -83,32 +59,6 @@ func (e *slotExec) ran() []time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.slots)
-}
-
-// scans returns the rows slotExec wrote.
-func scans(ctx context.Context, t *testing.T, store *fence.Store) []string {
-	t.Helper()
-	var skus []string
-	err := store.Fenced(ctx, "reader", 1, func(ctx context.Context, tx scheduler.Tx) error {
-		skus = skus[:0]
-		rows, err := tx.Query(ctx, `SELECT sku FROM stock_scans ORDER BY sku`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			skus = append(skus, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return skus
 }
 
 // day is the past day whose hourly slots the tests backfill.
@@ -178,142 +128,132 @@ func dayRuns(ctx context.Context, t *testing.T, store *fence.Store) map[int]sche
 // failed is run again as its run's next attempt; the same request again runs nothing; a rerun
 // runs a succeeded slot again; bad requests are refused.
 func TestRun_PastDay(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			store := open(t)
-			// An earlier leader ran the day's 03:00 (succeeded) and 05:00 (failed).
-			if err := store.RaiseAll(ctx, []string{"job"}, 1); err != nil {
+	fencetest.Each(t, 90*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		// An earlier leader ran the day's 03:00 (succeeded) and 05:00 (failed).
+		if err := store.RaiseAll(ctx, []string{"job"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		for h, st := range map[int]scheduler.Status{3: scheduler.StatusSucceeded, 5: scheduler.StatusFailed} {
+			run, err := store.Claim(ctx, 1, "old", scheduler.SlotKey{Job: "job", At: hour(h)})
+			if err != nil {
 				t.Fatal(err)
 			}
-			for h, st := range map[int]scheduler.Status{3: scheduler.StatusSucceeded, 5: scheduler.StatusFailed} {
-				run, err := store.Claim(ctx, 1, "old", scheduler.SlotKey{Job: "job", At: hour(h)})
-				if err != nil {
-					t.Fatal(err)
+			if _, err := store.Complete(ctx, 1, scheduler.Completion{RunID: run.RunID, Job: "job", Status: st}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exec := &slotExec{}
+		r := newRunner(t, store, "n1", exec)
+		lead(t, r, 10)
+		req := backfill.Request{Job: "job", ID: 100, Slots: hours(0, 23), Overlap: backfill.OverlapQueue}
+		var reports []backfill.Progress
+		p, err := backfill.Run(ctx, config(t, r, store), req, func(p backfill.Progress) { reports = append(reports, p) })
+		want := backfill.Progress{Total: 24, Done: 24, Succeeded: 23, Skipped: 1}
+		if err != nil || p != want {
+			t.Fatalf("backfill = %+v (err %v), want %+v", p, err, want)
+		}
+		if len(reports) != 25 || reports[0].Done != 0 || reports[24] != want {
+			t.Fatalf("reports %+v: want one at the start and one per slot, up to %+v", reports, want)
+		}
+		wantSlots := slices.DeleteFunc(hours(0, 23), func(at time.Time) bool { return at.Equal(hour(3)) })
+		if got := exec.ran(); !slices.EqualFunc(got, wantSlots, time.Time.Equal) {
+			t.Fatalf("attempts at %v, want each slot but 03:00 once, in order", got)
+		}
+		runs := dayRuns(ctx, t, store)
+		for h := range 24 {
+			run := runs[h]
+			switch {
+			case h == 3:
+				if run.Backfill || run.Attempt != 1 || run.Token != 1 {
+					t.Fatalf("03:00 = %+v, want the earlier success left alone", run)
 				}
-				if _, err := store.Complete(ctx, 1, scheduler.Completion{RunID: run.RunID, Job: "job", Status: st}); err != nil {
-					t.Fatal(err)
-				}
+			case run.Status != scheduler.StatusSucceeded || run.BackfillID != 100 || !run.Backfill || run.Token != 10:
+				t.Fatalf("%02d:00 = %+v, want succeeded under token 10, backfill 100", h, run)
+			case h == 5 && run.Attempt != 2:
+				t.Fatalf("05:00 = %+v, want the failed run taken over as attempt 2", run)
+			case h != 5 && run.Attempt != 1:
+				t.Fatalf("%02d:00 = %+v, want attempt 1", h, run)
 			}
-			exec := &slotExec{}
-			r := newRunner(t, store, "n1", exec)
-			lead(t, r, 10)
-			req := backfill.Request{Job: "job", ID: 100, Slots: hours(0, 23), Overlap: backfill.OverlapQueue}
-			var reports []backfill.Progress
-			p, err := backfill.Run(ctx, config(t, r, store), req, func(p backfill.Progress) { reports = append(reports, p) })
-			want := backfill.Progress{Total: 24, Done: 24, Succeeded: 23, Skipped: 1}
-			if err != nil || p != want {
-				t.Fatalf("backfill = %+v (err %v), want %+v", p, err, want)
-			}
-			if len(reports) != 25 || reports[0].Done != 0 || reports[24] != want {
-				t.Fatalf("reports %+v: want one at the start and one per slot, up to %+v", reports, want)
-			}
-			wantSlots := slices.DeleteFunc(hours(0, 23), func(at time.Time) bool { return at.Equal(hour(3)) })
-			if got := exec.ran(); !slices.EqualFunc(got, wantSlots, time.Time.Equal) {
-				t.Fatalf("attempts at %v, want each slot but 03:00 once, in order", got)
-			}
-			runs := dayRuns(ctx, t, store)
-			for h := range 24 {
-				run := runs[h]
-				switch {
-				case h == 3:
-					if run.Backfill || run.Attempt != 1 || run.Token != 1 {
-						t.Fatalf("03:00 = %+v, want the earlier success left alone", run)
-					}
-				case run.Status != scheduler.StatusSucceeded || run.BackfillID != 100 || !run.Backfill || run.Token != 10:
-					t.Fatalf("%02d:00 = %+v, want succeeded under token 10, backfill 100", h, run)
-				case h == 5 && run.Attempt != 2:
-					t.Fatalf("05:00 = %+v, want the failed run taken over as attempt 2", run)
-				case h != 5 && run.Attempt != 1:
-					t.Fatalf("%02d:00 = %+v, want attempt 1", h, run)
-				}
-			}
-			if n := len(scans(ctx, t, store)); n != 23 {
-				t.Fatalf("%d fenced writes, want 23", n)
-			}
+		}
+		if n := len(fencetest.StockScans(ctx, t, store)); n != 23 {
+			t.Fatalf("%d fenced writes, want 23", n)
+		}
 
-			// The same request again: every slot is decided already.
-			if p, err := backfill.Run(ctx, config(t, r, store), req, nil); err != nil || p != want {
-				t.Fatalf("the same backfill again = %+v (err %v), want %+v", p, err, want)
-			}
-			if n := len(exec.ran()); n != 23 {
-				t.Fatalf("%d attempts after the same backfill again, want 23", n)
-			}
+		// The same request again: every slot is decided already.
+		if p, err := backfill.Run(ctx, config(t, r, store), req, nil); err != nil || p != want {
+			t.Fatalf("the same backfill again = %+v (err %v), want %+v", p, err, want)
+		}
+		if n := len(exec.ran()); n != 23 {
+			t.Fatalf("%d attempts after the same backfill again, want 23", n)
+		}
 
-			// A rerun of 02:00 to 03:00 runs them again, as the next attempts of their runs.
-			rerun := backfill.Request{Job: "job", ID: 101, Slots: hours(2, 3), Rerun: true, Overlap: backfill.OverlapQueue}
-			if p, err := backfill.Run(ctx, config(t, r, store), rerun, nil); err != nil || p != (backfill.Progress{Total: 2, Done: 2, Succeeded: 2}) {
-				t.Fatalf("rerun = %+v (err %v), want 2 slots succeeded", p, err)
+		// A rerun of 02:00 to 03:00 runs them again, as the next attempts of their runs.
+		rerun := backfill.Request{Job: "job", ID: 101, Slots: hours(2, 3), Rerun: true, Overlap: backfill.OverlapQueue}
+		if p, err := backfill.Run(ctx, config(t, r, store), rerun, nil); err != nil || p != (backfill.Progress{Total: 2, Done: 2, Succeeded: 2}) {
+			t.Fatalf("rerun = %+v (err %v), want 2 slots succeeded", p, err)
+		}
+		runs = dayRuns(ctx, t, store)
+		for _, h := range []int{2, 3} {
+			if run := runs[h]; run.BackfillID != 101 || run.Attempt != 2 || run.Status != scheduler.StatusSucceeded {
+				t.Fatalf("%02d:00 after the rerun = %+v, want attempt 2 of backfill 101, succeeded", h, run)
 			}
-			runs = dayRuns(ctx, t, store)
-			for _, h := range []int{2, 3} {
-				if run := runs[h]; run.BackfillID != 101 || run.Attempt != 2 || run.Status != scheduler.StatusSucceeded {
-					t.Fatalf("%02d:00 after the rerun = %+v, want attempt 2 of backfill 101, succeeded", h, run)
-				}
-			}
+		}
 
-			for what, bad := range map[string]backfill.Request{
-				"no job":          {ID: 1, Slots: hours(0, 1), Overlap: backfill.OverlapQueue},
-				"no request id":   {Job: "job", Slots: hours(0, 1), Overlap: backfill.OverlapQueue},
-				"unknown overlap": {Job: "job", ID: 1, Slots: hours(0, 1), Overlap: "replace"},
-			} {
-				if _, err := backfill.Run(ctx, config(t, r, store), bad, nil); !errors.Is(err, backfill.ErrBadRequest) {
-					t.Errorf("%s: err %v, want ErrBadRequest", what, err)
-				}
+		for what, bad := range map[string]backfill.Request{
+			"no job":          {ID: 1, Slots: hours(0, 1), Overlap: backfill.OverlapQueue},
+			"no request id":   {Job: "job", Slots: hours(0, 1), Overlap: backfill.OverlapQueue},
+			"unknown overlap": {Job: "job", ID: 1, Slots: hours(0, 1), Overlap: "replace"},
+		} {
+			if _, err := backfill.Run(ctx, config(t, r, store), bad, nil); !errors.Is(err, backfill.ErrBadRequest) {
+				t.Errorf("%s: err %v, want ErrBadRequest", what, err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestRun_Overlap: with a run of the job in progress, overlap skip skips the slot and queue
 // waits for the run to end; allow runs every slot.
 func TestRun_Overlap(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			store := open(t)
-			exec := &slotExec{}
-			r := newRunner(t, store, "n1", exec)
-			lead(t, r, 10)
-			// A run of the job in progress: a manual one, claimed in the ledger under the term.
-			busy, err := store.Claim(ctx, 10, "n1", scheduler.SlotKey{Job: "job", At: time.Now(), Manual: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 1, Slots: hours(0, 1), Overlap: backfill.OverlapSkip}, nil)
-			if err != nil || p != (backfill.Progress{Total: 2, Done: 2, Skipped: 2}) || len(exec.ran()) != 0 {
-				t.Fatalf("skip while a run is in progress = %+v (err %v), attempts %v: want both skipped, none run", p, err, exec.ran())
-			}
-			queued := make(chan error, 1)
-			go func() {
-				_, err := backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 2, Slots: hours(2, 3), Overlap: backfill.OverlapQueue}, nil)
-				queued <- err
-			}()
-			select {
-			case err := <-queued:
-				t.Fatalf("queue ended (err %v) while a run was in progress", err)
-			case <-time.After(200 * time.Millisecond):
-			}
-			if len(exec.ran()) != 0 {
-				t.Fatalf("attempts %v while a run was in progress under overlap queue", exec.ran())
-			}
-			if _, err := store.Complete(ctx, 10, scheduler.Completion{RunID: busy.RunID, Job: "job", Status: scheduler.StatusSucceeded}); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-queued; err != nil {
-				t.Fatalf("queue: %v", err)
-			}
-			p, err = backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 3, Slots: hours(4, 9), Overlap: backfill.OverlapAllow}, nil)
-			if err != nil || p != (backfill.Progress{Total: 6, Done: 6, Succeeded: 6}) {
-				t.Fatalf("allow = %+v (err %v), want 6 succeeded", p, err)
-			}
-			if got := exec.ran(); len(got) != 8 || !got[0].Equal(hour(2)) || !got[1].Equal(hour(3)) {
-				t.Fatalf("attempts %v, want 02:00 and 03:00 (queued), then the 6 allowed", got)
-			}
-		})
-	}
+	fencetest.Each(t, 90*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		exec := &slotExec{}
+		r := newRunner(t, store, "n1", exec)
+		lead(t, r, 10)
+		// A run of the job in progress: a manual one, claimed in the ledger under the term.
+		busy, err := store.Claim(ctx, 10, "n1", scheduler.SlotKey{Job: "job", At: time.Now(), Manual: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 1, Slots: hours(0, 1), Overlap: backfill.OverlapSkip}, nil)
+		if err != nil || p != (backfill.Progress{Total: 2, Done: 2, Skipped: 2}) || len(exec.ran()) != 0 {
+			t.Fatalf("skip while a run is in progress = %+v (err %v), attempts %v: want both skipped, none run", p, err, exec.ran())
+		}
+		queued := make(chan error, 1)
+		go func() {
+			_, err := backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 2, Slots: hours(2, 3), Overlap: backfill.OverlapQueue}, nil)
+			queued <- err
+		}()
+		select {
+		case err := <-queued:
+			t.Fatalf("queue ended (err %v) while a run was in progress", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if len(exec.ran()) != 0 {
+			t.Fatalf("attempts %v while a run was in progress under overlap queue", exec.ran())
+		}
+		if _, err := store.Complete(ctx, 10, scheduler.Completion{RunID: busy.RunID, Job: "job", Status: scheduler.StatusSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-queued; err != nil {
+			t.Fatalf("queue: %v", err)
+		}
+		p, err = backfill.Run(ctx, config(t, r, store), backfill.Request{Job: "job", ID: 3, Slots: hours(4, 9), Overlap: backfill.OverlapAllow}, nil)
+		if err != nil || p != (backfill.Progress{Total: 6, Done: 6, Succeeded: 6}) {
+			t.Fatalf("allow = %+v (err %v), want 6 succeeded", p, err)
+		}
+		if got := exec.ran(); len(got) != 8 || !got[0].Equal(hour(2)) || !got[1].Equal(hour(3)) {
+			t.Fatalf("attempts %v, want 02:00 and 03:00 (queued), then the 6 allowed", got)
+		}
+	})
 }
 
 // TestRun_Failover: a newer leader raises the job's fence while a backfill runs; the old term's
@@ -322,79 +262,74 @@ func TestRun_Overlap(t *testing.T) {
 // over, and each slot ends with exactly one write; its catch-up records nothing for the time
 // since the backfilled slots.
 func TestRun_Failover(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			store := open(t)
-			exec := &slotExec{holdAt: hour(5), entered: make(chan struct{}), release: make(chan struct{})}
-			req := backfill.Request{Job: "job", ID: 7, Slots: hours(0, 23), Overlap: backfill.OverlapQueue}
+	fencetest.Each(t, 90*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		exec := &slotExec{holdAt: hour(5), entered: make(chan struct{}), release: make(chan struct{})}
+		req := backfill.Request{Job: "job", ID: 7, Slots: hours(0, 23), Overlap: backfill.OverlapQueue}
 
-			old := newRunner(t, store, "old", exec)
-			_, ended := lead(t, old, 10)
-			octx, stopOld := context.WithCancel(ctx)
-			defer stopOld()
-			backfilled := make(chan error, 1)
-			go func() {
-				_, err := backfill.Run(octx, config(t, old, store), req, nil)
-				backfilled <- err
-			}()
-			<-exec.entered
-			if err := store.RaiseAll(ctx, []string{"job"}, 20); err != nil {
-				t.Fatal(err)
-			}
-			exec.release <- struct{}{}
-			if err := <-ended; !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("old Lead=%v, want the term ended by the store's refusal", err)
-			}
-			// The daemon ends a term's backfill with the term.
-			stopOld()
-			if err := <-backfilled; !errors.Is(err, context.Canceled) {
-				t.Fatalf("the old term's backfill = %v, want it ended with the term", err)
-			}
+		old := newRunner(t, store, "old", exec)
+		_, ended := lead(t, old, 10)
+		octx, stopOld := context.WithCancel(ctx)
+		defer stopOld()
+		backfilled := make(chan error, 1)
+		go func() {
+			_, err := backfill.Run(octx, config(t, old, store), req, nil)
+			backfilled <- err
+		}()
+		<-exec.entered
+		if err := store.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+			t.Fatal(err)
+		}
+		exec.release <- struct{}{}
+		if err := <-ended; !errors.Is(err, scheduler.ErrFenced) {
+			t.Fatalf("old Lead=%v, want the term ended by the store's refusal", err)
+		}
+		// The daemon ends a term's backfill with the term.
+		stopOld()
+		if err := <-backfilled; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the old term's backfill = %v, want it ended with the term", err)
+		}
 
-			next := newRunner(t, store, "new", exec)
-			lead(t, next, 20)
-			p, err := backfill.Run(ctx, config(t, next, store), req, nil)
-			if want := (backfill.Progress{Total: 24, Done: 24, Succeeded: 24}); err != nil || p != want {
-				t.Fatalf("backfill on the next leader = %+v (err %v), want %+v", p, err, want)
+		next := newRunner(t, store, "new", exec)
+		lead(t, next, 20)
+		p, err := backfill.Run(ctx, config(t, next, store), req, nil)
+		if want := (backfill.Progress{Total: 24, Done: 24, Succeeded: 24}); err != nil || p != want {
+			t.Fatalf("backfill on the next leader = %+v (err %v), want %+v", p, err, want)
+		}
+		got := exec.ran()
+		if !slices.IsSortedFunc(got, time.Time.Compare) || len(got) != 25 {
+			t.Fatalf("attempts at %v: want 25 in slot order (05:00 twice: refused, then taken over)", got)
+		}
+		runs := dayRuns(ctx, t, store)
+		for h := range 24 {
+			run := runs[h]
+			wantToken, wantAttempt := int64(20), 1
+			switch {
+			case h < 5:
+				wantToken = 10
+			case h == 5:
+				wantAttempt = 2
 			}
-			got := exec.ran()
-			if !slices.IsSortedFunc(got, time.Time.Compare) || len(got) != 25 {
-				t.Fatalf("attempts at %v: want 25 in slot order (05:00 twice: refused, then taken over)", got)
+			if run.Status != scheduler.StatusSucceeded || run.BackfillID != 7 || run.Token != wantToken || run.Attempt != wantAttempt {
+				t.Fatalf("%02d:00 = %+v, want succeeded, backfill 7, token %d, attempt %d", h, run, wantToken, wantAttempt)
 			}
-			runs := dayRuns(ctx, t, store)
-			for h := range 24 {
-				run := runs[h]
-				wantToken, wantAttempt := int64(20), 1
-				switch {
-				case h < 5:
-					wantToken = 10
-				case h == 5:
-					wantAttempt = 2
-				}
-				if run.Status != scheduler.StatusSucceeded || run.BackfillID != 7 || run.Token != wantToken || run.Attempt != wantAttempt {
-					t.Fatalf("%02d:00 = %+v, want succeeded, backfill 7, token %d, attempt %d", h, run, wantToken, wantAttempt)
-				}
+		}
+		// The next leader's catch-up took the backfilled runs for none of the job's history:
+		// it recorded no slot since then missed.
+		if later, err := store.SlotRuns(ctx, "job", hour(24), time.Now()); err != nil || len(later) != 0 {
+			t.Fatalf("runs after the backfilled day: %d (err %v), want none", len(later), err)
+		}
+		skus := fencetest.StockScans(ctx, t, store)
+		if len(skus) != 24 {
+			t.Fatalf("fenced writes %v: want one per slot", skus)
+		}
+		for h := range 24 {
+			tok := 20
+			if h < 5 {
+				tok = 10
 			}
-			// The next leader's catch-up took the backfilled runs for none of the job's history:
-			// it recorded no slot since then missed.
-			if later, err := store.SlotRuns(ctx, "job", hour(24), time.Now()); err != nil || len(later) != 0 {
-				t.Fatalf("runs after the backfilled day: %d (err %v), want none", len(later), err)
+			if want := fmt.Sprintf("%s/%d", hour(h).Format(time.RFC3339), tok); !slices.Contains(skus, want) {
+				t.Fatalf("fenced writes %v: no %s", skus, want)
 			}
-			skus := scans(ctx, t, store)
-			if len(skus) != 24 {
-				t.Fatalf("fenced writes %v: want one per slot", skus)
-			}
-			for h := range 24 {
-				tok := 20
-				if h < 5 {
-					tok = 10
-				}
-				if want := fmt.Sprintf("%s/%d", hour(h).Format(time.RFC3339), tok); !slices.Contains(skus, want) {
-					t.Fatalf("fenced writes %v: no %s", skus, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }

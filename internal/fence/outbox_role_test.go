@@ -1,7 +1,10 @@
 package fence
 
 import (
+	"context"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"scheduler/internal/testenv"
 )
@@ -14,15 +17,40 @@ var outboxRoleRecipe = append(append([]string{}, jobRoleRecipe...),
 const enqueueSQL = `SELECT scheduler.outbox_enqueue('invoices', $1, $2, 'email', 'client-1@example.test',
 	'Invoice', 'Amount due: 10', '2026-03-01T02:00:00Z', false)`
 
-// TestPostgres_OutboxEnqueue: a job role queues messages with outbox_enqueue after its fence
-// check, once per key, is refused for a token that is not the fence, and cannot write the table.
-func TestPostgres_OutboxEnqueue(t *testing.T) {
+// outboxJobRole opens a Postgres store with the invoices fence at token 10 and connects to it
+// as role, a job role set up by outboxRoleRecipe.
+func outboxJobRole(t *testing.T, role string) (*Store, context.Context, *pgx.Conn) {
+	t.Helper()
 	s, dsn := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
 	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
 		t.Fatal(err)
 	}
-	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "invoices_job", outboxRoleRecipe...))
+	return s, ctx, connectAs(t, ctx, testenv.MustRole(t, dsn, role, outboxRoleRecipe...))
+}
+
+// testReservedKeys checks that role cannot queue any of reserved, the keys of messages the
+// scheduler queues itself (what names them in a failure), and can queue own alone.
+func testReservedKeys(t *testing.T, role, what string, reserved []string, own string) {
+	s, ctx, conn := outboxJobRole(t, role)
+	for _, key := range reserved {
+		if _, err := conn.Exec(ctx, enqueueSQL, int64(10), key); sqlState(err) != "42501" {
+			t.Errorf("enqueue with %s key %q: err %v, want insufficient_privilege (42501)", what, key, err)
+		}
+	}
+	var queued bool
+	if err := conn.QueryRow(ctx, enqueueSQL, int64(10), own).Scan(&queued); err != nil || !queued {
+		t.Fatalf("enqueue with the job's own key: queued %v, err %v", queued, err)
+	}
+	if msgs := mustOutbox(t, ctx, s, ""); len(msgs) != 1 || msgs[0].Key != own {
+		t.Fatalf("outbox = %+v, want %s alone", msgs, own)
+	}
+}
+
+// TestPostgres_OutboxEnqueue: a job role queues messages with outbox_enqueue after its fence
+// check, once per key, is refused for a token that is not the fence, and cannot write the table.
+func TestPostgres_OutboxEnqueue(t *testing.T) {
+	s, ctx, conn := outboxJobRole(t, "invoices_job")
 
 	for i, want := range []bool{true, false} {
 		tx, err := conn.Begin(ctx)
@@ -92,22 +120,6 @@ func TestPostgres_MigrateGrantsOutboxEnqueue(t *testing.T) {
 // TestPostgres_OutboxEnqueueBuiltinKeys: a job role cannot queue a key of the invoices builtin
 // first, which would make the builtin's own message a redo and drop the real invoice's e-mail.
 func TestPostgres_OutboxEnqueueBuiltinKeys(t *testing.T) {
-	s, dsn := mustPostgresStore(t, Config{})
-	ctx := testCtx(t)
-	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
-		t.Fatal(err)
-	}
-	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "invoices_job", outboxRoleRecipe...))
-	for _, key := range []string{"invoice.invoices.1772330400000000.1", "Invoice.invoices.1.2", "INVOICE.x"} {
-		if _, err := conn.Exec(ctx, enqueueSQL, int64(10), key); sqlState(err) != "42501" {
-			t.Errorf("enqueue with the builtin's key %q: err %v, want insufficient_privilege (42501)", key, err)
-		}
-	}
-	var queued bool
-	if err := conn.QueryRow(ctx, enqueueSQL, int64(10), "invoices.own.1").Scan(&queued); err != nil || !queued {
-		t.Fatalf("enqueue with the job's own key: queued %v, err %v", queued, err)
-	}
-	if msgs := mustOutbox(t, ctx, s, ""); len(msgs) != 1 || msgs[0].Key != "invoices.own.1" {
-		t.Fatalf("outbox = %+v, want invoices.own.1 alone", msgs)
-	}
+	testReservedKeys(t, "invoices_job", "the builtin's",
+		[]string{"invoice.invoices.1772330400000000.1", "Invoice.invoices.1.2", "INVOICE.x"}, "invoices.own.1")
 }

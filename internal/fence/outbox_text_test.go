@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"scheduler"
-	"scheduler/internal/testenv"
 )
 
 // invoiceCount counts the invoices rows, on either store, in a transaction fenced with token.
@@ -85,12 +84,7 @@ func TestStore_EnqueueRefusesBadText(t *testing.T) {
 // outbox_enqueue is refused by the server (character_not_in_repertoire) and its transaction,
 // the invoice it wrote included, commits nothing.
 func TestPostgres_OutboxEnqueueRefusesBadText(t *testing.T) {
-	s, dsn := mustPostgresStore(t, Config{})
-	ctx := testCtx(t)
-	if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
-		t.Fatal(err)
-	}
-	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "invoices_job", outboxRoleRecipe...))
+	s, ctx, conn := outboxJobRole(t, "invoices_job")
 	const enqueue = `SELECT scheduler.outbox_enqueue('invoices', 10, $1, 'email', $2, $3, $4, '2026-03-01T02:00:00Z', false)`
 	for _, field := range []string{"destination", "subject", "body"} {
 		for _, bad := range badTexts[:2] {

@@ -109,14 +109,7 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 		{"AfterTheSlot", 70 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var ran []scheduler.Attempt
-			exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				ran = append(ran, r)
-				return "ok", nil
-			})
+			exec := &attemptLog{}
 			job := spec(t, "job", exec, nil)
 			h := claimAheadAndStop(t, job)
 
@@ -136,9 +129,7 @@ func TestRunner_NextLeaderRunsSlotClaimedAhead(t *testing.T) {
 			if rows[0].Token != token+1 || rows[0].Attempt != 1 || !rows[0].ScheduledAt.Equal(t0.Add(time.Minute)) {
 				t.Fatalf("rows=%+v, want the 12:01 slot taken over by token %d, attempt 1", rows, token+1)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(ran) != 1 || ran[0].Token != token+1 || ran[0].Attempt != 1 {
+			if ran := exec.attempts(); len(ran) != 1 || ran[0].Token != token+1 || ran[0].Attempt != 1 {
 				t.Fatalf("runs=%+v, want one run by the next leader, attempt 1", ran)
 			}
 		})

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"scheduler"
-
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs/internal/clock"
 )
 
@@ -209,18 +210,7 @@ func (l *fakeLedger) CompleteMany(ctx context.Context, token int64, cs []schedul
 		}
 	}
 	l.mu.Unlock()
-	out := make([]scheduler.Result, len(cs))
-	for i, c := range cs {
-		r, err := l.Complete(ctx, token, c)
-		switch {
-		case errors.Is(err, scheduler.ErrNotRunning):
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = scheduler.Result{Run: r, Written: true}
-		}
-	}
-	return out, nil
+	return fencetest.Unbatched{Ledger: l}.CompleteMany(ctx, token, cs)
 }
 
 // Fenced runs fn with no transaction: the runner's tests write nothing through it.
@@ -333,3 +323,23 @@ func contains(list []string, s string) bool {
 type execFunc func(ctx context.Context, r scheduler.Attempt) (string, error)
 
 func (f execFunc) Execute(ctx context.Context, r scheduler.Attempt) (string, error) { return f(ctx, r) }
+
+// attemptLog is an Executor that succeeds with "ok" and keeps the attempts it ran, in order.
+type attemptLog struct {
+	mu  sync.Mutex
+	ran []scheduler.Attempt
+}
+
+func (l *attemptLog) Execute(_ context.Context, a scheduler.Attempt) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ran = append(l.ran, a)
+	return "ok", nil
+}
+
+// attempts returns the attempts run so far.
+func (l *attemptLog) attempts() []scheduler.Attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ran)
+}

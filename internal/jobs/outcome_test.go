@@ -122,6 +122,18 @@ func (h *outcomeHarness) lead(tok int64) func() error {
 	return leadAsync(h.t, h.runner, tok).stop
 }
 
+// leadStoreDown starts a term with the store down and fires 12:01, until the run's outcome
+// write waits in its backoff; the returned function ends the term, as lead's does.
+func (h *outcomeHarness) leadStoreDown(tok int64) func() error {
+	h.t.Helper()
+	h.ledger.down.Store(true)
+	stop := h.lead(tok)
+	testenv.Eventually(h.t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
+	h.clock.Advance(time.Minute) // 12:01 fires
+	testenv.Eventually(h.t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	return stop
+}
+
 func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 	bothWrites(t, func(t *testing.T, batched bool) {
 		const failures = 3
@@ -151,11 +163,7 @@ func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 func TestRunner_OutcomeLostWhenTermEnds(t *testing.T) {
 	bothWrites(t, func(t *testing.T, batched bool) {
 		h := newOutcomeHarness(t, batched)
-		h.ledger.down.Store(true)
-		stop := h.lead(token)
-		testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
-		h.clock.Advance(time.Minute) // 12:01 fires
-		testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+		stop := h.leadStoreDown(token)
 		if err := stop(); err != nil {
 			t.Fatalf("Lead=%v", err)
 		}
@@ -199,11 +207,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 	h := newOutcomeHarnessWith(t, false, func(o *Options) {
 		o.Confirm = func(context.Context, int64) error { return nil } // etcd confirms every term
 	})
-	h.ledger.down.Store(true)
-	stop := h.lead(token)
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
-	h.clock.Advance(time.Minute) // 12:01 fires
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	stop := h.leadStoreDown(token)
 	if err := stop(); err != nil {
 		t.Fatalf("Lead=%v", err)
 	}
@@ -234,11 +238,7 @@ func TestRunner_KeptOutcomeOfABlockedJob(t *testing.T) {
 
 func TestRunner_DrainWaitsForOutcomeWrite(t *testing.T) {
 	h := newOutcomeHarness(t, false)
-	h.ledger.down.Store(true)
-	h.lead(token)
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
-	h.clock.Advance(time.Minute)
-	testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() >= 1 && h.clock.Pending() == 2 })
+	h.leadStoreDown(token)
 	grace, expire := context.WithCancel(context.Background())
 	defer expire()
 	drained := make(chan struct{})

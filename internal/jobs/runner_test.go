@@ -172,14 +172,7 @@ func count(rows []ledgerRow, st scheduler.Status) int {
 func succeed(context.Context, scheduler.Attempt) (string, error) { return "ok", nil }
 
 func TestRunner_FiresEachSlotOnce(t *testing.T) {
-	var mu sync.Mutex
-	var got []scheduler.Attempt
-	exec := execFunc(func(_ context.Context, r scheduler.Attempt) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, r)
-		return "ok", nil
-	})
+	exec := &attemptLog{}
 	h := newHarness(t, t0.Add(30*time.Second), spec(t, "beat", exec, nil))
 	h.lead(token)
 	for i := 0; i < 3; i++ {
@@ -187,9 +180,7 @@ func TestRunner_FiresEachSlotOnce(t *testing.T) {
 		want := i + 1
 		h.waitRows("beat", "run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == want })
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for i, r := range got {
+	for i, r := range exec.attempts() {
 		if want := t0.Add(time.Duration(i+1) * time.Minute); !r.Slot.Equal(want) || r.Token != token || r.Attempt != 1 || r.Job != "beat" || r.RunID == "" {
 			t.Errorf("run %d = %+v, want slot %s token %d attempt 1", i, r, want, token)
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,34 +16,10 @@ import (
 
 	"scheduler"
 	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
 	"scheduler/internal/jobs"
 	"scheduler/internal/schedule"
-	"scheduler/internal/testenv"
 )
-
-// stores returns a migrated store of each backend: a database on the shared Postgres test
-// cluster and a SQLite file.
-func stores() map[string]func(t *testing.T) *fence.Store {
-	open := func(t *testing.T, cfg fence.Config) *fence.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return map[string]func(t *testing.T) *fence.Store{
-		"postgres": func(t *testing.T) *fence.Store { return open(t, fence.Config{DSN: testenv.MustDatabase(t)}) },
-		"sqlite": func(t *testing.T) *fence.Store {
-			return open(t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
-		},
-	}
-}
 
 // flakyLedger is the store's Ledger whose outcome writes fail while failing is positive, each
 // failure counting it down: the store unreachable for a while.
@@ -98,6 +73,16 @@ func testSpec(t *testing.T, exec scheduler.Executor, spec string) jobs.Spec {
 		Misfire: jobs.MisfireSkip, Catchup: time.Hour, Enabled: true}
 }
 
+// newRunner returns a runner of spec alone on node over led, logging to the test.
+func newRunner(t *testing.T, spec jobs.Spec, node string, led scheduler.Ledger) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: node, Ledger: led, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // leadFor starts r's term with token and ends it at the end of the test.
 func leadFor(t *testing.T, r *jobs.Runner, token int64) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,69 +120,44 @@ func waitRun(ctx context.Context, t *testing.T, store *fence.Store, slot time.Ti
 // TestRunner_OutcomeWriteRetriedOnStore: a manual run whose outcome write fails three times is
 // executed once and recorded succeeded, attempt 1, in the real store.
 func TestRunner_OutcomeWriteRetriedOnStore(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			store := open(t)
-			led := &flakyLedger{Store: store}
-			led.failing.Store(3)
-			exec := &countingExec{}
-			r, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "n1", Ledger: led, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			leadFor(t, r, 10)
-			at := time.Now().UTC().Truncate(time.Second)
-			for {
-				err := r.Trigger(ctx, "job", at)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, jobs.ErrNotLeading) || ctx.Err() != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			run := waitRun(ctx, t, store, at)
-			if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Output != "ran" || exec.n.Load() != 1 {
-				t.Fatalf("run=%+v executions=%d, want succeeded, attempt 1, executed once", run, exec.n.Load())
-			}
-			if n := led.failing.Load(); n != 0 {
-				t.Fatalf("%d failures left: the outcome was written before they were used", n)
-			}
-		})
-	}
+	fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		led := &flakyLedger{Store: store}
+		led.failing.Store(3)
+		exec := &countingExec{}
+		r := newRunner(t, testSpec(t, exec, "@yearly"), "n1", led)
+		leadFor(t, r, 10)
+		at := time.Now().UTC().Truncate(time.Second)
+		trigger(ctx, t, r, at)
+		run := waitRun(ctx, t, store, at)
+		if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Output != "ran" || exec.n.Load() != 1 {
+			t.Fatalf("run=%+v executions=%d, want succeeded, attempt 1, executed once", run, exec.n.Load())
+		}
+		if n := led.failing.Load(); n != 0 {
+			t.Fatalf("%d failures left: the outcome was written before they were used", n)
+		}
+	})
 }
 
 // TestRunner_SlotClaimedAheadTakenOverOnStore: a slot an older leader claimed ahead in the real
 // store and never started is run by the next leader as attempt 1.
 func TestRunner_SlotClaimedAheadTakenOverOnStore(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			store := open(t)
-			spec := testSpec(t, nil, "@every 3s")
-			// The older leader (token 5) claims the slot ahead, then stops before it fires.
-			slot := spec.Schedule.Next(time.Now().Add(time.Second)).At
-			res, err := store.ClaimAheadMany(ctx, 5, "old", []scheduler.SlotKey{{Job: "job", At: slot}})
-			if err != nil || !res[0].Written || res[0].Run.Attempt != 0 {
-				t.Fatalf("claim ahead = %+v (err %v)", res, err)
-			}
-			exec := &countingExec{}
-			spec.Executor = exec
-			r, err := jobs.New([]jobs.Spec{spec}, jobs.Options{Node: "n2", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			leadFor(t, r, 6)
-			run := waitRun(ctx, t, store, slot)
-			if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Token != 6 || run.RunID != res[0].Run.RunID {
-				t.Fatalf("run=%+v, want run %d succeeded under token 6, attempt 1", run, res[0].Run.RunID)
-			}
-		})
-	}
+	fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		spec := testSpec(t, nil, "@every 3s")
+		// The older leader (token 5) claims the slot ahead, then stops before it fires.
+		slot := spec.Schedule.Next(time.Now().Add(time.Second)).At
+		res, err := store.ClaimAheadMany(ctx, 5, "old", []scheduler.SlotKey{{Job: "job", At: slot}})
+		if err != nil || !res[0].Written || res[0].Run.Attempt != 0 {
+			t.Fatalf("claim ahead = %+v (err %v)", res, err)
+		}
+		exec := &countingExec{}
+		spec.Executor = exec
+		r := newRunner(t, spec, "n2", store)
+		leadFor(t, r, 6)
+		run := waitRun(ctx, t, store, slot)
+		if run.Status != scheduler.StatusSucceeded || run.Attempt != 1 || run.Token != 6 || run.RunID != res[0].Run.RunID {
+			t.Fatalf("run=%+v, want run %d succeeded under token 6, attempt 1", run, res[0].Run.RunID)
+		}
+	})
 }
 
 // probeExec writes one row per attempt into stock_scans through the attempt's fenced
@@ -230,32 +190,6 @@ func (e *probeExec) Execute(ctx context.Context, a scheduler.Attempt) (string, e
 	return "scan written", nil
 }
 
-// scans returns the skus written by probeExec, read in a transaction of its own.
-func scans(ctx context.Context, t *testing.T, store *fence.Store) []string {
-	t.Helper()
-	var skus []string
-	err := store.Fenced(ctx, "reader", 1, func(ctx context.Context, tx scheduler.Tx) error {
-		skus = skus[:0]
-		rows, err := tx.Query(ctx, `SELECT sku FROM stock_scans ORDER BY sku`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				return err
-			}
-			skus = append(skus, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return skus
-}
-
 // trigger starts a manual run of job at at, waiting for r to lead.
 func trigger(ctx context.Context, t *testing.T, r *jobs.Runner, at time.Time) {
 	t.Helper()
@@ -276,76 +210,65 @@ func trigger(ctx context.Context, t *testing.T, r *jobs.Runner, at time.Time) {
 // that a newer leader's raise made stale, whose write the store refuses (the term ends, nothing
 // of it lands), and the newer leader's takeover, which runs the slot again under its own token.
 func TestRunner_FencedWriteOnStore(t *testing.T) {
-	for name, open := range stores() {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			store := open(t)
-			exec := &probeExec{entered: make(chan struct{}), release: make(chan struct{})}
-			old, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "old", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lctx, stop := context.WithCancel(ctx)
-			defer stop()
-			lead := make(chan error, 1)
-			go func() { lead <- old.Lead(lctx, 10) }()
+	fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		exec := &probeExec{entered: make(chan struct{}), release: make(chan struct{})}
+		old := newRunner(t, testSpec(t, exec, "@yearly"), "old", store)
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		lead := make(chan error, 1)
+		go func() { lead <- old.Lead(lctx, 10) }()
 
-			// Claim, run, fenced write, complete.
-			first := time.Now().UTC().Truncate(time.Second)
-			trigger(ctx, t, old, first)
-			run := waitRun(ctx, t, store, first)
-			if run.Status != scheduler.StatusSucceeded || run.Token != 10 || run.Attempt != 1 || run.Output != "scan written" {
-				t.Fatalf("first run=%+v, want succeeded under token 10, attempt 1, its output stored", run)
-			}
-			firstID := run.RunID
-			if got, want := scans(ctx, t, store), []string{fmt.Sprintf("run-%d-token-10", firstID)}; !slices.Equal(got, want) {
-				t.Fatalf("scans=%v, want %v: the run's fenced write", got, want)
-			}
+		// Claim, run, fenced write, complete.
+		first := time.Now().UTC().Truncate(time.Second)
+		trigger(ctx, t, old, first)
+		run := waitRun(ctx, t, store, first)
+		if run.Status != scheduler.StatusSucceeded || run.Token != 10 || run.Attempt != 1 || run.Output != "scan written" {
+			t.Fatalf("first run=%+v, want succeeded under token 10, attempt 1, its output stored", run)
+		}
+		firstID := run.RunID
+		if got, want := fencetest.StockScans(ctx, t, store), []string{fmt.Sprintf("run-%d-token-10", firstID)}; !slices.Equal(got, want) {
+			t.Fatalf("scans=%v, want %v: the run's fenced write", got, want)
+		}
 
-			// A newer leader raises the job's fence while the old term's next run is running.
-			exec.hold.Store(true)
-			second := first.Add(time.Second)
-			trigger(ctx, t, old, second)
-			<-exec.entered
-			if err := store.RaiseAll(ctx, []string{"job"}, 20); err != nil {
-				t.Fatal(err)
+		// A newer leader raises the job's fence while the old term's next run is running.
+		exec.hold.Store(true)
+		second := first.Add(time.Second)
+		trigger(ctx, t, old, second)
+		<-exec.entered
+		if err := store.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+			t.Fatal(err)
+		}
+		exec.hold.Store(false)
+		exec.release <- struct{}{}
+		select {
+		case err := <-lead:
+			if !errors.Is(err, scheduler.ErrFenced) {
+				t.Fatalf("old Lead=%v, want the term ended by the store's refusal (ErrFenced)", err)
 			}
-			exec.hold.Store(false)
-			exec.release <- struct{}{}
-			select {
-			case err := <-lead:
-				if !errors.Is(err, scheduler.ErrFenced) {
-					t.Fatalf("old Lead=%v, want the term ended by the store's refusal (ErrFenced)", err)
-				}
-			case <-ctx.Done():
-				t.Fatal("the old term went on after the store refused its write")
-			}
-			exec.mu.Lock()
-			refusals := slices.Clone(exec.refusals)
-			exec.mu.Unlock()
-			var fe *scheduler.FenceError
-			if len(refusals) != 1 || !errors.As(refusals[0], &fe) || fe.Job != "job" || fe.Token != 10 || fe.Fence != 20 || !errors.Is(refusals[0], fence.ErrStale) {
-				t.Fatalf("refusals=%v, want one *scheduler.FenceError for job, token 10, fence 20, wrapping fence.ErrStale", refusals)
-			}
-			if got := scans(ctx, t, store); len(got) != 1 {
-				t.Fatalf("scans=%v, want only the first run's: the stale write must not land", got)
-			}
+		case <-ctx.Done():
+			t.Fatal("the old term went on after the store refused its write")
+		}
+		exec.mu.Lock()
+		refusals := slices.Clone(exec.refusals)
+		exec.mu.Unlock()
+		var fe *scheduler.FenceError
+		if len(refusals) != 1 || !errors.As(refusals[0], &fe) || fe.Job != "job" || fe.Token != 10 || fe.Fence != 20 || !errors.Is(refusals[0], fence.ErrStale) {
+			t.Fatalf("refusals=%v, want one *scheduler.FenceError for job, token 10, fence 20, wrapping fence.ErrStale", refusals)
+		}
+		if got := fencetest.StockScans(ctx, t, store); len(got) != 1 {
+			t.Fatalf("scans=%v, want only the first run's: the stale write must not land", got)
+		}
 
-			// The newer leader takes the run over and runs it again under its own token.
-			newer, err := jobs.New([]jobs.Spec{testSpec(t, exec, "@yearly")}, jobs.Options{Node: "new", Ledger: store, Logger: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			leadFor(t, newer, 20)
-			run = waitRun(ctx, t, store, second)
-			if run.Status != scheduler.StatusSucceeded || run.Token != 20 || run.Attempt != 2 || run.Node != "new" {
-				t.Fatalf("second run=%+v, want taken over and succeeded under token 20, attempt 2, on new", run)
-			}
-			want := []string{fmt.Sprintf("run-%d-token-10", firstID), fmt.Sprintf("run-%d-token-20", run.RunID)}
-			if got := scans(ctx, t, store); !slices.Equal(got, want) {
-				t.Fatalf("scans=%v, want %v", got, want)
-			}
-		})
-	}
+		// The newer leader takes the run over and runs it again under its own token.
+		newer := newRunner(t, testSpec(t, exec, "@yearly"), "new", store)
+		leadFor(t, newer, 20)
+		run = waitRun(ctx, t, store, second)
+		if run.Status != scheduler.StatusSucceeded || run.Token != 20 || run.Attempt != 2 || run.Node != "new" {
+			t.Fatalf("second run=%+v, want taken over and succeeded under token 20, attempt 2, on new", run)
+		}
+		want := []string{fmt.Sprintf("run-%d-token-10", firstID), fmt.Sprintf("run-%d-token-20", run.RunID)}
+		if got := fencetest.StockScans(ctx, t, store); !slices.Equal(got, want) {
+			t.Fatalf("scans=%v, want %v", got, want)
+		}
+	})
 }

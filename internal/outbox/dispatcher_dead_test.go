@@ -35,22 +35,12 @@ func TestDispatcher_DeadNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, 7) }()
-	for {
+	runUntil(t, d, "all three messages recorded", func() bool {
 		_, a := st.record("k0")
 		_, b := st.record("k1")
 		_, c := st.record("k2")
-		if a && b && c {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+		return a && b && c
+	})
 	if got := <-asked; !strings.HasPrefix(got, "k0 ") || !strings.HasSuffix(got, "550 no such user") {
 		t.Fatalf("Dead asked about %q, want k0 with its error", got)
 	}

@@ -1,13 +1,11 @@
 package outbox
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"scheduler"
-	"scheduler/internal/testenv"
 )
 
 // TestDispatcher_LateRecordObserved: an outcome recorded late in the term, after the store
@@ -29,17 +27,10 @@ func TestDispatcher_LateRecordObserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, 7) }()
-	testenv.Eventually(t, 30*time.Second, time.Millisecond, "the delivery recorded", func() bool {
+	runUntil(t, d, "the delivery recorded", func() bool {
 		r, ok := st.record("k0")
 		return ok && r.Outcome == scheduler.DeliveryOK
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(obs) != 1 || obs[0] != scheduler.DeliveryOK {

@@ -80,6 +80,21 @@ func queued(n int, now time.Time) []scheduler.Message {
 	return ms
 }
 
+// runUntil runs d for a term until cond holds (what names it in a failure), then ends the term
+// and fails the test unless Run returned nil.
+func runUntil(t *testing.T, d *Dispatcher, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, 7) }()
+	testenv.Eventually(t, 30*time.Second, time.Millisecond, what, cond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDispatcher_Run: deliveries run with bounded concurrency, Run returns when ctx ends
 // after its deliveries ended and were recorded, and a term that ends mid-send hands the
 // message on without a backoff.
@@ -169,18 +184,11 @@ func TestDispatcher_ExpiredClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, 7) }()
-	testenv.Eventually(t, 30*time.Second, time.Millisecond, "both messages recorded", func() bool {
+	runUntil(t, d, "both messages recorded", func() bool {
 		_, ok0 := st.record("k0")
 		_, ok1 := st.record("k1")
 		return ok0 && ok1
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	if n := sent.Load(); n != 0 {
 		t.Fatalf("%d messages sent, want 0", n)
 	}
@@ -218,15 +226,8 @@ func TestDispatcher_RecordRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx, 7) }()
-	testenv.Eventually(t, 30*time.Second, time.Millisecond, "the delivery recorded", func() bool {
+	runUntil(t, d, "the delivery recorded", func() bool {
 		r, ok := st.record("k0")
 		return ok && r.Outcome == scheduler.DeliveryOK
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 }

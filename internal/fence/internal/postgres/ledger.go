@@ -227,11 +227,21 @@ func (p *Backend) Reclaim(ctx context.Context, token int64, node string, now tim
 // a read of the slots' other rows: found by the write in its way, or
 // committed by a concurrent writer while the write waited for it.
 func (p *Backend) slotWrite(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool, write string, args ...any) ([]scheduler.Result, error) {
+	return p.slotWriteThen(ctx, token, jobs, ats, manual, nil, write, args...)
+}
+
+// slotWriteThen is slotWrite whose batch ends with what then queues, when
+// then is not nil, so that it commits or fails with the write.
+func (p *Backend) slotWriteThen(ctx context.Context, token int64, jobs []string, ats []time.Time, manual []bool,
+	then func(*pgx.Batch), write string, args ...any) ([]scheduler.Result, error) {
 	written := make([]scheduler.Run, 0, len(jobs))
 	var found []scheduler.Run
 	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
 		b.Queue(write, args...).Query(collectRuns(&written, pgKeyRun))
 		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&found, pgKeyRun))
+		if then != nil {
+			then(b)
+		}
 	})
 	if err != nil {
 		return nil, err

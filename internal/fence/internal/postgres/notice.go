@@ -82,24 +82,7 @@ func (p *Backend) recordNotified(ctx context.Context, token int64, now time.Time
 	for _, o := range outs {
 		ns.add(o.Slot, o.Notice)
 	}
-	written := make([]scheduler.Run, 0, len(jobs))
-	var found []scheduler.Run
-	err := p.fencedBatch(ctx, jobs, token, func(b *pgx.Batch) {
-		b.Queue(p.q.record, args...).Query(collectRuns(&written, pgKeyRun))
-		b.Queue(p.q.slotRows, jobs, ats, manual).Query(collectRuns(&found, pgKeyRun))
-		ns.queue(p, b, token, now)
-	})
-	if err != nil {
-		return nil, err
-	}
-	res := make([]scheduler.Result, 0, len(written)+len(found))
-	for _, r := range written {
-		res = append(res, scheduler.Result{Run: r, Written: true})
-	}
-	for _, r := range found {
-		res = append(res, scheduler.Result{Run: r})
-	}
-	return res, nil
+	return p.slotWriteThen(ctx, token, jobs, ats, manual, func(b *pgx.Batch) { ns.queue(p, b, token, now) }, p.q.record, args...)
 }
 
 // completeNotified is Complete for completions of which some carry a notice:
