@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,14 +64,8 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 	defer c.running.Store(false)
 	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
 
-	notes := make(chan struct{}, 1)
-	lctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { listen(lctx, c.pool, c.ch, notes, c.lg) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
+	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) { listen(ctx, c.pool, c.ch, notes, c.lg) })
+	defer stop()
 
 	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
 		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })

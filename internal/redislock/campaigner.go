@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,14 +60,10 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 	defer c.running.Store(false)
 	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
 
-	notes := make(chan struct{}, 1)
-	sctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { subscribe(sctx, c.cli, eventsChannel(c.cfg.Key), notes) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
+	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) {
+		subscribe(ctx, c.cli, eventsChannel(c.cfg.Key), notes)
+	})
+	defer stop()
 
 	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
 		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })

@@ -1,7 +1,8 @@
 // Package leaselog serves a lease-style backend's term with the log lines every such backend
 // writes: a failed renewal, a deadline passed with no renewal answered, a hold found gone, and how
-// the term ended. Package lease logs nothing itself (it is a leaf); this package adds only zap to
-// it, so that the backends share one wording of their terms' lives instead of three copies.
+// the term ended; and it keeps an observer's view of the leader, logging its changes. Package
+// lease logs nothing itself (it is a leaf); this package adds only zap to it, so that the backends
+// share one wording of their terms' lives instead of three copies.
 package leaselog
 
 import (
