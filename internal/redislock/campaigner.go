@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
-	"scheduler/internal/lease/leaselog"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -57,16 +55,9 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		return errors.New("redislock: Run is already running")
 	}
 	defer c.running.Store(false)
-	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
-
-	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) {
+	c.campaignLease().Campaign(ctx, lead, func(ctx context.Context, notes chan<- struct{}) {
 		subscribe(ctx, c.cli, eventsChannel(c.cfg.Key), notes)
-	})
-	defer stop()
-
-	l := c.campaignLease()
-	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
-		func(ctx context.Context) (time.Duration, error) { return l.Round(ctx, lead, notes, c.lg) })
+	}, c.lg)
 	return nil
 }
 

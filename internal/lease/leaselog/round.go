@@ -90,3 +90,14 @@ func (l Lease[T]) Round(ctx context.Context, lead lease.LeadFunc, notes <-chan s
 	}
 	return held, nil
 }
+
+// Campaign repeats Round until ctx is cancelled, then returns. It logs that
+// it campaigns, and listens for the server's announcements with listen (see
+// lease.Listen) while it does.
+func (l Lease[T]) Campaign(ctx context.Context, lead lease.LeadFunc, listen func(ctx context.Context, notes chan<- struct{}), lg *zap.Logger) {
+	lg.Info("campaigning", zap.Duration("ttl", l.Renewal.TTL), zap.Duration("margin", l.Renewal.Margin))
+	notes, stop := lease.Listen(ctx, listen)
+	defer stop()
+	lease.Campaign(ctx, lease.Rounds{Limit: l.Renewal.TTL, Now: l.Renewal.Now, OnFailed: RoundFailed(lg)},
+		func(ctx context.Context) (time.Duration, error) { return l.Round(ctx, lead, notes, lg) })
+}

@@ -106,3 +106,34 @@ func TestLease_Round(t *testing.T) {
 		}
 	})
 }
+
+// TestLease_Campaign: Campaign logs that it campaigns, repeats failed rounds
+// and stops its listener before it returns.
+func TestLease_Campaign(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	var released []string
+	l := testLease(nil, errors.New("down"), nil, &released)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	listening := make(chan struct{})
+	stopped, failed := false, 0
+	l.Campaign(ctx, func(context.Context, scheduler.Term) error { return nil }, func(lctx context.Context, _ chan<- struct{}) {
+		close(listening)
+		<-lctx.Done()
+		stopped = true
+	}, zap.New(core).WithOptions(zap.Hooks(func(e zapcore.Entry) error {
+		if e.Message == "campaign round failed" {
+			if failed++; failed == 2 {
+				cancel()
+			}
+		}
+		return nil
+	})))
+	<-listening
+	if !stopped {
+		t.Fatal("Campaign returned before its listener did")
+	}
+	if logs.FilterMessage("campaigning").Len() != 1 || logs.FilterMessage("campaign round failed").Len() < 2 {
+		t.Fatalf("logged %v, want campaigning once and failed rounds repeated", logs.All())
+	}
+}
