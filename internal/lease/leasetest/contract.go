@@ -20,13 +20,11 @@ type Contender interface {
 	// Confirm asks the server whether the term with token is still the
 	// campaigner's; nil means confirmed.
 	Confirm(ctx context.Context, token int64) error
-	// Leading returns the term held right now, if any.
-	Leading() (scheduler.Term, bool)
 }
 
 // Server is one backend's server, fresh for one test, with what the
-// contract tests do to it. Every campaigner, observer and connection it
-// makes is closed when the test ends.
+// contract tests do to it. Every connection it opens is closed when the
+// test ends.
 type Server interface {
 	// Campaigner returns a campaigner for node whose lease lasts ttl, with
 	// ev as its hooks.
