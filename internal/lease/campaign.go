@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -113,5 +114,20 @@ func Await(ctx context.Context, d time.Duration, notes <-chan struct{}) bool {
 		return true
 	case <-t.C:
 		return true
+	}
+}
+
+// Listen runs listen in a goroutine that signals the returned channel on
+// every grant or release the server announces, until stop is called; stop
+// waits for it to return. The channel holds one note: a burst of
+// announcements wakes a waiter once.
+func Listen(ctx context.Context, listen func(ctx context.Context, notes chan<- struct{})) (notes <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	lctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { listen(lctx, ch) })
+	return ch, func() {
+		cancel()
+		wg.Wait()
 	}
 }

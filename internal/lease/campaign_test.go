@@ -170,3 +170,25 @@ func TestAwait(t *testing.T) {
 		}
 	})
 }
+
+func TestListen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ended := make(chan struct{})
+	notes, stop := Listen(ctx, func(ctx context.Context, notes chan<- struct{}) {
+		defer close(ended)
+		notes <- struct{}{}
+		<-ctx.Done()
+	})
+	select {
+	case <-notes:
+	case <-ctx.Done():
+		t.Fatal("no note from the listener")
+	}
+	stop()
+	select {
+	case <-ended:
+	default:
+		t.Fatal("stop returned before the listener did")
+	}
+}

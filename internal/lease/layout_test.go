@@ -11,11 +11,12 @@ import (
 
 // TestLayout_Leaf: the package is a leaf every backend may import, so it
 // imports only the run vocabulary and the standard library (no logger, no
-// client of any server); leasetest adds only this package.
+// client of any server); leasetest adds only this package and testenv, the
+// servers' test helpers its contract tests wait with.
 func TestLayout_Leaf(t *testing.T) {
 	for pattern, allowed := range map[string]map[string]bool{
 		"*.go":           {"scheduler": true},
-		"leasetest/*.go": {"scheduler": true, "scheduler/internal/lease": true},
+		"leasetest/*.go": {"scheduler": true, "scheduler/internal/lease": true, "scheduler/internal/testenv": true},
 	} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {

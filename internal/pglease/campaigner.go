@@ -2,18 +2,14 @@ package pglease
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
-	"scheduler/internal/lease/leaselog"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -63,62 +59,8 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		return errors.New("pglease: Run is already running")
 	}
 	defer c.running.Store(false)
-	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
-
-	notes := make(chan struct{}, 1)
-	lctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { listen(lctx, c.pool, c.ch, notes, c.lg) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-
-	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
-		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
+	c.campaignLease().Campaign(ctx, lead, func(ctx context.Context, notes chan<- struct{}) { listen(ctx, c.pool, c.ch, notes, c.lg) }, c.lg)
 	return nil
-}
-
-// round waits for the lease, leads while it is held, and releases it. It
-// returns how long lead ran, zero when it never led.
-func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan struct{}) (time.Duration, error) {
-	holder := crand.Text()
-	var (
-		token int64
-		sent  time.Time
-	)
-	for {
-		sent = c.cfg.Now()
-		actx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
-		tok, ok, wait, err := c.acquire(actx, holder)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			token = tok
-			break
-		}
-		// The holder's lease ends in wait by the database's clock, unless
-		// renewed; a release or a grant is announced sooner.
-		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
-			return 0, nil
-		}
-	}
-
-	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
-	lg := c.lg.With(zap.Int64("token", token))
-	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
-	held := c.serve(ctx, term, holder, sent, c.renewFor(holder), lead, lg)
-
-	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
-	// TTL, after which the lease has expired anyway.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.TTL)
-	defer cancel()
-	if err := c.release(rctx, holder); err != nil {
-		lg.Warn("release lease", zap.Error(err))
-	}
-	return held, nil
 }
 
 // Confirm asks the database whether the term with token is still this

@@ -81,83 +81,9 @@ func TestCampaigner_Run(t *testing.T) {
 		}
 	})
 
-	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) {
-		pool := mustPool(t, mustStore(t))
-		var seq atomic.Int64
-		const ttl = 10 * time.Second
-		a := leasetest.Run(t, newCampaigner(t, pool, "a", ttl), &seq, true)
-		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
-		b := leasetest.Run(t, newCampaigner(t, pool, "b", ttl), &seq, true)
-		time.Sleep(200 * time.Millisecond) // b is waiting for the lease
-		stopped := time.Now()
-		a.Stop()
-		// Far sooner than the TTL: the release is announced.
-		won := leasetest.Next(t, b.Won, ttl/4, "b's term after a resigned")
-		if won.Term.Token <= first.Term.Token {
-			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
-		}
-		t.Logf("handover after resign: %v", time.Since(stopped))
-	})
-
-	t.Run("FrozenLeaderStepsDownBeforeFollowerIsGranted", func(t *testing.T) {
-		dsn := mustStore(t)
-		proxied, proxy := viaProxy(t, dsn)
-		var seq atomic.Int64
-		const ttl = 2 * time.Second
-		a := leasetest.Run(t, newCampaigner(t, mustPool(t, proxied), "a", ttl), &seq, true)
-		first := leasetest.Next(t, a.Won, 10*time.Second, "a's term")
-		b := leasetest.Run(t, newCampaigner(t, mustPool(t, dsn), "b", ttl), &seq, true)
-		time.Sleep(300 * time.Millisecond)
-		frozen := time.Now()
-		proxy.Pause() // a's renewals stop reaching the database
-		lost := leasetest.Next(t, a.Lost, 2*ttl, "a stepping down")
-		var le *LostError
-		if !errors.As(lost.Cause, &le) || le.Reason != ReasonRenewalDeadline {
-			t.Fatalf("a's term ended with cause %v, want reason %s", lost.Cause, ReasonRenewalDeadline)
-		}
-		won := leasetest.Next(t, b.Won, 2*ttl, "b's term after a froze")
-		took := time.Since(frozen)
-		if lost.Seq >= won.Seq {
-			t.Fatalf("a stepped down (leasetest.Event %d) after b was granted (leasetest.Event %d)", lost.Seq, won.Seq)
-		}
-		if won.Term.Token <= first.Term.Token {
-			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
-		}
-		if took > ttl+time.Second {
-			t.Fatalf("takeover after %v, want about the TTL %v", took, ttl)
-		}
-		t.Logf("takeover after freeze: %v", took)
-		proxy.Resume()
-		b.Stop()
-		a.Stop()
-	})
-
-	t.Run("LeaseTakenFromUnderEndsTerm", func(t *testing.T) {
-		pool := mustPool(t, mustStore(t))
-		var seq atomic.Int64
-		c := newCampaigner(t, pool, "a", 3*time.Second)
-		elected, ended := make(chan Term, 16), make(chan Reason, 16)
-		c.cfg.Events = Events{
-			OnElected: func(t Term) { elected <- t },
-			OnLost:    func(_ Term, r Reason) { ended <- r },
-		}
-		a := leasetest.Run(t, c, &seq, true)
-		leasetest.Next(t, a.Won, 10*time.Second, "a's term")
-		if _, err := pool.Exec(context.Background(), `UPDATE sched.leader_lease SET holder = 'someone else'`); err != nil {
-			t.Fatal(err)
-		}
-		lost := leasetest.Next(t, a.Lost, 5*time.Second, "a's term ending")
-		var le *LostError
-		if !errors.As(lost.Cause, &le) || le.Reason != ReasonLeaseGone {
-			t.Fatalf("cause %v, want reason %s", lost.Cause, ReasonLeaseGone)
-		}
-		if got := <-elected; got.Token != lost.Term.Token {
-			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.Term.Token)
-		}
-		if got := <-ended; got != ReasonLeaseGone {
-			t.Fatalf("OnLost reason=%s, want %s", got, ReasonLeaseGone)
-		}
-	})
+	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) { leasetest.Resign(t, contract) })
+	t.Run("FrozenLeaderStepsDownBeforeFollowerIsGranted", func(t *testing.T) { leasetest.Freeze(t, contract) })
+	t.Run("LeaseTakenFromUnderEndsTerm", func(t *testing.T) { leasetest.Taken(t, contract) })
 
 	t.Run("UnmigratedSchemaKeepsRetrying", func(t *testing.T) {
 		pool := mustPool(t, testenv.MustDatabase(t))
@@ -177,31 +103,9 @@ func TestCampaigner_Run(t *testing.T) {
 	})
 }
 
-func TestCampaigner_Confirm(t *testing.T) {
-	pool := mustPool(t, mustStore(t))
-	ctx := context.Background()
-	var seq atomic.Int64
-	c := newCampaigner(t, pool, "a", 3*time.Second)
-	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
-	}
-	r := leasetest.Run(t, c, &seq, true)
-	term := leasetest.Next(t, r.Won, 10*time.Second, "a's term").Term
-	if err := c.Confirm(ctx, term.Token); err != nil {
-		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
-	}
-	if err := c.Confirm(ctx, term.Token-1); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm(other token) = %v, want ErrNotConfirmed", err)
-	}
-	// The row taken over behind the campaigner's back: the database says no
-	// before the next renewal notices.
-	if _, err := pool.Exec(ctx, `UPDATE sched.leader_lease SET holder = 'x', token = token + 1`); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Confirm(ctx, term.Token); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm after takeover = %v, want ErrNotConfirmed", err)
-	}
-}
+// TestCampaigner_Confirm: the database says no once the row is taken over
+// behind the campaigner's back, before the next renewal notices.
+func TestCampaigner_Confirm(t *testing.T) { leasetest.Confirm(t, contract) }
 
 // TestLease_JobRoleCannotTouchIt: a job's database role, granted what the
 // store's documentation grants it, can neither take nor extend the lease.

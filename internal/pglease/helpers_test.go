@@ -18,6 +18,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 	"scheduler/migrations"
 )
@@ -104,4 +105,61 @@ func newCampaigner(t *testing.T, pool *pgxpool.Pool, node string, ttl time.Durat
 		t.Fatal(err)
 	}
 	return c
+}
+
+// contract is the Postgres backend under leasetest's contract tests.
+var contract = leasetest.Contract{
+	Start:        func(t *testing.T) leasetest.Server { return newServer(t) },
+	NotConfirmed: ErrNotConfirmed,
+	NoLeader:     ErrNoLeader,
+}
+
+// server is a fresh database with the store's migrations, and a pool on it.
+type server struct {
+	dsn  string
+	pool *pgxpool.Pool
+}
+
+func newServer(t *testing.T) *server {
+	dsn := mustStore(t)
+	return &server{dsn: dsn, pool: mustPool(t, dsn)}
+}
+
+func (s *server) Campaigner(t *testing.T, node string, ttl time.Duration, ev Events) leasetest.Contender {
+	c := newCampaigner(t, s.pool, node, ttl)
+	c.cfg.Events = ev
+	return c
+}
+
+func (s *server) Proxied(t *testing.T, node string, ttl time.Duration) (leasetest.Contender, *testenv.Proxy) {
+	proxied, proxy := viaProxy(t, s.dsn)
+	return newCampaigner(t, mustPool(t, proxied), node, ttl), proxy
+}
+
+// Contending waits a moment: a follower's first attempt comes at once.
+func (s *server) Contending(*testing.T, int) { time.Sleep(300 * time.Millisecond) }
+
+func (s *server) Take(t *testing.T) {
+	if _, err := s.pool.Exec(context.Background(), `UPDATE sched.leader_lease SET holder = 'someone else'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *server) Supplant(t *testing.T) {
+	if _, err := s.pool.Exec(context.Background(), `UPDATE sched.leader_lease SET holder = 'x', token = token + 1`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *server) ReadLeader(*testing.T) error {
+	_, err := ReadLeader(context.Background(), s.pool, testSchema, "scheduler")
+	return err
+}
+
+func (s *server) Observer(t *testing.T) leasetest.Observer {
+	o, err := NewObserver(s.pool, testSchema, "scheduler", time.Second, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leasetest.View(o, func(l Leader) Term { return Term{Token: l.Token, Node: l.Node} })
 }

@@ -3,13 +3,13 @@ package pglease
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
+	"scheduler/internal/lease/leaselog"
 )
 
 // Observer keeps a follower-side view of who holds a lease, for status
@@ -22,10 +22,7 @@ type Observer struct {
 	ch   string
 	poll time.Duration
 	lg   *zap.Logger
-
-	mu  sync.Mutex
-	cur Leader
-	ok  bool
+	view *leaselog.View[Leader]
 }
 
 // NewObserver returns an Observer of the lease of election name in schema
@@ -40,64 +37,24 @@ func NewObserver(pool *pgxpool.Pool, schema, name string, poll time.Duration, lg
 	case schema == "" || name == "":
 		return nil, errors.New("pglease: observer: empty schema or name")
 	}
+	lg = lg.Named("observer").With(zap.String("lease", name))
 	return &Observer{
 		pool: pool, name: name, q: newQueries(schema), ch: channel(schema), poll: max(poll, 100*time.Millisecond),
-		lg: lg.Named("observer").With(zap.String("lease", name)),
+		lg: lg, view: leaselog.NewView(lg, func(l Leader) (string, int64) { return l.Node, l.Token }),
 	}, nil
 }
 
 // Current returns the holder as last read. ok is false when nobody holds
 // the lease or the last read failed.
-func (o *Observer) Current() (l Leader, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.cur, o.ok
-}
+func (o *Observer) Current() (l Leader, ok bool) { return o.view.Current() }
 
 // Run keeps the view current until ctx is cancelled, then returns nil.
 func (o *Observer) Run(ctx context.Context) error {
-	notes := make(chan struct{}, 1)
-	lctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { listen(lctx, o.pool, o.ch, notes, o.lg) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-	failures := 0
-	for {
+	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) { listen(ctx, o.pool, o.ch, notes, o.lg) })
+	defer stop()
+	leaselog.Poll(ctx, o.view, func(ctx context.Context) (Leader, time.Duration, error) {
 		l, err := readLeader(ctx, o.pool, o.q.read, o.name)
-		switch {
-		case err == nil:
-			failures = 0
-			o.set(l, true)
-		case errors.Is(err, ErrNoLeader):
-			failures = 0
-			o.set(Leader{}, false)
-		case ctx.Err() == nil:
-			failures++
-			o.set(Leader{}, false)
-			if failures == 1 {
-				o.lg.Warn("observe leader", zap.Error(err))
-			}
-		}
-		wait := o.poll
-		if err == nil {
-			// Look again when the lease would expire without a renewal.
-			wait = min(wait, l.Remaining+5*time.Millisecond)
-		}
-		if !lease.Await(ctx, wait, notes) {
-			return nil
-		}
-	}
-}
-
-// set updates the view and logs a change of leader.
-func (o *Observer) set(l Leader, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ok != o.ok || l.Token != o.cur.Token {
-		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
-	}
-	o.cur, o.ok = l, ok
+		return l, l.Remaining, err
+	}, ErrNoLeader, o.poll, notes)
+	return nil
 }

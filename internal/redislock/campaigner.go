@@ -2,18 +2,14 @@ package redislock
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
-	"scheduler/internal/lease/leaselog"
 )
 
 // ErrNotConfirmed says that Confirm found the term no longer current.
@@ -59,68 +55,10 @@ func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
 		return errors.New("redislock: Run is already running")
 	}
 	defer c.running.Store(false)
-	c.lg.Info("campaigning", zap.Duration("ttl", c.cfg.TTL), zap.Duration("margin", c.cfg.Margin))
-
-	notes := make(chan struct{}, 1)
-	sctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { subscribe(sctx, c.cli, eventsChannel(c.cfg.Key), notes) })
-	defer func() {
-		stop()
-		wg.Wait()
-	}()
-
-	lease.Campaign(ctx, lease.Rounds{Limit: c.cfg.TTL, Now: c.cfg.Now, OnFailed: leaselog.RoundFailed(c.lg)},
-		func(ctx context.Context) (time.Duration, error) { return c.round(ctx, lead, notes) })
+	c.campaignLease().Campaign(ctx, lead, func(ctx context.Context, notes chan<- struct{}) {
+		subscribe(ctx, c.cli, eventsChannel(c.cfg.Key), notes)
+	}, c.lg)
 	return nil
-}
-
-// round waits for the lock, leads while it is held, and releases it. It
-// returns how long lead ran, zero when it never led.
-func (c *Campaigner) round(ctx context.Context, lead LeadFunc, notes <-chan struct{}) (time.Duration, error) {
-	holder := crand.Text()
-	var (
-		token int64
-		sent  time.Time
-	)
-	for {
-		actx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
-		floor, err := c.cfg.Floor(actx)
-		if err != nil {
-			cancel()
-			return 0, fmt.Errorf("read token floor: %w", err)
-		}
-		sent = c.cfg.Now()
-		tok, ok, wait, err := c.acquire(actx, holder, floor)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			token = tok
-			break
-		}
-		// The holder's lock ends in wait unless renewed; a release or a
-		// grant is published sooner.
-		if !lease.Await(ctx, min(max(wait+5*time.Millisecond, 5*time.Millisecond), c.cfg.Poll), notes) {
-			return 0, nil
-		}
-	}
-
-	value := lockValue(token, holder, c.cfg.Node)
-	term := Term{Token: token, Node: c.cfg.Node, Since: c.cfg.Now()}
-	lg := c.lg.With(zap.Int64("token", token))
-	lg.Info("campaign won", zap.Time("deadline", sent.Add(c.cfg.TTL-c.cfg.Margin)))
-	held := c.serve(ctx, term, value, sent, c.renewFor(value), lead, lg)
-
-	// On a fresh context (ctx may be cancelled: shutdown), bounded by the
-	// TTL, after which the lock has expired anyway.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.TTL)
-	defer cancel()
-	if err := c.release(rctx, value); err != nil {
-		lg.Warn("release lock", zap.Error(err))
-	}
-	return held, nil
 }
 
 // Confirm asks Redis whether the term with token is still this

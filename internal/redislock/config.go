@@ -58,23 +58,9 @@ func (c *Config) validate() error {
 	if c.Node == "" {
 		errs = append(errs, errors.New("node: empty"))
 	}
-	if c.TTL < time.Second {
-		errs = append(errs, fmt.Errorf("ttl %v: below 1s", c.TTL))
-	}
-	var err error
-	if c.Margin, err = lease.Margin(c.TTL, c.Margin); err != nil {
-		errs = append(errs, err)
-	}
-	if c.Poll < 0 {
-		errs = append(errs, fmt.Errorf("poll %v: negative", c.Poll))
-	} else if c.Poll == 0 {
-		c.Poll = c.TTL
-	}
+	errs = append(errs, lease.Timing("ttl", c.TTL, &c.Margin, &c.Poll, &c.Now)...)
 	if c.Floor == nil {
 		c.Floor = func(context.Context) (int64, error) { return 0, nil }
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("redislock config: %w", err)

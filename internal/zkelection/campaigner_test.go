@@ -2,7 +2,6 @@ package zkelection
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,94 +92,9 @@ func TestCampaigner_Run(t *testing.T) {
 		}
 	})
 
-	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) {
-		srv := testenv.MustZooKeeper(t)
-		var seq atomic.Int64
-		a := leasetest.Run(t, newCampaigner(t, srv.Addr(), "a"), &seq, true)
-		first := leasetest.Next(t, a.Won, 15*time.Second, "a's term")
-		b := leasetest.Run(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
-		conn := mustConn(t, srv.Addr())
-		testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "b's candidate node", func() bool {
-			children, _, err := conn.Children(testPath)
-			return err == nil && len(ordered(children)) == 2
-		})
-		stopped := time.Now()
-		a.Stop()
-		won := leasetest.Next(t, b.Won, testTimeout/2, "b's term after a resigned")
-		if won.Term.Token <= first.Term.Token {
-			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
-		}
-		t.Logf("handover after resign: %v", time.Since(stopped))
-	})
-
-	t.Run("FrozenLeaderStepsDownBeforeFollowerLeads", func(t *testing.T) {
-		srv := testenv.MustZooKeeper(t)
-		proxy := testenv.MustProxy(t, srv.Addr())
-		var seq atomic.Int64
-		a := leasetest.Run(t, newCampaigner(t, proxy.Addr(), "a"), &seq, true)
-		first := leasetest.Next(t, a.Won, 15*time.Second, "a's term")
-		b := leasetest.Run(t, newCampaigner(t, srv.Addr(), "b"), &seq, true)
-		conn := mustConn(t, srv.Addr())
-		testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "b's candidate node", func() bool {
-			children, _, err := conn.Children(testPath)
-			return err == nil && len(ordered(children)) == 2
-		})
-		frozen := time.Now()
-		proxy.Pause() // a's session stops reaching the server
-		lost := leasetest.Next(t, a.Lost, 2*testTimeout, "a stepping down")
-		var le *LostError
-		if !errors.As(lost.Cause, &le) || (le.Reason != ReasonRenewalDeadline && le.Reason != ReasonSessionDone) {
-			t.Fatalf("a's term ended with cause %v, want reason %s or %s", lost.Cause, ReasonRenewalDeadline, ReasonSessionDone)
-		}
-		won := leasetest.Next(t, b.Won, 3*testTimeout, "b's term after a froze")
-		took := time.Since(frozen)
-		if lost.Seq >= won.Seq {
-			t.Fatalf("a stepped down (leasetest.Event %d) after b led (leasetest.Event %d)", lost.Seq, won.Seq)
-		}
-		if won.Term.Token <= first.Term.Token {
-			t.Fatalf("token=%d, want > %d", won.Term.Token, first.Term.Token)
-		}
-		// The server expires sessions on tick boundaries.
-		if took > testTimeout+time.Second {
-			t.Fatalf("takeover after %v, want about the session timeout %v", took, testTimeout)
-		}
-		t.Logf("a stepped down for %s; takeover after freeze: %v", le.Reason, took)
-		proxy.Resume()
-		b.Stop()
-		a.Stop()
-	})
-
-	t.Run("CandidateNodeDeletedEndsTerm", func(t *testing.T) {
-		srv := testenv.MustZooKeeper(t)
-		conn := mustConn(t, srv.Addr())
-		var seq atomic.Int64
-		c := newCampaigner(t, srv.Addr(), "a")
-		elected, ended := make(chan Term, 16), make(chan Reason, 16)
-		c.cfg.Events = Events{
-			OnElected: func(t Term) { elected <- t },
-			OnLost:    func(_ Term, r Reason) { ended <- r },
-		}
-		a := leasetest.Run(t, c, &seq, true)
-		leasetest.Next(t, a.Won, 15*time.Second, "a's term")
-		l, err := ReadLeader(conn, testPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.Delete(l.Path, -1); err != nil {
-			t.Fatal(err)
-		}
-		lost := leasetest.Next(t, a.Lost, 5*time.Second, "a's term ending")
-		var le *LostError
-		if !errors.As(lost.Cause, &le) || le.Reason != ReasonKeyDeleted {
-			t.Fatalf("cause %v, want reason %s", lost.Cause, ReasonKeyDeleted)
-		}
-		if got := <-elected; got.Token != lost.Term.Token {
-			t.Fatalf("OnElected token=%d, want %d", got.Token, lost.Term.Token)
-		}
-		if got := <-ended; got != ReasonKeyDeleted {
-			t.Fatalf("OnLost reason=%s, want %s", got, ReasonKeyDeleted)
-		}
-	})
+	t.Run("FollowerTakesOverAtOnceAfterResign", func(t *testing.T) { leasetest.Resign(t, contract) })
+	t.Run("FrozenLeaderStepsDownBeforeFollowerLeads", func(t *testing.T) { leasetest.Freeze(t, contract) })
+	t.Run("CandidateNodeDeletedEndsTerm", func(t *testing.T) { leasetest.Taken(t, contract) })
 
 	t.Run("UnreachableServerKeepsRetrying", func(t *testing.T) {
 		srv := testenv.MustZooKeeper(t)
@@ -199,38 +113,24 @@ func TestCampaigner_Run(t *testing.T) {
 	})
 }
 
+// TestCampaigner_Confirm: ZooKeeper says no once the candidate node is
+// deleted, before the session check notices.
 func TestCampaigner_Confirm(t *testing.T) {
-	srv := testenv.MustZooKeeper(t)
-	conn := mustConn(t, srv.Addr())
-	ctx := context.Background()
-	var seq atomic.Int64
-	c := newCampaigner(t, srv.Addr(), "a")
-	if err := c.Confirm(ctx, 1); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm without a term = %v, want ErrNotConfirmed", err)
-	}
-	r := leasetest.Run(t, c, &seq, true)
-	term := leasetest.Next(t, r.Won, 15*time.Second, "a's term").Term
-	if err := c.Confirm(ctx, term.Token); err != nil {
-		t.Fatalf("Confirm(%d) = %v, want nil", term.Token, err)
-	}
-	if err := c.Confirm(ctx, term.Token+1); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm(other token) = %v, want ErrNotConfirmed", err)
-	}
-	// A node under the path that is not a candidate changes nothing.
-	if _, err := conn.Create(testPath+"/stray", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Confirm(ctx, term.Token); err != nil {
-		t.Fatalf("Confirm with a stray node = %v, want nil", err)
-	}
-	l, err := ReadLeader(conn, testPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.Delete(l.Path, -1); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Confirm(ctx, term.Token); !errors.Is(err, ErrNotConfirmed) {
-		t.Fatalf("Confirm after the candidate node was deleted = %v, want ErrNotConfirmed", err)
-	}
+	leasetest.Confirm(t, contract)
+	t.Run("StrayNodeChangesNothing", func(t *testing.T) {
+		s := newServer(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var seq atomic.Int64
+		c := newCampaigner(t, s.srv.Addr(), "a")
+		r := leasetest.Run(t, c, &seq, true)
+		term := leasetest.Next(t, r.Won, 15*time.Second, "a's term").Term
+		// A node under the path that is not a candidate changes nothing.
+		if _, err := s.conn.Create(testPath+"/stray", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Confirm(ctx, term.Token); err != nil {
+			t.Fatalf("Confirm with a stray node = %v, want nil", err)
+		}
+	})
 }

@@ -55,16 +55,7 @@ func (c *Config) validate() error {
 	if c.Node == "" {
 		errs = append(errs, errors.New("node: empty"))
 	}
-	if c.SessionTimeout < time.Second {
-		errs = append(errs, fmt.Errorf("session timeout %v: below 1s", c.SessionTimeout))
-	}
-	var err error
-	if c.Margin, err = lease.Margin(c.SessionTimeout, c.Margin); err != nil {
-		errs = append(errs, err)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	errs = append(errs, lease.Timing("session timeout", c.SessionTimeout, &c.Margin, nil, &c.Now)...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("zkelection config: %w", err)
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"scheduler/internal/lease"
+	"scheduler/internal/lease/leaselog"
 )
 
 // Observer keeps a follower-side view of who leads an election, for status
@@ -23,10 +23,7 @@ type Observer struct {
 	timeout time.Duration
 	parent  string
 	lg      *zap.Logger
-
-	mu  sync.Mutex
-	cur Leader
-	ok  bool
+	view    *leaselog.View[Leader]
 }
 
 // NewObserver returns an Observer of the election under parent (as in
@@ -40,16 +37,14 @@ func NewObserver(servers []string, timeout time.Duration, parent string, lg *zap
 	case parent == "" || parent[0] != '/' || path.Clean(parent) != parent:
 		return nil, fmt.Errorf("zkelection: observer path %q: want an absolute, clean node path", parent)
 	}
-	return &Observer{servers: servers, timeout: timeout, parent: parent, lg: lg.Named("observer").With(zap.String("path", parent))}, nil
+	lg = lg.Named("observer").With(zap.String("path", parent))
+	return &Observer{servers: servers, timeout: timeout, parent: parent, lg: lg,
+		view: leaselog.NewView(lg, func(l Leader) (string, int64) { return l.Node, l.Token })}, nil
 }
 
 // Current returns the leader as last read. ok is false when there is no
 // candidate or the last read failed.
-func (o *Observer) Current() (l Leader, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.cur, o.ok
-}
+func (o *Observer) Current() (l Leader, ok bool) { return o.view.Current() }
 
 // Run keeps the view current until ctx is cancelled, then returns nil.
 func (o *Observer) Run(ctx context.Context) error {
@@ -57,7 +52,7 @@ func (o *Observer) Run(ctx context.Context) error {
 	for {
 		if err := o.follow(ctx); err != nil && ctx.Err() == nil {
 			failures++
-			o.set(Leader{}, false)
+			o.view.Set(Leader{}, false)
 			if failures == 1 {
 				o.lg.Warn("observe leader", zap.Error(err))
 			} else {
@@ -102,11 +97,11 @@ func (o *Observer) follow(ctx context.Context) error {
 		l, err := ReadLeader(conn, o.parent)
 		switch {
 		case errors.Is(err, ErrNoLeader):
-			o.set(Leader{}, false)
+			o.view.Set(Leader{}, false)
 		case err != nil:
 			return err
 		default:
-			o.set(l, true)
+			o.view.Set(l, true)
 		}
 		select {
 		case e := <-ev:
@@ -117,14 +112,4 @@ func (o *Observer) follow(ctx context.Context) error {
 			return nil
 		}
 	}
-}
-
-// set updates the view and logs a change of leader.
-func (o *Observer) set(l Leader, ok bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ok != o.ok || l.Token != o.cur.Token {
-		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
-	}
-	o.cur, o.ok = l, ok
 }

@@ -1,7 +1,9 @@
 // Package leaselog serves a lease-style backend's term with the log lines every such backend
 // writes: a failed renewal, a deadline passed with no renewal answered, a hold found gone, and how
-// the term ended. Package lease logs nothing itself (it is a leaf); this package adds only zap to
-// it, so that the backends share one wording of their terms' lives instead of three copies.
+// the term ended. It runs the campaign round of a backend whose lease is taken in one request (a
+// lease row, a lock), and keeps an observer's view of the leader, logging its changes. Package
+// lease logs nothing itself (it is a leaf); this package adds only zap to it, so that the backends
+// share one wording of their terms' lives instead of three copies.
 package leaselog
 
 import (
@@ -21,6 +23,8 @@ type Words struct {
 	Renewal string
 	// Gone is the line logged when a renewal finds the term's hold lost: "lease gone".
 	Gone string
+	// Release is the line logged when giving a lease up failed: "release lease".
+	Release string
 }
 
 // Serve leads term with h.Lead: it runs lead while r renews the hold, logs the renewals' failures

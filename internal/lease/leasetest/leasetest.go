@@ -1,6 +1,7 @@
 // Package leasetest runs a backend's campaigner in a test and records the
-// terms it leads, for the tests of every lease-style backend. It imports
-// only the scheduler's root package, package lease and the standard
+// terms it leads, and holds the contract tests every lease-style backend
+// passes, each backend with its own server. It imports only the
+// scheduler's root package, package lease, testenv and the standard
 // library.
 package leasetest
 
