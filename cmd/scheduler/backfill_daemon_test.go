@@ -12,6 +12,7 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/control"
 	"scheduler/internal/status"
 	"scheduler/internal/testenv"
@@ -216,7 +217,7 @@ func backfillRequests(t *testing.T, ctx context.Context, c *cluster) []control.B
 // the job's retention would prune at once end `backfill` with status 2 before it connects
 // anywhere, each with a message saying why.
 func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
-	path := writeConfig(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 0s}\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n  - name: kept\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 24h, max_runs: 5}\n")
+	path := configtest.Write(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 0s}\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n  - name: kept\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 24h, max_runs: 5}\n")
 	future := time.Now().Add(48 * time.Hour).UTC().Format(time.DateOnly)
 	for _, tc := range []struct {
 		name string

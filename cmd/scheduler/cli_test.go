@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 // runCLI runs the command line in-process and returns its exit status and output.
@@ -29,7 +31,7 @@ func TestCLI_Validate(t *testing.T) {
 		}
 	})
 	t.Run("RefusesBadConfigWithStatus2", func(t *testing.T) {
-		path := writeConfig(t, "jobs:\n  - name: a\n    schedule: '61 * * * *'\n    type: sql\n    sql: x\n")
+		path := configtest.Write(t, "jobs:\n  - name: a\n    schedule: '61 * * * *'\n    type: sql\n    sql: x\n")
 		code, _, errOut := runCLI(t, "validate", "--config", path)
 		if code != 2 || !strings.Contains(errOut, "jobs[0].schedule") {
 			t.Fatalf("code=%d err=%q, want 2 and the key path", code, errOut)

@@ -19,6 +19,7 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 	"scheduler/internal/testenv"
@@ -94,7 +95,7 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if !strings.Contains(storeYAML, "data_dir:") {
 		storeYAML = fmt.Sprintf("data_dir: %q\n", t.TempDir()) + storeYAML
 	}
-	loaded, err := config.LoadTable(writeConfig(t, storeYAML+jobsYAML), os.Environ())
+	loaded, err := config.LoadTable(configtest.Write(t, storeYAML+jobsYAML), os.Environ())
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
