@@ -15,6 +15,23 @@ import (
 	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
+// mustLoadError loads path with env and fails the test unless the load fails with a *Error
+// whose text mentions every want; it returns that error.
+func mustLoadError(t *testing.T, path string, env []string, want ...string) *Error {
+	t.Helper()
+	_, err := Load(path, env)
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err=%v, want a *Error", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(ce.Error(), w) {
+			t.Errorf("error does not mention %q:\n%v", w, ce)
+		}
+	}
+	return ce
+}
+
 // TestLoad_BadInput covers values, variables and sizes that used to get through.
 func TestLoad_BadInput(t *testing.T) {
 	cases := []struct {
@@ -60,16 +77,7 @@ func TestLoad_BadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(configtest.Write(t, tc.yaml), tc.env)
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(ce.Error(), w) {
-					t.Errorf("error does not mention %q:\n%v", w, ce)
-				}
-			}
+			ce := mustLoadError(t, configtest.Write(t, tc.yaml), tc.env, tc.want...)
 			for _, a := range tc.absent {
 				if strings.Contains(ce.Error(), a) {
 					t.Errorf("error mentions %q:\n%v", a, ce)
@@ -210,16 +218,7 @@ func TestLoad_FileLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(tc.path, nil)
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(ce.Error(), w) {
-					t.Errorf("error does not say %q:\n%v", w, ce)
-				}
-			}
+			mustLoadError(t, tc.path, nil, tc.want...)
 		})
 	}
 	t.Run("AtTheLimit", func(t *testing.T) {
