@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,17 +14,6 @@ import (
 	"scheduler/internal/kinds"
 	"scheduler/internal/testenv"
 )
-
-// runCLIEnv runs the command line in-process with the environment env.
-func runCLIEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	err := run(ctx, args, env, &out, &errOut)
-	code = exitCode(err, &errOut)
-	return code, out.String(), errOut.String()
-}
 
 // TestCLI_BadInput: each kind of bad input ends `validate` with status 2 and a message naming
 // the key, variable or file.

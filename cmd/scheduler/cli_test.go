@@ -14,10 +14,16 @@ import (
 // runCLI runs the command line in-process and returns its exit status and output.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv runs the command line in-process with the environment env.
+func runCLIEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	err := run(ctx, args, nil, &out, &errOut)
+	err := run(ctx, args, env, &out, &errOut)
 	code = exitCode(err, &errOut)
 	return code, out.String(), errOut.String()
 }
