@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"scheduler"
 	"scheduler/internal/election"
 	"scheduler/internal/status"
@@ -352,23 +350,7 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 	pg := testenv.MustPostgres(t)
 	base := pg.CreateDatabase(t)
 	const secret = "s3cr3t-Pa55word"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conn.Exec(ctx, "CREATE ROLE sched LOGIN SUPERUSER PASSWORD '"+secret+"'")
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword("sched", secret)
-	dsn := u.String()
+	dsn := passwordRole(t, base, secret)
 	c := newCluster(t, dsn, "")
 	r := c.start("a")
 	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
@@ -377,6 +359,10 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 		t.Fatalf("the password appears in the logs or the status")
 	}
 	// A store that cannot be reached fails with exit 1, without echoing the DSN's password.
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u.Host = "127.0.0.1:1"
 	c.dsn = u.String()
 	c.writeConfig(testJobs)
