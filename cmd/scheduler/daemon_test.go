@@ -139,6 +139,21 @@ func (c *cluster) cli(args ...string) string {
 	return out
 }
 
+// handOver stops the replica of leader old and returns the leader that follows, once another
+// replica leads.
+func (c *cluster) handOver(t *testing.T, old *status.Leader) *status.Leader {
+	t.Helper()
+	if err := c.replicas[old.Node].stop(t); err != nil {
+		t.Fatalf("stop %s: %v", old.Node, err)
+	}
+	var next *status.Leader
+	c.wait("the other replica to lead", func() bool {
+		next = c.status().Leader
+		return next != nil && next.Node != old.Node
+	})
+	return next
+}
+
 func (c *cluster) history(job string) []scheduler.Run {
 	c.t.Helper()
 	var runs []scheduler.Run
@@ -282,14 +297,7 @@ func TestDaemon_Cluster(t *testing.T) {
 	t.Run("GracefulHandover", func(t *testing.T) {
 		old := c.status().Leader
 		start := time.Now()
-		if err := c.replicas[old.Node].stop(t); err != nil {
-			t.Fatalf("stop %s: %v", old.Node, err)
-		}
-		var next *status.Leader
-		c.wait("the other replica to lead", func() bool {
-			next = c.status().Leader
-			return next != nil && next.Node != old.Node
-		})
+		next := c.handOver(t, old)
 		took := time.Since(start)
 		if next.Token <= old.Token {
 			t.Fatalf("new token %d not above %d", next.Token, old.Token)
