@@ -32,6 +32,19 @@ func mustLoadError(t *testing.T, path string, env []string, want ...string) *Err
 	return ce
 }
 
+// loadWant loads path with env. With no want the load must succeed, and loadWant returns nil;
+// else it must fail as mustLoadError checks.
+func loadWant(t *testing.T, path string, env []string, want ...string) *Error {
+	t.Helper()
+	if len(want) == 0 {
+		if _, err := Load(path, env); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		return nil
+	}
+	return mustLoadError(t, path, env, want...)
+}
+
 // TestLoad_BadInput covers values, variables and sizes that used to get through.
 func TestLoad_BadInput(t *testing.T) {
 	cases := []struct {

@@ -54,14 +54,7 @@ jobs:
 `, []string{`jobs[0].notify`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := configtest.Write(t, tc.body)
-			if len(tc.want) == 0 {
-				if _, err := Load(path, nil); err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			err := mustLoadError(t, path, nil, tc.want...)
+			err := loadWant(t, configtest.Write(t, tc.body), nil, tc.want...)
 			if tc.name == "InheritedReportedOnce" && strings.Contains(err.Error(), "jobs[") {
 				t.Errorf("an inherited value reported under a job:\n%v", err)
 			}

@@ -54,14 +54,7 @@ func TestLoad_Outbox(t *testing.T) {
 		{"WebhookHosts", configtest.MinimalJob + "outbox: {webhook: {hosts: [hooks.example.test, 10.0.0.7]}}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := configtest.Write(t, tc.body)
-			if len(tc.want) == 0 {
-				if _, err := Load(path, nil); err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			mustLoadError(t, path, nil, tc.want...)
+			loadWant(t, configtest.Write(t, tc.body), nil, tc.want...)
 		})
 	}
 }
