@@ -87,14 +87,7 @@ func (rc *restartCase) counted(key string) []scheduler.DeliveryOutcome {
 func newRestartCase(t *testing.T, ctx context.Context) *restartCase {
 	t.Helper()
 	pg := testenv.MustPostgres(t)
-	store, err := fence.Open(ctx, fence.Config{DSN: pg.CreateDatabase(t)}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := migratedStore(ctx, t, fence.Config{DSN: pg.CreateDatabase(t)})
 	if err := store.RaiseAll(ctx, []string{"invoices"}, 3); err != nil {
 		t.Fatal(err)
 	}
