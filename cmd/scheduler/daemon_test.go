@@ -358,7 +358,7 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 	pg := testenv.MustPostgres(t)
 	base := pg.CreateDatabase(t)
 	const secret = "s3cr3t-Pa55word"
-	dsn := passwordRole(t, base, secret)
+	dsn := testenv.MustPasswordRole(t, base, "sched", secret)
 	c := newCluster(t, dsn, "")
 	r := c.start("a")
 	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
