@@ -10,7 +10,6 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
-	"scheduler/internal/status"
 	"scheduler/internal/testenv"
 )
 
@@ -103,14 +102,7 @@ func TestDaemon_Backends(t *testing.T) {
 			}
 
 			start := time.Now()
-			if err := c.replicas[leader.Node].stop(t); err != nil {
-				t.Fatalf("stop %s: %v", leader.Node, err)
-			}
-			var next *status.Leader
-			c.wait("the other replica to lead", func() bool {
-				next = c.status().Leader
-				return next != nil && next.Node != leader.Node
-			})
+			next := c.handOver(t, leader)
 			if next.Token <= leader.Token {
 				t.Fatalf("new token %d not above %d", next.Token, leader.Token)
 			}

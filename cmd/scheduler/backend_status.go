@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 
-	"go.uber.org/zap"
-
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/coord"
 	"scheduler/internal/control"
@@ -32,7 +30,7 @@ func (s *session) statusSource() statusSource {
 
 // connectBackend opens a command's connections for a backend other than etcd: its control state
 // lives in the store.
-func connectBackend(ctx context.Context, cfg *config.Config, lg *zap.Logger, withStore bool) (*session, error) {
+func connectBackend(ctx context.Context, cfg *config.Config) (*session, error) {
 	conns, err := coord.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -41,13 +39,6 @@ func connectBackend(ctx context.Context, cfg *config.Config, lg *zap.Logger, wit
 	if s.ctl, err = control.NewPostgres(conns.Pool, cfg.Store.Schema); err != nil {
 		s.close()
 		return nil, err
-	}
-	if withStore {
-		if s.store, err = openStore(ctx, cfg, lg); err != nil {
-			s.close()
-			return nil, err
-		}
-		s.close = func() { s.store.Close(); conns.Close() }
 	}
 	return s, nil
 }

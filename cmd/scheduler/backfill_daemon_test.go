@@ -12,6 +12,7 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/control"
 	"scheduler/internal/status"
 	"scheduler/internal/testenv"
@@ -54,12 +55,7 @@ func TestDaemon_BackfillSurvivesFailover(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			var out, errOut bytes.Buffer
-			cliDone := make(chan int, 1)
-			go func() {
-				err := run(ctx, []string{"backfill", "hourly", "--from", backfillDay, "--to", backfillDay, "--config", c.path}, nil, &out, &errOut)
-				cliDone <- exitCode(err, &errOut)
-			}()
+			backfillDone := backfillDayInBackground(ctx, t, c)
 			backfilled := func() []scheduler.Run {
 				var rs []scheduler.Run
 				for _, r := range c.history("hourly") {
@@ -77,17 +73,12 @@ func TestDaemon_BackfillSurvivesFailover(t *testing.T) {
 				// SQLite is one node's store: the same node starts again and carries on.
 				c.start("a2")
 			}
-			var code int
-			select {
-			case code = <-cliDone:
-			case <-ctx.Done():
-				t.Fatalf("backfill did not finish; output:\n%s%s", &out, &errOut)
+			code, out, errOut := backfillDone()
+			if code != 0 || !strings.Contains(out, "backfill hourly: 24/24 slots (24 succeeded): done") {
+				t.Fatalf("backfill: exit %d, output:\n%s%s", code, out, errOut)
 			}
-			if code != 0 || !strings.Contains(out.String(), "backfill hourly: 24/24 slots (24 succeeded): done") {
-				t.Fatalf("backfill: exit %d, output:\n%s%s", code, &out, &errOut)
-			}
-			if !strings.Contains(out.String(), "backfill hourly: 24 slots from 2026-01-10T00:00:00+01:00 to 2026-01-10T23:00:00+01:00 requested") {
-				t.Fatalf("output does not say what was requested:\n%s", &out)
+			if !strings.Contains(out, "backfill hourly: 24 slots from 2026-01-10T00:00:00+01:00 to 2026-01-10T23:00:00+01:00 requested") {
+				t.Fatalf("output does not say what was requested:\n%s", out)
 			}
 			runs := backfilled()
 			if len(runs) != 24 {
@@ -170,6 +161,28 @@ func TestDaemon_BackfillSurvivesFailover(t *testing.T) {
 	}
 }
 
+// backfillDayInBackground runs `backfill hourly` over backfillDay against c while the test goes
+// on; the returned wait gives its exit code, stdout and stderr once it ends, and fails the test
+// when ctx ends first.
+func backfillDayInBackground(ctx context.Context, t *testing.T, c *cluster) (wait func() (code int, out, errOut string)) {
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		err := run(ctx, []string{"backfill", "hourly", "--from", backfillDay, "--to", backfillDay, "--config", c.path}, nil, &out, &errOut)
+		done <- exitCode(err, &errOut)
+	}()
+	return func() (int, string, string) {
+		t.Helper()
+		select {
+		case code := <-done:
+			return code, out.String(), errOut.String()
+		case <-ctx.Done():
+			t.Fatalf("backfill did not finish; output:\n%s%s", &out, &errOut)
+			return 0, "", ""
+		}
+	}
+}
+
 // invoicesBySlot counts the invoices of each slot of the backfilled day (period: slot) in the
 // Postgres store.
 func invoicesBySlot(t *testing.T, ctx context.Context, dsn string) map[string]int {
@@ -216,7 +229,7 @@ func backfillRequests(t *testing.T, ctx context.Context, c *cluster) []control.B
 // the job's retention would prune at once end `backfill` with status 2 before it connects
 // anywhere, each with a message saying why.
 func TestCLI_BackfillRefusesBadRanges(t *testing.T) {
-	path := writeConfig(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 0s}\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n  - name: kept\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 24h, max_runs: 5}\n")
+	path := configtest.Write(t, "single_node: true\netcd: {endpoints: [127.0.0.1:1]}\njobs:\n  - name: hourly\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 0s}\n  - name: other\n    schedule: \"@daily\"\n    type: sql\n    sql: x\n  - name: kept\n    schedule: \"@hourly\"\n    type: sql\n    sql: x\n    history: {max_age: 24h, max_runs: 5}\n")
 	future := time.Now().Add(48 * time.Hour).UTC().Format(time.DateOnly)
 	for _, tc := range []struct {
 		name string
@@ -261,12 +274,7 @@ func TestDaemon_BackfillOnStoreControl(t *testing.T) {
 	c.wait("a leader", func() bool { leader = c.status().Leader; return leader != nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var out, errOut bytes.Buffer
-	cliDone := make(chan int, 1)
-	go func() {
-		err := run(ctx, []string{"backfill", "hourly", "--from", backfillDay, "--to", backfillDay, "--config", c.path}, nil, &out, &errOut)
-		cliDone <- exitCode(err, &errOut)
-	}()
+	backfillDone := backfillDayInBackground(ctx, t, c)
 	backfilled := func() map[time.Time]scheduler.Run {
 		rs := map[time.Time]scheduler.Run{}
 		for _, r := range c.history("hourly") {
@@ -283,13 +291,8 @@ func TestDaemon_BackfillOnStoreControl(t *testing.T) {
 	if err := c.replicas[leader.Node].stop(t); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case code := <-cliDone:
-		if code != 0 || !strings.Contains(out.String(), "24/24 slots (24 succeeded): done") {
-			t.Fatalf("backfill: exit %d, output:\n%s%s", code, &out, &errOut)
-		}
-	case <-ctx.Done():
-		t.Fatalf("backfill did not finish; output:\n%s%s", &out, &errOut)
+	if code, out, errOut := backfillDone(); code != 0 || !strings.Contains(out, "24/24 slots (24 succeeded): done") {
+		t.Fatalf("backfill: exit %d, output:\n%s%s", code, out, errOut)
 	}
 	tokens := map[int64]bool{}
 	for _, r := range backfilled() {

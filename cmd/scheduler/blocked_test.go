@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -277,17 +275,7 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 // recorded fenced and not retried; a long exec job running on the same leader finishes once, in
 // the same term.
 func TestDaemon_ReceiverRefusalKeepsTheTerm(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		keys = map[string]int{}
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		keys[r.Header.Get("Idempotency-Key")]++
-		mu.Unlock()
-		http.Error(w, "newer token seen", http.StatusConflict)
-	}))
-	defer srv.Close()
+	recv := testenv.MustReceiver(t, http.StatusConflict, "newer token seen")
 	side := filepath.Join(t.TempDir(), "side-effects")
 	c := newBareCluster(t, testenv.MustDatabase(t), fmt.Sprintf(`
 jobs:
@@ -302,7 +290,7 @@ jobs:
     retries: 2
     retry_backoff: 100ms
     misfire: skip
-`, side, srv.URL))
+`, side, recv.URL))
 	c.start("a")
 	c.wait("a leader", func() bool { return c.status().Leader != nil })
 	term := c.status().Leader.Token
@@ -334,13 +322,11 @@ jobs:
 	if fenced < 3 {
 		t.Fatalf("%d hook runs fenced while the long job ran, want at least 3: %+v", fenced, hooks)
 	}
-	mu.Lock()
-	for k, n := range keys {
+	for k, n := range recv.Keys() {
 		if n != 1 {
 			t.Errorf("run %s was sent %d times, want 1: a refused run is not retried", k, n)
 		}
 	}
-	mu.Unlock()
 	if doc := c.status(); doc.Leader == nil || doc.Leader.Token != term {
 		t.Fatalf("leader %+v, want the same term %d", doc.Leader, term)
 	}

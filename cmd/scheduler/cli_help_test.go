@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 func TestCLI_BareCommandPrintsHelp(t *testing.T) {
@@ -50,7 +52,7 @@ func TestCLI_DidYouMean(t *testing.T) {
 		}
 	})
 	t.Run("JobNames", func(t *testing.T) {
-		path := writeConfig(t, minimalJob)
+		path := configtest.Write(t, configtest.MinimalJob)
 		code, _, errOut := runCLI(t, "next", "bet", "--config", path)
 		if code != 2 || !strings.Contains(errOut, `no job named "bet" in the configuration; did you mean "beat"?; its jobs: beat`) {
 			t.Errorf("code=%d stderr=%q, want 2, the nearest job and the jobs", code, errOut)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,21 +9,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/fence"
 	"scheduler/internal/kinds"
 	"scheduler/internal/testenv"
 )
-
-// runCLIEnv runs the command line in-process with the environment env.
-func runCLIEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	err := run(ctx, args, env, &out, &errOut)
-	code = exitCode(err, &errOut)
-	return code, out.String(), errOut.String()
-}
 
 // TestCLI_BadInput: each kind of bad input ends `validate` with status 2 and a message naming
 // the key, variable or file.
@@ -43,14 +31,14 @@ func TestCLI_BadInput(t *testing.T) {
 		path string
 		want []string
 	}{
-		{"PortOutOfRange", nil, writeConfig(t, "http: {addr: 'localhost:99999'}\n"+minimalJob), []string{"http.addr:", "99999", "out of range"}},
+		{"PortOutOfRange", nil, configtest.Write(t, "http: {addr: 'localhost:99999'}\n"+configtest.MinimalJob), []string{"http.addr:", "99999", "out of range"}},
 		{"DevZero", nil, "/dev/zero", []string{"/dev/zero is not a regular file"}},
 		{"HugeFile", nil, huge, []string{huge, "larger than the limit of 16777216 bytes (16 MiB)"}},
-		{"JitterNeverFires", nil, writeConfig(t, minimalJob+"    jitter: 1000000h\n"), []string{"jobs[0].jitter:", "1000000h0m0s", "10s"}},
-		{"VariableTypo", []string{"SCHEDULER_ELECTON_TTL=10s"}, writeConfig(t, minimalJob), []string{"SCHEDULER_ELECTON_TTL", "did you mean SCHEDULER_ELECTION_TTL?"}},
-		{"VariableBadValue", []string{"SCHEDULER_ELECTION_TTL=10"}, writeConfig(t, minimalJob), []string{"set by SCHEDULER_ELECTION_TTL"}},
-		{"VariableForJobs", []string{"SCHEDULER_JOBS_0_SCHEDULE=@daily"}, writeConfig(t, minimalJob), []string{"SCHEDULER_JOBS_0_SCHEDULE: jobs cannot be set from the environment"}},
-		{"EtcdWithoutSharedStore", nil, writeConfig(t, "etcd: {endpoints: ['etcd1:2379']}\n"+minimalJob), []string{"store.dsn:", "single_node: true"}},
+		{"JitterNeverFires", nil, configtest.Write(t, configtest.MinimalJob+"    jitter: 1000000h\n"), []string{"jobs[0].jitter:", "1000000h0m0s", "10s"}},
+		{"VariableTypo", []string{"SCHEDULER_ELECTON_TTL=10s"}, configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_ELECTON_TTL", "did you mean SCHEDULER_ELECTION_TTL?"}},
+		{"VariableBadValue", []string{"SCHEDULER_ELECTION_TTL=10"}, configtest.Write(t, configtest.MinimalJob), []string{"set by SCHEDULER_ELECTION_TTL"}},
+		{"VariableForJobs", []string{"SCHEDULER_JOBS_0_SCHEDULE=@daily"}, configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_JOBS_0_SCHEDULE: jobs cannot be set from the environment"}},
+		{"EtcdWithoutSharedStore", nil, configtest.Write(t, "etcd: {endpoints: ['etcd1:2379']}\n"+configtest.MinimalJob), []string{"store.dsn:", "single_node: true"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +55,7 @@ func TestCLI_BadInput(t *testing.T) {
 	}
 	t.Run("RunVariablesAreNotErrors", func(t *testing.T) {
 		env := []string{kinds.EnvFenceToken + "=42", kinds.EnvJob + "=beat", kinds.EnvScheduledAt + "=2026-03-01T00:00:00Z", kinds.EnvRunID + "=9", kinds.EnvAttempt + "=1"}
-		if code, out, errOut := runCLIEnv(t, env, "validate", "--config", writeConfig(t, minimalJob)); code != 0 {
+		if code, out, errOut := runCLIEnv(t, env, "validate", "--config", configtest.Write(t, configtest.MinimalJob)); code != 0 {
 			t.Fatalf("exit %d: %s%s", code, out, errOut)
 		}
 	})
@@ -76,7 +64,7 @@ func TestCLI_BadInput(t *testing.T) {
 // TestCLI_NextPrintsDates: `next` prints each slot and its jittered firing with the date, so a
 // jitter that carries a slot past midnight shows.
 func TestCLI_NextPrintsDates(t *testing.T) {
-	path := writeConfig(t, "jobs:\n  - {name: nightly, schedule: '30 23 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 22h}\n")
+	path := configtest.Write(t, "jobs:\n  - {name: nightly, schedule: '30 23 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 22h}\n")
 	code, out, errOut := runCLI(t, "next", "nightly", "-n", "3", "--from", "2026-03-28T00:00:00Z", "--config", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -120,7 +108,7 @@ func TestCLI_HistoryOnUnmigratedStore(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "scheduler.yaml")
-			if err := os.WriteFile(path, []byte(keys+minimalJob), 0o600); err != nil {
+			if err := os.WriteFile(path, []byte(keys+configtest.MinimalJob), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errOut := runCLI(t, "history", "beat", "--config", path)
@@ -137,7 +125,7 @@ func TestCLI_HistoryOnUnmigratedStore(t *testing.T) {
 func TestCLI_NoStoreIsNotCreated(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(path, []byte("data_dir: data\n"+minimalJob), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("data_dir: data\n"+configtest.MinimalJob), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sub := filepath.Join(dir, "sub")
@@ -190,7 +178,7 @@ func TestCLI_StoreUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(path, []byte("data_dir: data\n"+minimalJob), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("data_dir: data\n"+configtest.MinimalJob), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, "history", "beat", "--config", path)

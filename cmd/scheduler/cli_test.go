@@ -7,15 +7,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 // runCLI runs the command line in-process and returns its exit status and output.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv runs the command line in-process with the environment env.
+func runCLIEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	err := run(ctx, args, nil, &out, &errOut)
+	err := run(ctx, args, env, &out, &errOut)
 	code = exitCode(err, &errOut)
 	return code, out.String(), errOut.String()
 }
@@ -29,7 +37,7 @@ func TestCLI_Validate(t *testing.T) {
 		}
 	})
 	t.Run("RefusesBadConfigWithStatus2", func(t *testing.T) {
-		path := writeConfig(t, "jobs:\n  - name: a\n    schedule: '61 * * * *'\n    type: sql\n    sql: x\n")
+		path := configtest.Write(t, "jobs:\n  - name: a\n    schedule: '61 * * * *'\n    type: sql\n    sql: x\n")
 		code, _, errOut := runCLI(t, "validate", "--config", path)
 		if code != 2 || !strings.Contains(errOut, "jobs[0].schedule") {
 			t.Fatalf("code=%d err=%q, want 2 and the key path", code, errOut)

@@ -10,7 +10,6 @@ import (
 	"scheduler/cmd/scheduler/internal/config"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"scheduler"
 )
@@ -35,20 +34,11 @@ func newHistoryCmd(c *cli) *cobra.Command {
 			cfg := cl.Config
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
-			if err != nil {
-				return err
-			}
-			store, err := openStore(ctx, cfg, lg.With(zap.String("node", cfg.Node)))
+			store, err := c.openCLIStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			// A store that was never migrated would fail the query with "relation does not
-			// exist" or "no such table": say what to do instead.
-			if err := store.CheckSchema(ctx); err != nil {
-				return err
-			}
 			runs, err := store.History(ctx, args[0], limit)
 			if err != nil {
 				return err

@@ -72,7 +72,7 @@ func (c *cli) logsSession(ctx context.Context, follow bool) (*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		store, err := openCLIStore(ctx, c)
+		store, err := c.openCLIStore(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -54,12 +54,26 @@ func toMessageJSON(msgs []scheduler.Message) []messageJSON {
 	return out
 }
 
-// openCLIStore opens the configured store for a command, after checking its schema.
-func openCLIStore(ctx context.Context, c *cli) (*fence.Store, error) {
+// withCLIStore runs fn on the configured store, opened for one command.
+func (c *cli) withCLIStore(cmd *cobra.Command, fn func(ctx context.Context, store *fence.Store) error) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	store, err := c.openCLIStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(ctx, store)
+}
+
+// openCLIStore opens the store of cfg for a command, after checking its schema: a store that
+// was never migrated would fail a query with "relation does not exist" or "no such table",
+// and the check says what to do instead.
+func (c *cli) openCLIStore(ctx context.Context, cfg *config.Config) (*fence.Store, error) {
 	lg, err := newLogger(config.LogConfig{Level: "error", Format: cfg.Log.Format}, c.stderr)
 	if err != nil {
 		return nil, err
@@ -94,23 +108,18 @@ func newOutboxCmd(c *cli) *cobra.Command {
 			if limit < 1 {
 				return &usageError{fmt.Errorf("outbox: --limit must be at least 1, got %d", limit)}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			store, err := openCLIStore(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			msgs, err := store.Outbox(ctx, scheduler.MessageStatus(status), limit)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(toMessageJSON(msgs))
-			}
-			return printMessages(c.stdout, msgs)
+			return c.withCLIStore(cmd, func(ctx context.Context, store *fence.Store) error {
+				msgs, err := store.Outbox(ctx, scheduler.MessageStatus(status), limit)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(c.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(toMessageJSON(msgs))
+				}
+				return printMessages(c.stdout, msgs)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only the messages with this status (default: all)")
@@ -121,21 +130,16 @@ func newOutboxCmd(c *cli) *cobra.Command {
 		Short: "Queue a dead message again",
 		Args:  exactArgs(1, "a message key"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			store, err := openCLIStore(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			if err := store.RetryOutbox(ctx, args[0]); err != nil {
-				if errors.Is(err, fence.ErrNotDead) {
-					return fmt.Errorf("%w (see scheduler outbox --status dead)", err)
+			return c.withCLIStore(cmd, func(ctx context.Context, store *fence.Store) error {
+				if err := store.RetryOutbox(ctx, args[0]); err != nil {
+					if errors.Is(err, fence.ErrNotDead) {
+						return fmt.Errorf("%w (see scheduler outbox --status dead)", err)
+					}
+					return err
 				}
+				_, err := fmt.Fprintf(c.stdout, "message %s queued again\n", args[0])
 				return err
-			}
-			_, err = fmt.Fprintf(c.stdout, "message %s queued again\n", args[0])
-			return err
+			})
 		},
 	})
 	return cmd

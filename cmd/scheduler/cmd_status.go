@@ -58,24 +58,32 @@ func (c *cli) connectTo(ctx context.Context, cl *config.Cluster, withStore bool)
 	}
 	lg = lg.With(zap.String("node", cfg.Node))
 	if cfg.Election.Backend != config.BackendEtcd {
-		return connectBackend(ctx, cfg, lg, withStore)
+		s, err = connectBackend(ctx, cfg)
+	} else {
+		s, err = connectEtcd(cfg, lg)
 	}
+	if err != nil || !withStore {
+		return s, err
+	}
+	if s.store, err = openStore(ctx, cfg, lg); err != nil {
+		s.close()
+		return nil, err
+	}
+	closeRest := s.close
+	s.close = func() { s.store.Close(); closeRest() }
+	return s, nil
+}
+
+// connectEtcd opens a command's connections for the etcd backend, which keeps the control state.
+func connectEtcd(cfg *config.Config, lg *zap.Logger) (*session, error) {
 	cli, err := dialEtcd(cfg, lg)
 	if err != nil {
 		return nil, err
 	}
-	s = &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
+	s := &session{cfg: cfg, cli: cli, close: func() { cli.Close() }}
 	if s.ctl, err = control.New(cli, cfg.Election.Prefix); err != nil {
 		s.close()
 		return nil, err
-	}
-	if withStore {
-		if s.store, err = openStore(ctx, cfg, lg); err != nil {
-			s.close()
-			return nil, err
-		}
-		closeCli := s.close
-		s.close = func() { s.store.Close(); closeCli() }
 	}
 	return s, nil
 }

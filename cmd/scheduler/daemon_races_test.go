@@ -120,18 +120,25 @@ func TestDaemon_LeadJoinsPendingTriggers(t *testing.T) {
 	proxy.Pause()
 	defer proxy.Resume()
 
+	wantLeadFenced(ctx, t, d, token, "the store", "(*daemon).pendingTriggers", "its pendingTriggers goroutine")
+}
+
+// wantLeadFenced leads with token and fails the test unless lead returns ErrFenced, refused by
+// refuser, and has ended the goroutine whose stack shows frame (what it is) by then.
+func wantLeadFenced(ctx context.Context, t *testing.T, d *daemon, token int64, refuser, frame, what string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- d.lead(ctx, scheduler.Term{Token: token, Node: "a", Since: time.Now()}) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, scheduler.ErrFenced) {
-			t.Fatalf("lead = %v, want the store's refusal of token %d", err, token)
+			t.Fatalf("lead = %v, want %s's refusal of token %d", err, refuser, token)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("lead did not return after the store refused its token")
+		t.Fatalf("lead goes on although %s refused its token", refuser)
 	}
 	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*daemon).pendingTriggers") {
-		t.Fatal("lead returned while its pendingTriggers goroutine still runs")
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, frame) {
+		t.Fatalf("lead returned while %s still runs", what)
 	}
 }

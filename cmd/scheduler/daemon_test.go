@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"scheduler"
 	"scheduler/internal/election"
 	"scheduler/internal/status"
@@ -139,6 +137,21 @@ func (c *cluster) cli(args ...string) string {
 		c.t.Fatalf("scheduler %v: exit %d: %s%s", args, code, out, errOut)
 	}
 	return out
+}
+
+// handOver stops the replica of leader old and returns the leader that follows, once another
+// replica leads.
+func (c *cluster) handOver(t *testing.T, old *status.Leader) *status.Leader {
+	t.Helper()
+	if err := c.replicas[old.Node].stop(t); err != nil {
+		t.Fatalf("stop %s: %v", old.Node, err)
+	}
+	var next *status.Leader
+	c.wait("the other replica to lead", func() bool {
+		next = c.status().Leader
+		return next != nil && next.Node != old.Node
+	})
+	return next
 }
 
 func (c *cluster) history(job string) []scheduler.Run {
@@ -284,14 +297,7 @@ func TestDaemon_Cluster(t *testing.T) {
 	t.Run("GracefulHandover", func(t *testing.T) {
 		old := c.status().Leader
 		start := time.Now()
-		if err := c.replicas[old.Node].stop(t); err != nil {
-			t.Fatalf("stop %s: %v", old.Node, err)
-		}
-		var next *status.Leader
-		c.wait("the other replica to lead", func() bool {
-			next = c.status().Leader
-			return next != nil && next.Node != old.Node
-		})
+		next := c.handOver(t, old)
 		took := time.Since(start)
 		if next.Token <= old.Token {
 			t.Fatalf("new token %d not above %d", next.Token, old.Token)
@@ -352,23 +358,7 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 	pg := testenv.MustPostgres(t)
 	base := pg.CreateDatabase(t)
 	const secret = "s3cr3t-Pa55word"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conn.Exec(ctx, "CREATE ROLE sched LOGIN SUPERUSER PASSWORD '"+secret+"'")
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword("sched", secret)
-	dsn := u.String()
+	dsn := testenv.MustPasswordRole(t, base, "sched", secret)
 	c := newCluster(t, dsn, "")
 	r := c.start("a")
 	c.wait("tick runs", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1 })
@@ -377,6 +367,10 @@ func TestDaemon_SecretsStayOutOfLogs(t *testing.T) {
 		t.Fatalf("the password appears in the logs or the status")
 	}
 	// A store that cannot be reached fails with exit 1, without echoing the DSN's password.
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u.Host = "127.0.0.1:1"
 	c.dsn = u.String()
 	c.writeConfig(testJobs)

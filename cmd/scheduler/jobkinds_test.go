@@ -19,6 +19,7 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
 	"scheduler/internal/testenv"
@@ -94,7 +95,7 @@ func lead(t *testing.T, storeYAML, jobsYAML string, token int64) *leader {
 	if !strings.Contains(storeYAML, "data_dir:") {
 		storeYAML = fmt.Sprintf("data_dir: %q\n", t.TempDir()) + storeYAML
 	}
-	loaded, err := config.LoadTable(writeConfig(t, storeYAML+jobsYAML), os.Environ())
+	loaded, err := config.LoadTable(configtest.Write(t, storeYAML+jobsYAML), os.Environ())
 	if err != nil {
 		t.Fatalf("load config: %v", err)
 	}
@@ -234,6 +235,17 @@ jobs:
     builtin: stock
 `, srv.URL), token)
 		db := rs.db(t)
+		// staleFenced runs job under a stale token: it is fenced, and query still counts want
+		// rows.
+		staleFenced := func(t *testing.T, job, query string, want int) {
+			t.Helper()
+			if err := l.stale(job); !errors.Is(err, scheduler.ErrFenced) {
+				t.Fatalf("stale token: err %v, want ErrFenced", err)
+			}
+			if n := count(t, db, query); n != want {
+				t.Fatalf("a stale token of %s wrote: %d rows, want %d", job, n, want)
+			}
+		}
 
 		t.Run("Exec", func(t *testing.T) {
 			r := l.run("exec")
@@ -258,12 +270,7 @@ jobs:
 			if r.Output != "1 rows affected" || count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`) != 1 {
 				t.Fatalf("output %q, rows %d; want 1 row", r.Output, count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`))
 			}
-			if err := l.stale("sql-one"); !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("stale token: err %v, want ErrFenced", err)
-			}
-			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'one'`); n != 1 {
-				t.Fatalf("a stale token wrote: %d rows, want 1", n)
-			}
+			staleFenced(t, "sql-one", `SELECT count(*) FROM stock_scans WHERE sku = 'one'`, 1)
 		})
 		t.Run("SQLSeveralStatements", func(t *testing.T) {
 			r := l.run("sql-many")
@@ -274,12 +281,7 @@ jobs:
 			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'many' AND quantity > 10`); n != 2 {
 				t.Fatalf("%d rows inserted and updated, want 2", n)
 			}
-			if err := l.stale("sql-many"); !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("stale token: err %v, want ErrFenced", err)
-			}
-			if n := count(t, db, `SELECT count(*) FROM stock_scans WHERE sku = 'many'`); n != 2 {
-				t.Fatalf("a stale token wrote: %d rows, want 2", n)
-			}
+			staleFenced(t, "sql-many", `SELECT count(*) FROM stock_scans WHERE sku = 'many'`, 2)
 		})
 		t.Run("SQLFailingSecondStatementRollsBackTheFirst", func(t *testing.T) {
 			r := l.run("sql-second-fails")
@@ -297,12 +299,7 @@ jobs:
 			if n := count(t, db, `SELECT count(*) FROM invoices WHERE token = 100`); n != 3 {
 				t.Fatalf("%d invoices with token 100, want 3", n)
 			}
-			if err := l.stale("invoices"); !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("stale token: err %v, want ErrFenced", err)
-			}
-			if n := count(t, db, `SELECT count(*) FROM invoices`); n != 3 {
-				t.Fatalf("a stale token billed: %d invoices, want 3", n)
-			}
+			staleFenced(t, "invoices", `SELECT count(*) FROM invoices`, 3)
 		})
 		t.Run("Stock", func(t *testing.T) {
 			r := l.run("stock")
@@ -310,12 +307,7 @@ jobs:
 			if n := count(t, db, `SELECT count(*) FROM stock_report WHERE token = 100`); n != 2 {
 				t.Fatalf("%d report rows with token 100, want one per SKU scanned (2)", n)
 			}
-			if err := l.stale("stock"); !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("stale token: err %v, want ErrFenced", err)
-			}
-			if n := count(t, db, `SELECT count(*) FROM stock_report WHERE token = 100`); n != 2 {
-				t.Fatalf("a stale token rebuilt the report: %d rows with token 100, want 2", n)
-			}
+			staleFenced(t, "stock", `SELECT count(*) FROM stock_report WHERE token = 100`, 2)
 		})
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/testenv"
 )
 
@@ -38,7 +39,7 @@ func recommendedJobRoles(t *testing.T, dsn string) (jobDSN, role string) {
 func TestSQLJob_RecommendedSetup(t *testing.T) {
 	dsn := testenv.MustDatabase(t)
 	// The schema and its functions exist before the roles are granted on them.
-	if code, out, errOut := runCLI(t, "migrate", "--config", writeConfig(t, fmt.Sprintf("store: {dsn: %q}\n", dsn))); code != 0 {
+	if code, out, errOut := runCLI(t, "migrate", "--config", configtest.Write(t, fmt.Sprintf("store: {dsn: %q}\n", dsn))); code != 0 {
 		t.Fatalf("migrate: %d %s %s", code, out, errOut)
 	}
 	jobDSN, role := recommendedJobRoles(t, dsn)

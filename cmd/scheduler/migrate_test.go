@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 // TestMigrate_SQLiteStoreIsPrivate: the SQLite store holds every run's output; created in a
@@ -20,7 +22,7 @@ func TestMigrate_SQLiteStoreIsPrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	path := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(path, []byte("data_dir: "+data+"\n"+minimalJob), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("data_dir: "+data+"\n"+configtest.MinimalJob), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errOut := runCLI(t, "migrate", "--config", path); code != 0 {

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -133,19 +130,6 @@ func TestDaemon_LeadEndsWhenOutboxFenced(t *testing.T) {
 		if _, err := d.store.ClaimOutbox(ctx, token+1000, 1, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- d.lead(ctx, scheduler.Term{Token: token, Node: "a", Since: time.Now()}) }()
-		select {
-		case err := <-done:
-			if !errors.Is(err, scheduler.ErrFenced) {
-				t.Fatalf("lead = %v, want the outbox's refusal of token %d", err, token)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("lead goes on although the outbox refused its token")
-		}
-		buf := make([]byte, 1<<20)
-		if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*Dispatcher).Run") {
-			t.Fatal("lead returned while its dispatcher still runs")
-		}
+		wantLeadFenced(ctx, t, d, token, "the outbox", "(*Dispatcher).Run", "its dispatcher")
 	})
 }

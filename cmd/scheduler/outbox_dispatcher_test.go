@@ -22,14 +22,7 @@ import (
 func TestNewDispatcher_Log(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store, err := fence.Open(ctx, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := migratedStore(ctx, t, fence.Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
 	if err := store.RaiseAll(ctx, []string{"invoices"}, 3); err != nil {
 		t.Fatal(err)
 	}

@@ -87,14 +87,7 @@ func (rc *restartCase) counted(key string) []scheduler.DeliveryOutcome {
 func newRestartCase(t *testing.T, ctx context.Context) *restartCase {
 	t.Helper()
 	pg := testenv.MustPostgres(t)
-	store, err := fence.Open(ctx, fence.Config{DSN: pg.CreateDatabase(t)}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := migratedStore(ctx, t, fence.Config{DSN: pg.CreateDatabase(t)})
 	if err := store.RaiseAll(ctx, []string{"invoices"}, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +140,30 @@ func (rc *restartCase) run(t *testing.T, token int64) (end func() error) {
 	}
 }
 
+// acceptedThenStoreStops queues key and starts a term with token 4, whose delivery of it the
+// receiver accepts; Postgres then stops before that delivery is recorded. It returns the term's
+// end.
+func (rc *restartCase) acceptedThenStoreStops(t *testing.T, ctx context.Context, key string) (end func() error) {
+	t.Helper()
+	rc.enqueue(t, ctx, key)
+	rc.dl.pause.Store(true)
+	end = rc.run(t, 4)
+	<-rc.dl.accepted
+	rc.stopStoreThenResume(t, rc.dl.resume)
+	return end
+}
+
+// stopStoreThenResume stops Postgres, lets the held delivery go on by closing resume, and waits
+// until its record has failed.
+func (rc *restartCase) stopStoreThenResume(t *testing.T, resume chan struct{}) {
+	t.Helper()
+	rc.pg.Stop(t)
+	close(resume)
+	testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the record failing while the store is away", func() bool {
+		return rc.logs.FilterMessage("outbox record failed").Len() > 0
+	})
+}
+
 // status is the status of message key.
 func (rc *restartCase) status(ctx context.Context, key string) scheduler.MessageStatus {
 	msgs, err := rc.store.Outbox(ctx, "", 100)
@@ -172,15 +189,7 @@ func TestDispatcher_PostgresRestart(t *testing.T) {
 
 	t.Run("RecordedWhenTheStoreIsBack", func(t *testing.T) {
 		rc := newRestartCase(t, ctx)
-		rc.enqueue(t, ctx, "invoice.restart.1")
-		rc.dl.pause.Store(true)
-		end := rc.run(t, 4)
-		<-rc.dl.accepted
-		rc.pg.Stop(t)
-		close(rc.dl.resume)
-		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the record failing while the store is away", func() bool {
-			return rc.logs.FilterMessage("outbox record failed").Len() > 0
-		})
+		end := rc.acceptedThenStoreStops(t, ctx, "invoice.restart.1")
 		rc.pg.Start(t)
 		testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, "the message recorded delivered", func() bool {
 			return rc.status(ctx, "invoice.restart.1") == scheduler.MessageDelivered
@@ -210,11 +219,7 @@ func TestDispatcher_PostgresRestart(t *testing.T) {
 		rc.enqueue(t, ctx, "invoice.restart.4")
 		end := rc.run(t, 4)
 		<-ls.lost
-		rc.pg.Stop(t)
-		close(ls.resume)
-		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the record failing while the store is away", func() bool {
-			return rc.logs.FilterMessage("outbox record failed").Len() > 0
-		})
+		rc.stopStoreThenResume(t, ls.resume)
 		rc.pg.Start(t)
 		testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, "the repeated record accepted and counted", func() bool {
 			return len(rc.counted("invoice.restart.4")) > 0
@@ -235,15 +240,7 @@ func TestDispatcher_PostgresRestart(t *testing.T) {
 
 	t.Run("NextTermSendsAgainOnce", func(t *testing.T) {
 		rc := newRestartCase(t, ctx)
-		rc.enqueue(t, ctx, "invoice.restart.3")
-		rc.dl.pause.Store(true)
-		end := rc.run(t, 4)
-		<-rc.dl.accepted
-		rc.pg.Stop(t)
-		close(rc.dl.resume)
-		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the record failing while the store is away", func() bool {
-			return rc.logs.FilterMessage("outbox record failed").Len() > 0
-		})
+		end := rc.acceptedThenStoreStops(t, ctx, "invoice.restart.3")
 		if err := end(); err != nil {
 			t.Fatalf("Run = %v", err)
 		}

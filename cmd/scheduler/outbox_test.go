@@ -44,6 +44,20 @@ type outboxRig struct {
 	hold func(key string, n int)
 }
 
+// migratedStore opens the store of cfg, migrated, until the test ends.
+func migratedStore(ctx context.Context, t *testing.T, cfg fence.Config) *fence.Store {
+	t.Helper()
+	s, err := fence.Open(ctx, cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // forEachOutboxStore runs test against a fresh Postgres database and a fresh SQLite store.
 func forEachOutboxStore(t *testing.T, test func(t *testing.T, r *outboxRig)) {
 	for name, cfg := range map[string]func(t *testing.T) fence.Config{
@@ -55,14 +69,7 @@ func forEachOutboxStore(t *testing.T, test func(t *testing.T, r *outboxRig)) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), outboxTimeout)
 			t.Cleanup(cancel)
-			s, err := fence.Open(ctx, cfg(t), zaptest.NewLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := migratedStore(ctx, t, cfg(t))
 			r := &outboxRig{t: t, ctx: ctx, store: s, hooks: map[string]int{}, tokens: map[string][]string{},
 				reply: func(string, int) int { return http.StatusOK }}
 			r.smtp = testenv.MustSMTP(t, testenv.SMTPOptions{Refuse: func(rcpt string) (int, string) {

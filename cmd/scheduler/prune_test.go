@@ -53,14 +53,7 @@ func TestPruning_Store(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			s, err := fence.Open(ctx, fc, zaptest.NewLogger(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := migratedStore(ctx, t, fc)
 			fillLedger(t, s, 4, "yearly", 30, now)
 			fillLedger(t, s, 4, "keepall", 30, now)
 			m, err := status.NewMetrics(status.MetricsConfig{PerJob: "auto", Jobs: []string{"yearly", "keepall"}})

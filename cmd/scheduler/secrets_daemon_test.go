@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"scheduler"
 	"scheduler/internal/testenv"
@@ -33,7 +30,7 @@ jobs:
 func TestDaemon_ScrubsSecretsFromRuns(t *testing.T) {
 	t.Run("Postgres", func(t *testing.T) {
 		const secret = "pg-Pa55-in-the-dsn"
-		dsn := passwordRole(t, testenv.MustDatabase(t), secret)
+		dsn := testenv.MustPasswordRole(t, testenv.MustDatabase(t), "scrub", secret)
 		dir := t.TempDir()
 		dsnFile := filepath.Join(dir, "store_dsn")
 		writeFile(t, dsnFile, dsn+"\n")
@@ -88,31 +85,6 @@ func checkScrubbed(t *testing.T, dir, secret, head string) {
 	if strings.Contains(r.logs.String(), secret) {
 		t.Fatalf("the daemon's log shows the secret")
 	}
-}
-
-// passwordRole creates a superuser role with password on the database of dsn and returns dsn
-// for that role. The test server trusts loopback, so it does not check the password; the daemon
-// holds it all the same.
-func passwordRole(t *testing.T, dsn, password string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := fmt.Sprintf("scrub_%d", time.Now().UnixNano()%1e9)
-	_, err = conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN SUPERUSER PASSWORD '"+password+"'")
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, password)
-	return u.String()
 }
 
 // enableEtcdAuth turns authentication on with a root user whose password is password.

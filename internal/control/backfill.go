@@ -91,13 +91,10 @@ func (k keys) backfillPrefix() string { return k.prefix + ":backfill/" }
 // SubmitBackfill records b as a pending request. A request with the same
 // job and id fails with ErrBackfillExists.
 func (s *Store) SubmitBackfill(ctx context.Context, b Backfill) (Backfill, error) {
-	if err := checkBackfill(b.Job, b.ID); err != nil {
-		return Backfill{}, fmt.Errorf("submit backfill: %w", err)
-	}
-	b.State, b.Updated = BackfillPending, s.now().UTC()
-	v, err := json.Marshal(b)
+	b.State = BackfillPending
+	b, v, err := encodeBackfill("submit", b, s.now())
 	if err != nil {
-		return Backfill{}, fmt.Errorf("submit backfill of %q: encode: %w", b.Job, err)
+		return Backfill{}, err
 	}
 	key := s.k.backfillKey(b.Job, b.ID)
 	resp, err := s.cli.Txn(rctx(ctx)).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -149,13 +146,9 @@ func (s *Store) Backfill(ctx context.Context, job string, id int64) (b Backfill,
 // UpdateBackfill stores the leader's progress of b, stamped now. A request
 // removed meanwhile is not written again.
 func (s *Store) UpdateBackfill(ctx context.Context, b Backfill) error {
-	if err := checkBackfill(b.Job, b.ID); err != nil {
-		return fmt.Errorf("update backfill: %w", err)
-	}
-	b.Updated = s.now().UTC()
-	v, err := json.Marshal(b)
+	_, v, err := encodeBackfill("update", b, s.now())
 	if err != nil {
-		return fmt.Errorf("update backfill %d of %q: encode: %w", b.ID, b.Job, err)
+		return err
 	}
 	key := s.k.backfillKey(b.Job, b.ID)
 	if _, err := s.cli.Txn(rctx(ctx)).If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
@@ -163,6 +156,20 @@ func (s *Store) UpdateBackfill(ctx context.Context, b Backfill) error {
 		return fmt.Errorf("update backfill %d of %q: %w", b.ID, b.Job, err)
 	}
 	return nil
+}
+
+// encodeBackfill checks b and stamps it at now, for op (submit, update) of either store, and
+// returns it with the value both keep.
+func encodeBackfill(op string, b Backfill, now time.Time) (Backfill, []byte, error) {
+	if err := checkBackfill(b.Job, b.ID); err != nil {
+		return Backfill{}, nil, fmt.Errorf("%s backfill: %w", op, err)
+	}
+	b.Updated = now.UTC()
+	v, err := json.Marshal(b)
+	if err != nil {
+		return Backfill{}, nil, fmt.Errorf("%s backfill %d of %q: encode: %w", op, b.ID, b.Job, err)
+	}
+	return b, v, nil
 }
 
 // decodeBackfill parses a request's key and value; the key names the job

@@ -1,18 +1,11 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"scheduler/migrations"
 )
 
 // backfills is what both stores offer for backfill requests.
@@ -32,18 +25,8 @@ var (
 func pgBackfillStore(t *testing.T) (context.Context, *Postgres) {
 	t.Helper()
 	ctx, s, pool := pgStore(t)
-	text, err := fs.ReadFile(migrations.Postgres(), "00011_backfill.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := strings.Split(string(text), "-- +goose Down")[0]
-	var buf bytes.Buffer
-	data := struct{ Schema, Name string }{Schema: pgx.Identifier{pgSchema}.Sanitize(), Name: pgSchema}
-	if err := template.Must(template.New("00011").Parse(up)).Execute(&buf, data); err != nil {
-		t.Fatal(err)
-	}
 	var sql []string
-	for _, line := range strings.Split(buf.String(), "\n") {
+	for _, line := range strings.Split(migrationUp(t, "00011_backfill.sql"), "\n") {
 		if !strings.HasPrefix(line, "--") {
 			sql = append(sql, line)
 		}

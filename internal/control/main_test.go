@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,31 @@ func startWatcher(t *testing.T, w *Watcher) {
 		for range w.Requests() { // drains what is left; ends because Run closed it
 		}
 	})
+}
+
+// startRun runs run in the background; stop cancels its context, waits for it to return and
+// checks that it returned nil.
+func startRun(ctx context.Context, t *testing.T, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := run(rctx); err != nil {
+			t.Errorf("Run=%v, want nil", err)
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// hashedReplica returns replica a of version v, with the table hash that hash holds at the
+// time it is published.
+func hashedReplica(hash *atomic.Value) func() Replica {
+	return func() Replica {
+		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
+	}
 }
 
 // testLogger logs through t at info level and above.

@@ -25,13 +25,10 @@ func (s *Postgres) backfillSQL(q string) string {
 
 // SubmitBackfill records b as a pending request, as Store.SubmitBackfill does.
 func (s *Postgres) SubmitBackfill(ctx context.Context, b Backfill) (Backfill, error) {
-	if err := checkBackfill(b.Job, b.ID); err != nil {
-		return Backfill{}, fmt.Errorf("submit backfill: %w", err)
-	}
-	b.State, b.Updated = BackfillPending, s.now().UTC()
-	v, err := json.Marshal(b)
+	b.State = BackfillPending
+	b, v, err := encodeBackfill("submit", b, s.now())
 	if err != nil {
-		return Backfill{}, fmt.Errorf("submit backfill of %q: encode: %w", b.Job, err)
+		return Backfill{}, err
 	}
 	tag, err := s.pool.Exec(ctx, s.backfillSQL(pgSubmitBackfill), b.Job, b.ID, v)
 	if err != nil {
@@ -75,13 +72,9 @@ func (s *Postgres) Backfill(ctx context.Context, job string, id int64) (Backfill
 
 // UpdateBackfill stores the leader's progress of b, as Store.UpdateBackfill does.
 func (s *Postgres) UpdateBackfill(ctx context.Context, b Backfill) error {
-	if err := checkBackfill(b.Job, b.ID); err != nil {
-		return fmt.Errorf("update backfill: %w", err)
-	}
-	b.Updated = s.now().UTC()
-	v, err := json.Marshal(b)
+	_, v, err := encodeBackfill("update", b, s.now())
 	if err != nil {
-		return fmt.Errorf("update backfill %d of %q: encode: %w", b.ID, b.Job, err)
+		return err
 	}
 	if _, err := s.pool.Exec(ctx, s.backfillSQL(pgUpdateBackfill), b.Job, b.ID, v); err != nil {
 		return fmt.Errorf("update backfill %d of %q: %w", b.ID, b.Job, err)

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,19 +21,11 @@ func TestPostgresRegistration_Run(t *testing.T) {
 	hash.Store("h1")
 	// A long TTL: a republish seen within seconds is the republish, not a renewal.
 	const ttl = 30 * time.Second
-	reg, err := s.NewRegistration(ttl, func() Replica {
-		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
-	}, testLogger(t))
+	reg, err := s.NewRegistration(ttl, hashedReplica(&hash), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := reg.Run(rctx); err != nil {
-			t.Errorf("Run=%v, want nil", err)
-		}
-	})
+	stop := startRun(ctx, t, reg.Run)
 	shows := func(want string) func() bool {
 		return func() bool {
 			rs, err := s.Replicas(ctx)
@@ -48,7 +39,6 @@ func TestPostgresRegistration_Run(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, "entry republished with hash h2", shows("h2"))
 
 	stop()
-	wg.Wait()
 	// Shorten the entry's life by hand, as a TTL would end it, and see nothing renew it.
 	if _, err := pool.Exec(ctx, "UPDATE "+pgSchema+".control_replica SET expires_at = clock_timestamp()"); err != nil {
 		t.Fatal(err)

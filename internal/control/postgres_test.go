@@ -28,17 +28,7 @@ func pgStore(t *testing.T) (context.Context, *Postgres, *pgxpool.Pool) {
 		t.Fatalf("pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	text, err := fs.ReadFile(migrations.Postgres(), "00009_control.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := strings.Split(string(text), "-- +goose Down")[0]
-	var buf bytes.Buffer
-	data := struct{ Schema, Name string }{Schema: pgx.Identifier{pgSchema}.Sanitize(), Name: pgSchema}
-	if err := template.Must(template.New("00009").Parse(up)).Execute(&buf, data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgSchema+"; "+buf.String()); err != nil {
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgSchema+"; "+migrationUp(t, "00009_control.sql")); err != nil {
 		t.Fatalf("migration 00009: %v", err)
 	}
 	s, err := NewPostgres(pool, pgSchema)
@@ -46,6 +36,22 @@ func pgStore(t *testing.T) (context.Context, *Postgres, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	return ctx, s, pool
+}
+
+// migrationUp returns the Up part of the store's Postgres migration file, for pgSchema.
+func migrationUp(t *testing.T, file string) string {
+	t.Helper()
+	text, err := fs.ReadFile(migrations.Postgres(), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := strings.Split(string(text), "-- +goose Down")[0]
+	var buf bytes.Buffer
+	data := struct{ Schema, Name string }{Schema: pgx.Identifier{pgSchema}.Sanitize(), Name: pgSchema}
+	if err := template.Must(template.New(file).Parse(up)).Execute(&buf, data); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }
 
 func TestPostgres(t *testing.T) {

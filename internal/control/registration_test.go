@@ -1,8 +1,6 @@
 package control
 
 import (
-	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,19 +19,11 @@ func TestRegistration_Run(t *testing.T) {
 	s := mustStore(t, cli, "/reg/election")
 	var hash atomic.Value
 	hash.Store("h1")
-	reg, err := s.NewRegistration(2*time.Second, func() Replica {
-		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
-	}, testLogger(t))
+	reg, err := s.NewRegistration(2*time.Second, hashedReplica(&hash), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := reg.Run(rctx); err != nil {
-			t.Errorf("Run=%v, want nil", err)
-		}
-	})
+	stop := startRun(ctx, t, reg.Run)
 	entry := func() (Replica, bool) {
 		rs, err := s.Replicas(ctx)
 		if err != nil || len(rs) != 1 {
@@ -63,7 +53,6 @@ func TestRegistration_Run(t *testing.T) {
 	})
 
 	stop()
-	wg.Wait()
 	if _, ok := entry(); ok {
 		t.Fatal("entry still registered after Run returned")
 	}

@@ -35,6 +35,14 @@ func mustExec(t *testing.T, cfg ExecConfig) *ExecJob {
 	return j
 }
 
+// mustScript returns a job running script under sh with DIR naming a fresh directory for it to
+// write into, and that directory.
+func mustScript(t *testing.T, script string, grace time.Duration) (*ExecJob, string) {
+	t.Helper()
+	dir := t.TempDir()
+	return mustExec(t, ExecConfig{Command: []string{"sh", "-c", script}, Env: map[string]string{"DIR": dir}, KillGrace: grace}), dir
+}
+
 // noLeaks checks at the end of t that it left no goroutine behind.
 func noLeaks(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
@@ -316,8 +324,7 @@ func TestExecJob_Cancel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 			defer cancel()
-			dir := t.TempDir()
-			j := mustExec(t, ExecConfig{Command: []string{"sh", "-c", tt.script}, Env: map[string]string{"DIR": dir}, KillGrace: tt.grace})
+			j, dir := mustScript(t, tt.script, tt.grace)
 			runCtx, stop := context.WithCancel(ctx)
 			defer stop()
 			done := make(chan execResult, 1)
@@ -371,8 +378,7 @@ func TestExecJob_Stragglers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 			defer cancel()
-			dir := t.TempDir()
-			j := mustExec(t, ExecConfig{Command: []string{"sh", "-c", tt.script}, Env: map[string]string{"DIR": dir}, KillGrace: tt.grace})
+			j, dir := mustScript(t, tt.script, tt.grace)
 			out, err := j.Execute(ctx, testRun())
 			if err != nil || out != "done\n" {
 				t.Fatalf("Execute = %q, %v; want done, nil", out, err)

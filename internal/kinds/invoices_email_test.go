@@ -31,13 +31,7 @@ func TestInvoicesJob_EmailTo(t *testing.T) {
 		j := mustInvoices(t, InvoicesParams{Clients: 4, Period: "month", EmailTo: "client-{client}@example.test"})
 		run := scheduler.Attempt{Job: "invoices", Slot: slot, Token: 7, Attempt: 1, RunID: "r"}
 
-		out, err := j.Execute(ctx, st.bound(run))
-		if err != nil {
-			t.Fatalf("Execute: %v", err)
-		}
-		if out != "billed 4 of 4 clients (0 already billed), 4 e-mails queued" {
-			t.Fatalf("output = %q", out)
-		}
+		st.execute(ctx, t, j, run, "billed 4 of 4 clients (0 already billed), 4 e-mails queued")
 		msgs := outboxRows(ctx, t, st)
 		if len(msgs) != 4 {
 			t.Fatalf("%d messages, want one per invoice: %+v", len(msgs), msgs)
@@ -52,13 +46,7 @@ func TestInvoicesJob_EmailTo(t *testing.T) {
 
 		// A retry and a newer leader's redo: the invoices exist, so no e-mail is queued again.
 		for _, r := range []scheduler.Attempt{{Job: run.Job, Slot: slot, Token: 7, Attempt: 2, RunID: "r"}, {Job: run.Job, Slot: slot, Token: 8, Attempt: 1, RunID: "r"}} {
-			out, err := j.Execute(ctx, st.bound(r))
-			if err != nil {
-				t.Fatalf("Execute token %d: %v", r.Token, err)
-			}
-			if out != "billed 4 of 4 clients (4 already billed), 0 e-mails queued" {
-				t.Fatalf("output = %q", out)
-			}
+			st.execute(ctx, t, j, r, "billed 4 of 4 clients (4 already billed), 0 e-mails queued")
 		}
 		if n := len(outboxRows(ctx, t, st)); n != 4 {
 			t.Fatalf("%d messages after the redo, want 4", n)

@@ -57,13 +57,7 @@ func TestInvoicesJob(t *testing.T) {
 		j := mustInvoices(t, InvoicesParams{Clients: 5, Period: "month"})
 
 		t.Run("BillsEachClientOnce", func(t *testing.T) {
-			out, err := j.Execute(ctx, st.bound(run))
-			if err != nil {
-				t.Fatalf("Execute: %v", err)
-			}
-			if out != "billed 5 of 5 clients (0 already billed)" {
-				t.Fatalf("output = %q", out)
-			}
+			st.execute(ctx, t, j, run, "billed 5 of 5 clients (0 already billed)")
 			rows := invoiceRows(ctx, t, st)
 			if len(rows) != 5 {
 				t.Fatalf("%d invoices, want 5: %v", len(rows), rows)
@@ -82,13 +76,7 @@ func TestInvoicesJob(t *testing.T) {
 			before := invoiceRows(ctx, t, st)
 			// A retry of the slot, then a newer leader redoing it: neither adds nor changes a row.
 			for _, r := range []scheduler.Attempt{{Job: run.Job, Slot: slot, Token: 7, Attempt: 2, RunID: run.RunID}, {Job: run.Job, Slot: slot, Token: 8, Attempt: 1, RunID: run.RunID}} {
-				out, err := j.Execute(ctx, st.bound(r))
-				if err != nil {
-					t.Fatalf("Execute token %d: %v", r.Token, err)
-				}
-				if out != "billed 5 of 5 clients (5 already billed)" {
-					t.Fatalf("output = %q", out)
-				}
+				st.execute(ctx, t, j, r, "billed 5 of 5 clients (5 already billed)")
 			}
 			after := invoiceRows(ctx, t, st)
 			if len(after) != len(before) {

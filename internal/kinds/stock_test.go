@@ -54,13 +54,7 @@ func TestStockJob(t *testing.T) {
 		run := scheduler.Attempt{Job: "stock", Slot: builtAt, Token: 5, Attempt: 1, RunID: "s1"}
 
 		t.Run("Rebuilds", func(t *testing.T) {
-			out, err := j.Execute(ctx, st.bound(run))
-			if err != nil {
-				t.Fatalf("Execute: %v", err)
-			}
-			if out != "stock report rebuilt: 2 skus (replacing 1)" {
-				t.Fatalf("output = %q", out)
-			}
+			st.execute(ctx, t, j, run, "stock report rebuilt: 2 skus (replacing 1)")
 			if got, want := stockReport(ctx, t, st), "apple 6 3 5\npear 10 1 5\n"; got != want {
 				t.Fatalf("report:\n%s\nwant:\n%s", got, want)
 			}

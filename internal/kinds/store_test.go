@@ -144,6 +144,19 @@ func (st *testStore) bound(a scheduler.Attempt) scheduler.Attempt {
 	return a
 }
 
+// execute runs j on a, bound to the store, and fails the test unless it succeeds with the
+// output want.
+func (st *testStore) execute(ctx context.Context, t *testing.T, j scheduler.Executor, a scheduler.Attempt, want string) {
+	t.Helper()
+	out, err := j.Execute(ctx, st.bound(a))
+	if err != nil {
+		t.Fatalf("Execute token %d attempt %d: %v", a.Token, a.Attempt, err)
+	}
+	if out != want {
+		t.Fatalf("output = %q, want %q", out, want)
+	}
+}
+
 // failingTx passes the first pass Execs through and fails the next one with errInjected.
 type failingTx struct {
 	scheduler.Tx

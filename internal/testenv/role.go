@@ -59,6 +59,21 @@ func MustRole(tb testing.TB, dsn, name string, setup ...string) string {
 	return u.String()
 }
 
+// MustPasswordRole creates a superuser login role named after name whose password is password,
+// as MustRole creates and drops one, and returns the database's DSN for that role with its
+// password. The test server trusts loopback connections, so it does not check the password;
+// it is the secret a daemon holds all the same.
+func MustPasswordRole(tb testing.TB, dsn, name, password string) string {
+	tb.Helper()
+	roleDSN := MustRole(tb, dsn, name, `ALTER ROLE {role} SUPERUSER PASSWORD '`+strings.ReplaceAll(password, "'", "''")+`'`)
+	u, err := url.Parse(roleDSN)
+	if err != nil {
+		tb.Fatalf("testenv: role %s: parse dsn: %v", name, err)
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String()
+}
+
 // RoleName returns the name of the role a DSN of MustRole connects as.
 func RoleName(dsn string) string {
 	u, err := url.Parse(dsn)

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,29 +14,6 @@ import (
 // notifyJob fails every slot, after a retry, and notifies by e-mail and webhook.
 const notifyJob = "flaky"
 
-// hookCounter is a real HTTP receiver that counts the notifications posted to it by key.
-type hookCounter struct {
-	mu   sync.Mutex
-	keys map[string]int // Idempotency-Key -> requests
-}
-
-func (h *hookCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	h.mu.Lock()
-	h.keys[r.Header.Get("Idempotency-Key")]++
-	h.mu.Unlock()
-}
-
-func (h *hookCounter) counts() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make(map[string]int, len(h.keys))
-	for k, n := range h.keys {
-		out[k] = n
-	}
-	return out
-}
-
 // failureNotifications: three replicas run a job that fails every slot; its leader is killed
 // (SIGKILL) in the middle of a run, and the next leader runs that slot again. Every slot the
 // ledger has failed must be notified by one e-mail (one distinct Message-ID) at a real SMTP
@@ -48,9 +22,7 @@ func (h *hookCounter) counts() map[string]int {
 // counted.
 func (s *suite) failureNotifications(t *testing.T) {
 	smtp := testenv.MustSMTP(t, testenv.SMTPOptions{})
-	hooks := &hookCounter{keys: map[string]int{}}
-	hookSrv := httptest.NewServer(hooks)
-	defer hookSrv.Close()
+	hooks := testenv.MustReceiver(t, http.StatusOK, "")
 	jobs := fmt.Sprintf(`  - name: %s
     schedule: "@every 2s"
     type: exec
@@ -62,7 +34,7 @@ func (s *suite) failureNotifications(t *testing.T) {
     catchup: 1m
     notify: {on: [failed, missed], email: [ops@example.test], webhook: %q}
 outbox: {smtp: {addr: %q, from: scheduler@example.test, tls: none}, retry_backoff: 500ms, webhook: {hosts: [127.0.0.1]}}
-`, notifyJob, hookSrv.URL+"/notify", smtp.Addr)
+`, notifyJob, hooks.URL+"/notify", smtp.Addr)
 	d := s.deploy(t, deployOptions{jobs: jobs})
 	d.startAll()
 	first := d.waitLeader(0, 30*time.Second)
@@ -115,7 +87,7 @@ outbox: {smtp: {addr: %q, from: scheduler@example.test, tls: none}, retry_backof
 	for _, m := range smtp.Messages() {
 		mails[m.MessageID]++
 	}
-	hookKeys := hooks.counts()
+	hookKeys := hooks.Keys()
 	dups := 0
 	for part, slot := range notified {
 		var ids, keys []string

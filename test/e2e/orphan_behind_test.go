@@ -19,17 +19,7 @@ import (
 // failover is finished by the next leader.
 func (s *suite) orphanBehindNewerRun(t *testing.T) {
 	w := workload{schedule: "@every 3s", every: 3 * time.Second, clients: 10, delay: 500 * time.Millisecond}
-	d := s.deploy(t, deployOptions{jobs: w.yaml()})
-	d.start("a")
-	d.waitLeader(0, 30*time.Second)
-	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
-	testenv.Eventually(t, 10*time.Second, poll, "two invoices of the slot", func() bool {
-		return len(d.snapshot().invoicesOf(run.slot)) >= 2
-	})
-	tl := newTimeline(t, "OrphanBehindNewerRun")
-	killAt := time.Now()
-	d.signal("a", syscall.SIGKILL)
-	tl.start(killAt, fmt.Sprintf("SIGKILL a, the only replica, %d ms into the run of slot %s", ms(killAt.Sub(run.at)), stamp(run.slot)))
+	d, run, tl := s.killOnlyReplicaMidRun(t, w, 2, "OrphanBehindNewerRun")
 
 	// b takes the slot over once two more slots are due, and is killed in the middle of it.
 	sleepUntil(run.slot.Add(2*w.every + 500*time.Millisecond))

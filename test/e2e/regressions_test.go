@@ -9,6 +9,24 @@ import (
 	"scheduler/internal/testenv"
 )
 
+// killOnlyReplicaMidRun deploys w, starts replica a alone and kills it once a run has billed
+// billed clients; the timeline title starts at the kill.
+func (s *suite) killOnlyReplicaMidRun(t *testing.T, w workload, billed int, title string) (*deployment, runStart, *timeline) {
+	t.Helper()
+	d := s.deploy(t, deployOptions{jobs: w.yaml()})
+	d.start("a")
+	d.waitLeader(0, 30*time.Second)
+	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
+	testenv.Eventually(t, 10*time.Second, poll, fmt.Sprintf("%d invoices of the slot", billed), func() bool {
+		return len(d.snapshot().invoicesOf(run.slot)) >= billed
+	})
+	tl := newTimeline(t, title)
+	killAt := time.Now()
+	d.signal("a", syscall.SIGKILL)
+	tl.start(killAt, fmt.Sprintf("SIGKILL a, the only replica, %d ms into the run of slot %s", ms(killAt.Sub(run.at)), stamp(run.slot)))
+	return d, run, tl
+}
+
 // orphanOutlived kills the only replica in the middle of a run and starts another one after the
 // next slot has come due. The README promises that "a slot interrupted by a failover is finished
 // by the next leader"; with the default misfire policy (once) the new leader's catch-up sees two
@@ -17,17 +35,7 @@ import (
 // slot both missed and billed.
 func (s *suite) orphanOutlived(t *testing.T) {
 	w := workload{schedule: "@every 6s", every: 6 * time.Second, clients: 10, delay: 200 * time.Millisecond}
-	d := s.deploy(t, deployOptions{jobs: w.yaml()})
-	d.start("a")
-	d.waitLeader(0, 30*time.Second)
-	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
-	testenv.Eventually(d.t, 10*time.Second, poll, "three invoices of the slot", func() bool {
-		return len(d.snapshot().invoicesOf(run.slot)) >= 3
-	})
-	tl := newTimeline(t, "OrphanOutlivedByNextSlot")
-	killAt := time.Now()
-	d.signal("a", syscall.SIGKILL)
-	tl.start(killAt, fmt.Sprintf("SIGKILL a, the only replica, %d ms into the run of slot %s", ms(killAt.Sub(run.at)), stamp(run.slot)))
+	d, run, tl := s.killOnlyReplicaMidRun(t, w, 3, "OrphanOutlivedByNextSlot")
 	sleepUntil(run.slot.Add(w.every + time.Second))
 	d.start("b")
 	tl.mark(time.Now(), "b starts, after slot %s came due", stamp(run.slot.Add(w.every)))

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"scheduler/internal/testenv"
 )
 
 // unprivileged is the user the scenario runs the daemon as: the README's production setup is a
@@ -59,7 +58,7 @@ func (s *suite) jobsCannotReadSecrets(t *testing.T) {
 	}
 	u := mustLookupUser(t, unprivileged)
 	secret := "e2e-Secret-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	dsn := secretDSN(t, s.pg.database(t), secret)
+	dsn := testenv.MustPasswordRole(t, s.pg.database(t), "e2e_secret", secret)
 
 	// The daemon's user must reach its binary, configuration and data directory; the test's
 	// own temporary directories are private to root.
@@ -174,43 +173,6 @@ func finishedRuns(t *testing.T, daemon *process, bin string, environ []string, c
 		time.Sleep(500 * time.Millisecond)
 	}
 	return runs
-}
-
-// secretDSN creates a login role whose password is secret on the database of dsn, and returns
-// dsn with that role and password. The suite's Postgres trusts loopback connections, so the
-// server does not check the password; it is the secret the daemon holds all the same, in its
-// environment and memory, as it would hold a checked one.
-func secretDSN(t *testing.T, dsn, secret string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	role := fmt.Sprintf("e2e_secret_%d", time.Now().UnixNano()%1e9)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN SUPERUSER PASSWORD '"+secret+"'"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "REASSIGN OWNED BY "+role+" TO CURRENT_USER")
-		_, _ = conn.Exec(ctx, "DROP OWNED BY "+role)
-		_, _ = conn.Exec(ctx, "DROP ROLE "+role)
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, secret)
-	return u.String()
 }
 
 // writeSecretsConfig writes a configuration with an embedded etcd in dir/data-NODE and the
@@ -335,7 +297,7 @@ func (s *suite) jobUserCannotReadSecretFiles(t *testing.T) {
 		t.Fatalf("this scenario runs the daemon as root so that it can run jobs as %s; it runs as uid %d", unprivileged, os.Geteuid())
 	}
 	secret := "e2e-File-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	dsn := secretDSN(t, s.pg.database(t), secret)
+	dsn := testenv.MustPasswordRole(t, s.pg.database(t), "e2e_secret", secret)
 	dir := t.TempDir()
 	dsnFile := filepath.Join(dir, "store_dsn")
 	if err := os.WriteFile(dsnFile, []byte(dsn+"\n"), 0o400); err != nil {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,17 +179,7 @@ func wantSucceeded(t *testing.T, s snapshot, job string, first, last time.Time, 
 // token") at its first attempt; the invoices run is not cancelled and run again elsewhere: it
 // finishes once, at attempt 1, in the same term.
 func (s *suite) receiverRefuses(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		sent = map[string]int{}
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		sent[r.Header.Get("Idempotency-Key")]++
-		mu.Unlock()
-		http.Error(rw, "a newer token was seen", http.StatusConflict)
-	}))
-	defer srv.Close()
+	recv := testenv.MustReceiver(t, http.StatusConflict, "a newer token was seen")
 	w := seedWorkload
 	d := s.deploy(t, deployOptions{jobs: w.yaml() + fmt.Sprintf(`  - name: %s
     schedule: "@every 1s"
@@ -199,7 +187,7 @@ func (s *suite) receiverRefuses(t *testing.T) {
     url: %s
     retries: 2
     retry_backoff: 100ms
-`, otherJob, srv.URL)})
+`, otherJob, recv.URL)})
 	d.startAll()
 	lead := d.waitLeader(0, 30*time.Second)
 	run := d.waitRunStarted(invoicesJob, time.Now(), 30*time.Second)
@@ -239,13 +227,11 @@ func (s *suite) receiverRefuses(t *testing.T) {
 			t.Errorf("term %d of %s (%s): a receiver's 409 must not end the leader's term", tm.token, tm.node, tm.reason)
 		}
 	}
-	mu.Lock()
-	for key, n := range sent {
+	for key, n := range recv.Keys() {
 		if n != 1 {
 			t.Errorf("run %s was sent %d times, want once: a refused run is not retried", key, n)
 		}
 	}
-	mu.Unlock()
 	tl.print()
 	d.check(invoicesJob, w.clients)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
@@ -15,10 +16,7 @@ const adminToken = "0123456789abcdef0123456789abcdef"
 // writeTokenFile writes content into a file of mode perm and returns its path.
 func writeTokenFile(tb testing.TB, content string, perm os.FileMode) string {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "admin-token")
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	path := configtest.WriteFile(tb, "admin-token", content)
 	if err := os.Chmod(path, perm); err != nil {
 		tb.Fatal(err)
 	}
@@ -28,7 +26,7 @@ func writeTokenFile(tb testing.TB, content string, perm os.FileMode) string {
 func TestLoad_AdminTokenFile(t *testing.T) {
 	t.Run("ReadAndScrubbed", func(t *testing.T) {
 		path := writeTokenFile(t, adminToken+"\n", 0o600)
-		cfg, err := Load(writeConfig(t, "http:\n  admin_token_file: "+path+"\n"+minimalJob), nil)
+		cfg, err := Load(configtest.Write(t, "http:\n  admin_token_file: "+path+"\n"+configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +40,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 	})
 	t.Run("FromEnvironment", func(t *testing.T) {
 		path := writeTokenFile(t, adminToken, 0o400)
-		cfg, err := Load(writeConfig(t, minimalJob), []string{"SCHEDULER_HTTP_ADMIN_TOKEN_FILE=" + path})
+		cfg, err := Load(configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_HTTP_ADMIN_TOKEN_FILE=" + path})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +54,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, "scheduler.yaml")
-		if err := os.WriteFile(path, []byte("http: {admin_token_file: token}\n"+minimalJob), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte("http: {admin_token_file: token}\n"+configtest.MinimalJob), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := Load(path, nil)
@@ -68,7 +66,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		}
 	})
 	t.Run("NoneIsReadOnly", func(t *testing.T) {
-		cfg, err := Load(writeConfig(t, minimalJob), nil)
+		cfg, err := Load(configtest.Write(t, configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +91,7 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tc.path(t)
-			_, err := Load(writeConfig(t, "http:\n  admin_token_file: "+path+"\n"+minimalJob), nil)
+			_, err := Load(configtest.Write(t, "http:\n  admin_token_file: "+path+"\n"+configtest.MinimalJob), nil)
 			var cerr *Error
 			if !errors.As(err, &cerr) {
 				t.Fatalf("err=%v, want a configuration error", err)

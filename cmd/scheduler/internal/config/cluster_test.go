@@ -4,18 +4,20 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 func TestLoadCluster(t *testing.T) {
 	t.Run("ValidFileKeepsItsTable", func(t *testing.T) {
-		cl, err := LoadCluster(writeConfig(t, minimalJob), nil)
+		cl, err := LoadCluster(configtest.Write(t, configtest.MinimalJob), nil)
 		if err != nil || cl.Rest != nil || len(cl.Config.Jobs) != 1 {
 			t.Fatalf("cl=%+v err=%v, want the one job and no problems", cl, err)
 		}
 	})
 	t.Run("BrokenJobsAreLeftOut", func(t *testing.T) {
 		body := "http: {addr: nonsense}\ndefaults: {overlap: sometimes}\njobs:\n  - name: a\n    schedule: '61 * * * *'\n    type: sql\n    sql: x\n  - name: b\n    schedule: '@daily'\n    type: exec\n    command: [/bin/true]\n    bogus: 1\n"
-		cl, err := LoadCluster(writeConfig(t, body), nil)
+		cl, err := LoadCluster(configtest.Write(t, body), nil)
 		if err != nil {
 			t.Fatalf("err=%v, want the file accepted for finding the cluster", err)
 		}
@@ -33,15 +35,15 @@ func TestLoadCluster(t *testing.T) {
 		}
 	})
 	for name, body := range map[string]string{
-		"BadStore":    "store: {dsn: 'postgres://%zz'}\n" + minimalJob,
-		"BadEtcd":     "etcd: {endpoints: ['no port']}\n" + minimalJob,
-		"BadBackend":  "election: {backend: consul}\n" + minimalJob,
-		"BadLog":      "log: {level: loud}\n" + minimalJob,
+		"BadStore":    "store: {dsn: 'postgres://%zz'}\n" + configtest.MinimalJob,
+		"BadEtcd":     "etcd: {endpoints: ['no port']}\n" + configtest.MinimalJob,
+		"BadBackend":  "election: {backend: consul}\n" + configtest.MinimalJob,
+		"BadLog":      "log: {level: loud}\n" + configtest.MinimalJob,
 		"NotYAML":     "jobs: [\n",
-		"UnknownNode": "node: 'a b'\n" + minimalJob,
+		"UnknownNode": "node: 'a b'\n" + configtest.MinimalJob,
 	} {
 		t.Run("RefusesWhatFindsTheCluster/"+name, func(t *testing.T) {
-			_, err := LoadCluster(writeConfig(t, body), nil)
+			_, err := LoadCluster(configtest.Write(t, body), nil)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err=%v, want *Error", err)
@@ -49,7 +51,7 @@ func TestLoadCluster(t *testing.T) {
 		})
 	}
 	t.Run("RefusesABadVariable", func(t *testing.T) {
-		_, err := LoadCluster(writeConfig(t, minimalJob), []string{"SCHEDULER_STORE_DNS=x"})
+		_, err := LoadCluster(configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_STORE_DNS=x"})
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "SCHEDULER_STORE_DSN") {
 			t.Fatalf("err=%v, want *Error naming the variable it is near", err)

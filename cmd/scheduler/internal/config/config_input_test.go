@@ -11,16 +11,39 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
-// everyJob is a job on a ten-second schedule, with room for more keys.
-const everyJob = `
-jobs:
-  - name: beat
-    schedule: "@every 10s"
-    type: exec
-    command: [/bin/true]
-`
+// mustLoadError loads path with env and fails the test unless the load fails with a *Error
+// whose text mentions every want; it returns that error.
+func mustLoadError(t *testing.T, path string, env []string, want ...string) *Error {
+	t.Helper()
+	_, err := Load(path, env)
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err=%v, want a *Error", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(ce.Error(), w) {
+			t.Errorf("error does not mention %q:\n%v", w, ce)
+		}
+	}
+	return ce
+}
+
+// loadWant loads path with env. With no want the load must succeed, and loadWant returns nil;
+// else it must fail as mustLoadError checks.
+func loadWant(t *testing.T, path string, env []string, want ...string) *Error {
+	t.Helper()
+	if len(want) == 0 {
+		if _, err := Load(path, env); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		return nil
+	}
+	return mustLoadError(t, path, env, want...)
+}
 
 // TestLoad_BadInput covers values, variables and sizes that used to get through.
 func TestLoad_BadInput(t *testing.T) {
@@ -38,8 +61,8 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EndpointPortOutOfRange", "single_node: true\netcd: {endpoints: ['etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 		{"EndpointURLPortOutOfRange", "single_node: true\netcd: {endpoints: ['http://etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 
-		{"JitterHuge", everyJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},
-		{"JitterEqualToGap", everyJob + "    jitter: 10s\n", nil, []string{"jobs[0].jitter:", "10s must be shorter"}, nil},
+		{"JitterHuge", configtest.MinimalJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},
+		{"JitterEqualToGap", configtest.MinimalJob + "    jitter: 10s\n", nil, []string{"jobs[0].jitter:", "10s must be shorter"}, nil},
 		{"JitterAboveCronGap", "jobs:\n  - {name: a, schedule: '*/5 * * * *', type: sql, sql: x, jitter: 6m}\n", nil,
 			[]string{"jobs[0].jitter:", "6m0s must be shorter than the shortest gap between two slots of \"*/5 * * * *\", 5m0s"}, nil},
 		{"JitterAboveIrregularGap", "jobs:\n  - {name: a, schedule: '0 0,1 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 2h}\n", nil,
@@ -47,7 +70,7 @@ func TestLoad_BadInput(t *testing.T) {
 		// 02:00 is skipped on the spring-forward day and fires at 03:00, 23h before the next.
 		{"JitterAboveDSTGap", "jobs:\n  - {name: a, schedule: '0 2 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 23h}\n", nil,
 			[]string{"jobs[0].jitter: 23h0m0s must be shorter", "23h0m0s"}, nil},
-		{"JitterFromDefaults", "defaults: {jitter: 1m}\n" + everyJob, nil, []string{"jobs[0].jitter: 1m0s (from defaults.jitter) must be shorter"}, nil},
+		{"JitterFromDefaults", "defaults: {jitter: 1m}\n" + configtest.MinimalJob, nil, []string{"jobs[0].jitter: 1m0s (from defaults.jitter) must be shorter"}, nil},
 
 		{"EnvTypo", "", []string{"SCHEDULER_ELECTON_TTL=10s"}, []string{"and SCHEDULER_* environment:", "SCHEDULER_ELECTON_TTL: unknown variable", "did you mean SCHEDULER_ELECTION_TTL?"}, nil},
 		{"EnvTypoInNestedKey", "", []string{"SCHEDULER_ETCD_TLS_CAFILE=/x"}, []string{"SCHEDULER_ETCD_TLS_CAFILE:", "did you mean SCHEDULER_ETCD_TLS_CA_FILE?"}, nil},
@@ -58,7 +81,7 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EnvUndecodableNamesVariable", "", []string{"SCHEDULER_ETCD_DIAL_TIMEOUT=soon"}, []string{"etcd.dial_timeout: set by SCHEDULER_ETCD_DIAL_TIMEOUT:", `"soon" is not a duration`}, nil},
 		{"EnvBadEndpointNamesVariable", "single_node: true\n", []string{"SCHEDULER_ETCD_ENDPOINTS=etcd1:2379,etcd2"},
 			[]string{"etcd.endpoints[1]: set by SCHEDULER_ETCD_ENDPOINTS:"}, []string{"etcd.endpoints[0]"}},
-		{"EnvBadDefaultNamesVariable", minimalJob, []string{"SCHEDULER_DEFAULTS_RETRIES=many"}, []string{"set by SCHEDULER_DEFAULTS_RETRIES:", `"many" is not a whole number`}, nil},
+		{"EnvBadDefaultNamesVariable", configtest.MinimalJob, []string{"SCHEDULER_DEFAULTS_RETRIES=many"}, []string{"set by SCHEDULER_DEFAULTS_RETRIES:", `"many" is not a whole number`}, nil},
 		{"FileValueNotBlamedOnVariable", "election: {ttl: 500ms}\n", []string{"SCHEDULER_LOG_LEVEL=debug"}, []string{"election.ttl: must be at least 1s"}, []string{"set by", "environment"}},
 
 		{"EndpointsWithoutSharedStore", "etcd: {endpoints: ['etcd1:2379']}\n", nil,
@@ -67,16 +90,7 @@ func TestLoad_BadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.yaml), tc.env)
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(ce.Error(), w) {
-					t.Errorf("error does not mention %q:\n%v", w, ce)
-				}
-			}
+			ce := mustLoadError(t, configtest.Write(t, tc.yaml), tc.env, tc.want...)
 			for _, a := range tc.absent {
 				if strings.Contains(ce.Error(), a) {
 					t.Errorf("error mentions %q:\n%v", a, ce)
@@ -94,23 +108,23 @@ func TestLoad_GoodInput(t *testing.T) {
 		env   []string
 		check func(*testing.T, *Config)
 	}{
-		{"HTTPPortZero", "http: {addr: ':0'}\n" + minimalJob, nil, nil},
-		{"HTTPPortMax", "http: {addr: '[::1]:65535'}\n" + minimalJob, nil, nil},
-		{"HTTPServiceName", "http: {addr: 'localhost:http'}\n" + minimalJob, nil, nil},
-		{"JitterBelowGap", everyJob + "    jitter: 9s\n", nil, nil},
+		{"HTTPPortZero", "http: {addr: ':0'}\n" + configtest.MinimalJob, nil, nil},
+		{"HTTPPortMax", "http: {addr: '[::1]:65535'}\n" + configtest.MinimalJob, nil, nil},
+		{"HTTPServiceName", "http: {addr: 'localhost:http'}\n" + configtest.MinimalJob, nil, nil},
+		{"JitterBelowGap", configtest.MinimalJob + "    jitter: 9s\n", nil, nil},
 		{"JitterBelowDailyGap", "jobs:\n  - {name: a, schedule: '0 2 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 22h59m}\n", nil, nil},
-		{"SingleNode", "single_node: true\netcd: {endpoints: ['etcd1:2379']}\n" + minimalJob, nil,
+		{"SingleNode", "single_node: true\netcd: {endpoints: ['etcd1:2379']}\n" + configtest.MinimalJob, nil,
 			func(t *testing.T, c *Config) {
 				if !c.SingleNode {
 					t.Fatal("single_node not read")
 				}
 			}},
-		{"SharedStore", "etcd: {endpoints: ['etcd1:2379']}\nstore: {dsn: 'postgres://db/app'}\n" + minimalJob, nil, nil},
-		{"RunVariables", minimalJob, []string{"SCHEDULER_FENCE_TOKEN=42", "SCHEDULER_JOB=beat", "SCHEDULER_SCHEDULED_AT=2026-03-01T00:00:00Z",
+		{"SharedStore", "etcd: {endpoints: ['etcd1:2379']}\nstore: {dsn: 'postgres://db/app'}\n" + configtest.MinimalJob, nil, nil},
+		{"RunVariables", configtest.MinimalJob, []string{"SCHEDULER_FENCE_TOKEN=42", "SCHEDULER_JOB=beat", "SCHEDULER_SCHEDULED_AT=2026-03-01T00:00:00Z",
 			"SCHEDULER_RUN_ID=7", "SCHEDULER_ATTEMPT=1"}, nil},
-		{"SingleNodeFromEnv", "etcd: {endpoints: ['etcd1:2379']}\n" + minimalJob, []string{"SCHEDULER_SINGLE_NODE=true"}, nil},
+		{"SingleNodeFromEnv", "etcd: {endpoints: ['etcd1:2379']}\n" + configtest.MinimalJob, []string{"SCHEDULER_SINGLE_NODE=true"}, nil},
 		// defaults.dir has no default setting: the variable is known from the Config type alone.
-		{"VariableForKeyWithoutDefault", "defaults: {type: exec}\n" + minimalJob, []string{"SCHEDULER_DEFAULTS_DIR=/srv"},
+		{"VariableForKeyWithoutDefault", "defaults: {type: exec}\n" + configtest.MinimalJob, []string{"SCHEDULER_DEFAULTS_DIR=/srv"},
 			func(t *testing.T, c *Config) {
 				if c.Jobs[0].Dir != "/srv" {
 					t.Fatalf("jobs[0].dir=%q, want /srv from SCHEDULER_DEFAULTS_DIR", c.Jobs[0].Dir)
@@ -126,7 +140,7 @@ func TestLoad_GoodInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Load(writeConfig(t, tc.yaml), tc.env)
+			cfg, err := Load(configtest.Write(t, tc.yaml), tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +178,7 @@ func TestConfig_EveryKeyHasAVariable(t *testing.T) {
 // check is exact in tests and stable across replicas.
 func TestConfig_JitterGapFollowsNow(t *testing.T) {
 	// Whenever it is read, a year holds a gap of at most 184 days (4416h).
-	path := writeConfig(t, "jobs:\n  - {name: a, schedule: '0 0 1 1,7 *', type: sql, sql: x, jitter: 4500h}\n")
+	path := configtest.Write(t, "jobs:\n  - {name: a, schedule: '0 0 1 1,7 *', type: sql, sql: x, jitter: 4500h}\n")
 	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "jobs[0].jitter:") {
 		t.Fatalf("4500h of jitter on two slots a year: err=%v, want jobs[0].jitter named", err)
 	}
@@ -213,25 +227,16 @@ func TestLoad_FileLimits(t *testing.T) {
 		{"NamedPipe", fifo, []string{fifo + " is not a regular file (a named pipe)"}},
 		{"Directory", dir, []string{dir + " is not a regular file (a directory)"}},
 		{"TooLarge", huge, []string{huge + " is larger than the " + limitText}},
-		{"JustTooLarge", writeConfig(t, "#"+strings.Repeat("x", MaxConfigBytes)+"\n"), []string{"larger than the " + limitText}},
+		{"JustTooLarge", configtest.Write(t, "#"+strings.Repeat("x", MaxConfigBytes)+"\n"), []string{"larger than the " + limitText}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(tc.path, nil)
-			var ce *Error
-			if !errors.As(err, &ce) {
-				t.Fatalf("err=%v, want a *Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(ce.Error(), w) {
-					t.Errorf("error does not say %q:\n%v", w, ce)
-				}
-			}
+			mustLoadError(t, tc.path, nil, tc.want...)
 		})
 	}
 	t.Run("AtTheLimit", func(t *testing.T) {
-		body := minimalJob + "#" + strings.Repeat("x", MaxConfigBytes-len(minimalJob)-2) + "\n"
-		if _, err := Load(writeConfig(t, body), nil); err != nil {
+		body := configtest.MinimalJob + "#" + strings.Repeat("x", MaxConfigBytes-len(configtest.MinimalJob)-2) + "\n"
+		if _, err := Load(configtest.Write(t, body), nil); err != nil {
 			t.Fatalf("a file of exactly %d bytes: %v", len(body), err)
 		}
 	})
@@ -270,7 +275,7 @@ func TestLoad_FileLimits(t *testing.T) {
 		for i := range MaxJobs + 1 {
 			fmt.Fprintf(&b, "  - {name: j%d, schedule: '@daily', type: sql, sql: x}\n", i)
 		}
-		_, err := Load(writeConfig(t, b.String()), nil)
+		_, err := Load(configtest.Write(t, b.String()), nil)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("jobs: %d jobs, more than the limit of %d", MaxJobs+1, MaxJobs)) {
 			t.Fatalf("err=%v, want the job limit named", err)
 		}

@@ -7,25 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
-
-// writeConfig writes a config file into a temp dir and returns its path.
-func writeConfig(tb testing.TB, body string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "scheduler.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return path
-}
-
-const minimalJob = `
-jobs:
-  - name: beat
-    schedule: "@every 10s"
-    type: exec
-    command: [/bin/true]
-`
 
 func TestLoad_Sample(t *testing.T) {
 	cfg, err := Load(filepath.Join("..", "..", "..", "..", "configs", "scheduler.yaml"), nil)
@@ -69,7 +53,7 @@ func TestConfig_SampleHasEveryKey(t *testing.T) {
 }
 
 func TestLoad_Defaults(t *testing.T) {
-	path := writeConfig(t, minimalJob)
+	path := configtest.Write(t, configtest.MinimalJob)
 	cfg, err := Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +100,7 @@ func TestLoad_Environment(t *testing.T) {
 		"SCHEDULER_ETCD_TLS_CA_FILE=",
 		"OTHER_VAR=ignored",
 	}
-	cfg, err := Load(writeConfig(t, "node: from-file\n"+minimalJob), env)
+	cfg, err := Load(configtest.Write(t, "node: from-file\n"+configtest.MinimalJob), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +128,8 @@ func TestLoad_Invalid(t *testing.T) {
 		{"NotAMapping", "- a\n- b\n", nil, []string{"must be a mapping"}},
 		{"UnknownTopKey", "nodes: a\n", nil, []string{"nodes: unknown key"}},
 		{"UnknownNestedKey", "etcd:\n  endpoint: [a:1]\n", nil, []string{"etcd.endpoint: unknown key"}},
-		{"UnknownJobKey", minimalJob + "    retry: 3\n", nil, []string{"jobs[0].retry: unknown key"}},
-		{"UnknownDefaultsKey", "defaults:\n  colour: red\n" + minimalJob, nil, []string{"defaults.colour: unknown key"}},
+		{"UnknownJobKey", configtest.MinimalJob + "    retry: 3\n", nil, []string{"jobs[0].retry: unknown key"}},
+		{"UnknownDefaultsKey", "defaults:\n  colour: red\n" + configtest.MinimalJob, nil, []string{"defaults.colour: unknown key"}},
 		{"TTLTooShort", "election:\n  ttl: 500ms\n", nil, []string{"election.ttl: must be at least 1s"}},
 		{"TTLFraction", "election:\n  ttl: 1500ms\n", nil, []string{"election.ttl: must be a whole number of seconds"}},
 		{"DurationNoUnit", "shutdown_grace: 30\n", nil, []string{"shutdown_grace:", "no unit"}},
@@ -162,13 +146,13 @@ func TestLoad_Invalid(t *testing.T) {
 		{"HalfTLS", "etcd:\n  tls:\n    cert_file: /nonexistent/c.pem\n", nil, []string{"etcd.tls: cert_file and key_file", "etcd.tls.cert_file: cannot read"}},
 		{"JobNameMissing", "jobs:\n  - schedule: '@hourly'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].name: is required"}},
 		{"JobNameInvalid", "jobs:\n  - name: Bad Name\n    schedule: '@hourly'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].name: must match"}},
-		{"JobNameDuplicate", minimalJob + "  - name: beat\n    schedule: '@hourly'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[1].name: duplicate job name \"beat\""}},
+		{"JobNameDuplicate", configtest.MinimalJob + "  - name: beat\n    schedule: '@hourly'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[1].name: duplicate job name \"beat\""}},
 		{"ScheduleFields", "jobs:\n  - name: a\n    schedule: '* * *'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].schedule:"}},
 		{"ScheduleRange", "jobs:\n  - name: a\n    schedule: '0 25 * * *'\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].schedule:", "25"}},
 		{"ScheduleMissing", "jobs:\n  - name: a\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].schedule: is required"}},
 		{"BadTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: Mars/Olympus\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: unknown IANA time zone \"Mars/Olympus\""}},
 		{"LocalTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: Local\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone:"}},
-		{"BadDefaultTimezone", "defaults:\n  timezone: Nowhere/City\n" + minimalJob, nil, []string{"defaults.timezone: unknown IANA time zone"}},
+		{"BadDefaultTimezone", "defaults:\n  timezone: Nowhere/City\n" + configtest.MinimalJob, nil, []string{"defaults.timezone: unknown IANA time zone"}},
 		{"UnknownType", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: shell\n", nil, []string{"jobs[0].type: must be one of builtin, exec, sql, http"}},
 		{"TypeMissing", "jobs:\n  - name: a\n    schedule: '@daily'\n", nil, []string{"jobs[0].type: is required"}},
 		{"ExecNoCommand", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: exec\n", nil, []string{"jobs[0].command: is required"}},
@@ -182,20 +166,20 @@ func TestLoad_Invalid(t *testing.T) {
 		{"BuiltinUnknown", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: builtin\n    builtin: payroll\n", nil, []string{"jobs[0].builtin: unknown builtin \"payroll\""}},
 		{"BuiltinBadParams", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: builtin\n    builtin: invoices\n    params: {clients: -1, delay: fast, period: week, colour: red}\n", nil,
 			[]string{"jobs[0].params.clients:", "jobs[0].params.delay:", "jobs[0].params.period: must be month or slot", "jobs[0].params.colour: unknown parameter"}},
-		{"NegativeRetries", minimalJob + "    retries: -1\n", nil, []string{"jobs[0].retries: must not be negative"}},
-		{"RetriesNotNumber", minimalJob + "    retries: many\n", nil, []string{"jobs[0].retries:", "not a whole number"}},
-		{"NegativeCatchup", minimalJob + "    catchup: -5m\n", nil, []string{"jobs[0].catchup: must not be negative"}},
-		{"ZeroTimeout", minimalJob + "    timeout: 0s\n", nil, []string{"jobs[0].timeout: must be positive"}},
-		{"NegativeJitter", minimalJob + "    jitter: -1s\n", nil, []string{"jobs[0].jitter: must not be negative"}},
-		{"BadOverlap", minimalJob + "    overlap: sometimes\n", nil, []string{"jobs[0].overlap: must be one of skip, queue, replace, allow"}},
-		{"BadMisfire", minimalJob + "    misfire: never\n", nil, []string{"jobs[0].misfire: must be one of skip, once, all"}},
-		{"BadDefaultOverlap", "defaults:\n  overlap: twice\n" + minimalJob, nil, []string{"defaults.overlap: must be one of"}},
+		{"NegativeRetries", configtest.MinimalJob + "    retries: -1\n", nil, []string{"jobs[0].retries: must not be negative"}},
+		{"RetriesNotNumber", configtest.MinimalJob + "    retries: many\n", nil, []string{"jobs[0].retries:", "not a whole number"}},
+		{"NegativeCatchup", configtest.MinimalJob + "    catchup: -5m\n", nil, []string{"jobs[0].catchup: must not be negative"}},
+		{"ZeroTimeout", configtest.MinimalJob + "    timeout: 0s\n", nil, []string{"jobs[0].timeout: must be positive"}},
+		{"NegativeJitter", configtest.MinimalJob + "    jitter: -1s\n", nil, []string{"jobs[0].jitter: must not be negative"}},
+		{"BadOverlap", configtest.MinimalJob + "    overlap: sometimes\n", nil, []string{"jobs[0].overlap: must be one of skip, queue, replace, allow"}},
+		{"BadMisfire", configtest.MinimalJob + "    misfire: never\n", nil, []string{"jobs[0].misfire: must be one of skip, once, all"}},
+		{"BadDefaultOverlap", "defaults:\n  overlap: twice\n" + configtest.MinimalJob, nil, []string{"defaults.overlap: must be one of"}},
 		{"EmptyJobEntry", "jobs:\n  -\n", nil, []string{"jobs[0]"}},
 		{"JobsNotAList", "jobs: {name: a}\n", nil, []string{"jobs:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.yaml), tc.env)
+			_, err := Load(configtest.Write(t, tc.yaml), tc.env)
 			if err == nil {
 				t.Fatal("Load accepted an invalid config")
 			}
@@ -232,7 +216,7 @@ jobs:
     sql: select 1
     misfire: later
 `
-	_, err := Load(writeConfig(t, body), nil)
+	_, err := Load(configtest.Write(t, body), nil)
 	ce, ok := err.(*Error)
 	if !ok {
 		t.Fatalf("err=%v, want *Error", err)
@@ -263,7 +247,7 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(string(sample))
-	f.Add(minimalJob)
+	f.Add(configtest.MinimalJob)
 	f.Add("jobs:\n  - name: x\n    schedule: '*/5 * * * * *'\n    type: http\n    url: http://a/\n")
 	f.Add("defaults: {timeout: 3}\njobs: [{name: a, schedule: '@every 1s', type: sql, sql: x}]\n")
 	f.Add("election: {ttl: 1e9}\netcd: {endpoints: 7}\n")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 const historyJobs = `
@@ -42,7 +44,7 @@ func TestLoad_History(t *testing.T) {
 			limits{72 * time.Hour, 9}, limits{72 * time.Hour, 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Load(writeConfig(t, tc.yaml), tc.env)
+			cfg, err := Load(configtest.Write(t, tc.yaml), tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +57,7 @@ func TestLoad_History(t *testing.T) {
 		})
 	}
 	t.Run("PruneKeys", func(t *testing.T) {
-		cfg, err := Load(writeConfig(t, "history: {prune_interval: 1m, prune_batch: 50, prune_pause: 0s}\n"+historyJobs), nil)
+		cfg, err := Load(configtest.Write(t, "history: {prune_interval: 1m, prune_batch: 50, prune_pause: 0s}\n"+historyJobs), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +88,7 @@ func TestLoad_HistoryInvalid(t *testing.T) {
 		{"BadPerJob", "metrics: {per_job: sometimes}\n" + historyJobs, []string{"metrics.per_job: must be one of auto, on, off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.yaml), nil)
+			_, err := Load(configtest.Write(t, tc.yaml), nil)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a *Error", err)

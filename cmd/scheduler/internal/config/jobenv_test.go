@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 // TestLoad_EnvNamesKeepTheirCase: environment variable names are case-sensitive, so an
@@ -18,7 +20,7 @@ func TestLoad_EnvNamesKeepTheirCase(t *testing.T) {
 }
 
 func testEnvNamesKeepTheirCase(t *testing.T, environ []string) {
-	cfg, err := Load(writeConfig(t, `
+	cfg, err := Load(configtest.Write(t, `
 defaults:
   env: {PGHOST: db, Mixed_Case: "1"}
 jobs:
@@ -42,7 +44,7 @@ jobs:
 		t.Errorf("jobs[1].env = %v, want %v (from defaults)", cfg.Jobs[1].Env, want)
 	}
 
-	_, err = Load(writeConfig(t, `
+	_, err = Load(configtest.Write(t, `
 jobs:
   - name: twice
     schedule: "@every 10s"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/kinds"
 )
 
@@ -21,7 +22,7 @@ func TestLoad_JobUserGroup(t *testing.T) {
 	}
 	for _, tc := range good {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Load(writeConfig(t, tc.yaml), nil); err != nil {
+			if _, err := Load(configtest.Write(t, tc.yaml), nil); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -36,7 +37,7 @@ func TestLoad_JobUserGroup(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.yaml), nil)
+			_, err := Load(configtest.Write(t, tc.yaml), nil)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err=%v, want a *Error", err)
@@ -52,7 +53,7 @@ func TestLoad_JobUserGroup(t *testing.T) {
 		})
 	}
 	t.Run("DefaultReportedOnce", func(t *testing.T) {
-		_, err := Load(writeConfig(t, "defaults:\n  user: no-such-user-here\n"+execJob("")), nil)
+		_, err := Load(configtest.Write(t, "defaults:\n  user: no-such-user-here\n"+execJob("")), nil)
 		if n := strings.Count(err.Error(), "no-such-user-here"); n != 1 {
 			t.Fatalf("the bad default is reported %d times, want once:\n%v", n, err)
 		}
@@ -65,7 +66,7 @@ func TestBuildTable_JobUser(t *testing.T) {
 	if kinds.CurrentUserSwitch().Check() != nil {
 		t.Fatalf("this test runs as root (uid %d): it checks that a root daemon builds jobs with a user", os.Geteuid())
 	}
-	cfg, err := Load(writeConfig(t, "jobs:\n  - name: beat\n    schedule: \"@every 10s\"\n    type: exec\n    command: [/bin/true]\n    user: nobody\n"), nil)
+	cfg, err := Load(configtest.Write(t, "jobs:\n  - name: beat\n    schedule: \"@every 10s\"\n    type: exec\n    command: [/bin/true]\n    user: nobody\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
+
 	"scheduler"
 )
 
@@ -34,13 +36,13 @@ jobs:
 		{"WebhookNotHTTP", notifyOutbox + `jobs:
   - {name: a, schedule: "@hourly", type: exec, command: [/bin/false], notify: {on: [failed], webhook: "ftp://hooks.example.test/x"}}
 `, []string{`jobs[0].notify.webhook: must be an http or https URL`}},
-		{"EmailWithoutDeliverer", minimalJob + `    notify: {on: [failed], email: [ops@example.test]}
+		{"EmailWithoutDeliverer", configtest.MinimalJob + `    notify: {on: [failed], email: [ops@example.test]}
 `, []string{`jobs[0].notify.email: notifies by e-mail, but no deliverer is configured: set outbox.smtp.addr, or outbox.log: true`}},
-		{"NoDestination", notifyOutbox + minimalJob + `    notify: {on: [failed]}
+		{"NoDestination", notifyOutbox + configtest.MinimalJob + `    notify: {on: [failed]}
 `, []string{`jobs[0].notify.on: is set, but neither notify.email nor notify.webhook says where to`}},
-		{"NoEvents", notifyOutbox + minimalJob + `    notify: {email: [ops@example.test]}
+		{"NoEvents", notifyOutbox + configtest.MinimalJob + `    notify: {email: [ops@example.test]}
 `, []string{`jobs[0].notify.on: is empty`}},
-		{"BadAfter", notifyOutbox + minimalJob + `    notify: {on: [failed], email: [ops@example.test], after: -1}
+		{"BadAfter", notifyOutbox + configtest.MinimalJob + `    notify: {on: [failed], email: [ops@example.test], after: -1}
 `, []string{`jobs[0].notify.after: must be from 0 (every failure) to 1000, got -1`}},
 		{"InheritedReportedOnce", notifyOutbox + `defaults:
   notify: {on: [failed], email: [nobody]}
@@ -48,25 +50,11 @@ jobs:
   - {name: a, schedule: "@hourly", type: exec, command: [/bin/false]}
   - {name: b, schedule: "@hourly", type: exec, command: [/bin/false]}
 `, []string{`defaults.notify.email[0]: must be one e-mail address, got "nobody"`}},
-		{"UnknownKey", notifyOutbox + minimalJob + `    notify: {on: [failed], email: [ops@example.test], to: x}
+		{"UnknownKey", notifyOutbox + configtest.MinimalJob + `    notify: {on: [failed], email: [ops@example.test], to: x}
 `, []string{`jobs[0].notify`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.body), nil)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("Load succeeded, want an error")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error\n%v\nwant it to contain %q", err, w)
-				}
-			}
+			err := loadWant(t, configtest.Write(t, tc.body), nil, tc.want...)
 			if tc.name == "InheritedReportedOnce" && strings.Contains(err.Error(), "jobs[") {
 				t.Errorf("an inherited value reported under a job:\n%v", err)
 			}
@@ -77,7 +65,7 @@ jobs:
 // TestLoad_NotifyInherited: a job's notify keys come from defaults.notify key by key, the
 // environment sets the lists comma-separated, and the table's jobs carry the notifications.
 func TestLoad_NotifyInherited(t *testing.T) {
-	cfg, err := LoadTable(writeConfig(t, notifyOutbox+`defaults:
+	cfg, err := LoadTable(configtest.Write(t, notifyOutbox+`defaults:
   notify: {on: [failed], after: 2}
 jobs:
   - {name: a, schedule: "@hourly", type: exec, command: [/bin/false], notify: {webhook: "https://hooks.example.test/n"}}

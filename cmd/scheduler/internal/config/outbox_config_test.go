@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 const invoicesEmailJob = `
@@ -27,10 +29,10 @@ func TestLoad_Outbox(t *testing.T) {
 			[]string{"jobs[0].params.email_to: queues e-mail, but no deliverer is configured: set outbox.smtp.addr, or outbox.log: true"}},
 		{"EmailToTheLog", invoicesEmailJob + "outbox: {log: true}\n", nil},
 		{"EmailOverSMTP", invoicesEmailJob + "outbox: {smtp: {addr: \"mail:25\", from: billing@example.test, tls: none}}\n", nil},
-		{"NoEmailNoDeliverer", minimalJob, nil},
-		{"PortZero", minimalJob + "outbox: {smtp: {addr: \"mail:0\", from: billing@example.test}}\n",
+		{"NoEmailNoDeliverer", configtest.MinimalJob, nil},
+		{"PortZero", configtest.MinimalJob + "outbox: {smtp: {addr: \"mail:0\", from: billing@example.test}}\n",
 			[]string{`outbox.smtp.addr: smtp addr "mail:0": port "0": want 1 to 65535`}},
-		{"BadKeys", minimalJob + `outbox:
+		{"BadKeys", configtest.MinimalJob + `outbox:
   smtp: {addr: "mail", from: "Billing <b@example.test>", password: x, tls: ssl}
   max_attempts: 0
   retry_backoff: 0s
@@ -44,29 +46,15 @@ func TestLoad_Outbox(t *testing.T) {
 			`outbox.retry_backoff: must be positive, got 0s`,
 			`outbox.batch: must be from 1 to 10000, got 10001`,
 		}},
-		{"BadWebhookHosts", minimalJob + "outbox: {webhook: {hosts: [hooks.example.test, \"h:80\", \"\", \"h/x\"]}}\n", []string{
+		{"BadWebhookHosts", configtest.MinimalJob + "outbox: {webhook: {hosts: [hooks.example.test, \"h:80\", \"\", \"h/x\"]}}\n", []string{
 			`outbox.webhook.hosts[1]: must be a host name or IPv4 address without port or path, got "h:80"`,
 			`outbox.webhook.hosts[2]: must be a host name or IPv4 address without port or path, got ""`,
 			`outbox.webhook.hosts[3]: must be a host name or IPv4 address without port or path, got "h/x"`,
 		}},
-		{"WebhookHosts", minimalJob + "outbox: {webhook: {hosts: [hooks.example.test, 10.0.0.7]}}\n", nil},
+		{"WebhookHosts", configtest.MinimalJob + "outbox: {webhook: {hosts: [hooks.example.test, 10.0.0.7]}}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Load(writeConfig(t, tc.body), nil)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Load = %+v, want an error", cfg.Outbox)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error\n%v\nwant it to contain %q", err, w)
-				}
-			}
+			loadWant(t, configtest.Write(t, tc.body), nil, tc.want...)
 		})
 	}
 }
@@ -77,7 +65,7 @@ func TestLoad_OutboxValues(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(writeConfig(t, minimalJob+`outbox:
+	cfg, err := Load(configtest.Write(t, configtest.MinimalJob+`outbox:
   smtp: {addr: "mail.example.test:465", from: billing@example.test, username: billing, password_file: `+secret+`, tls: tls}
   max_attempts: 3
   retry_backoff: 2m
@@ -99,7 +87,7 @@ func TestLoad_OutboxValues(t *testing.T) {
 	if !found {
 		t.Fatal("the SMTP password is not among the secrets scrubbed from runs' output")
 	}
-	if _, err := Load(writeConfig(t, minimalJob+"outbox: {smtp: {password: a, password_file: "+secret+"}}\n"), nil); err == nil ||
+	if _, err := Load(configtest.Write(t, configtest.MinimalJob+"outbox: {smtp: {password: a, password_file: "+secret+"}}\n"), nil); err == nil ||
 		!strings.Contains(err.Error(), "outbox.smtp.password and outbox.smtp.password_file are both set") {
 		t.Fatalf("both password and its file: err = %v", err)
 	}
@@ -108,18 +96,18 @@ func TestLoad_OutboxValues(t *testing.T) {
 // TestLoadConfig_OutboxWebhookHosts: no webhook host is allowed unless listed, in the file or
 // in the environment as a comma-separated list.
 func TestLoadConfig_OutboxWebhookHosts(t *testing.T) {
-	cfg, err := Load(writeConfig(t, minimalJob), nil)
+	cfg, err := Load(configtest.Write(t, configtest.MinimalJob), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.Outbox.Webhook.Hosts) != 0 {
 		t.Fatalf("outbox.webhook.hosts = %q by default, want none", cfg.Outbox.Webhook.Hosts)
 	}
-	cfg, err = Load(writeConfig(t, minimalJob+"outbox: {webhook: {hosts: [a.example.test]}}\n"), nil)
+	cfg, err = Load(configtest.Write(t, configtest.MinimalJob+"outbox: {webhook: {hosts: [a.example.test]}}\n"), nil)
 	if err != nil || !reflect.DeepEqual(cfg.Outbox.Webhook.Hosts, []string{"a.example.test"}) {
 		t.Fatalf("outbox.webhook.hosts from the file = %v (err %v), want [a.example.test]", cfg.Outbox.Webhook.Hosts, err)
 	}
-	cfg, err = Load(writeConfig(t, minimalJob), []string{"SCHEDULER_OUTBOX_WEBHOOK_HOSTS=a.example.test, b.example.test"})
+	cfg, err = Load(configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_OUTBOX_WEBHOOK_HOSTS=a.example.test, b.example.test"})
 	if err != nil || !reflect.DeepEqual(cfg.Outbox.Webhook.Hosts, []string{"a.example.test", "b.example.test"}) {
 		t.Fatalf("outbox.webhook.hosts from the environment = %v (err %v), want [a.example.test b.example.test]", cfg.Outbox.Webhook.Hosts, err)
 	}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -11,24 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
 // writeSecret writes content to a file in a temp dir and returns its path.
 func writeSecret(tb testing.TB, content string) string {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "secret")
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return path
+	return configtest.WriteFile(tb, "secret", content)
 }
 
 func TestLoad_SecretFiles(t *testing.T) {
 	const dsn = "postgres://sched:pa55@db:5432/app"
 	t.Run("StoreDSNFromEnvironment", func(t *testing.T) {
 		path := writeSecret(t, dsn+"\n")
-		cfg, err := Load(writeConfig(t, minimalJob), []string{"SCHEDULER_STORE_DSN_FILE=" + path})
+		cfg, err := Load(configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_STORE_DSN_FILE=" + path})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +35,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 	t.Run("JobDSNFromEnvironment", func(t *testing.T) {
 		const jobDSN = "postgres://scheduler_jobs:jobpw@db:5432/app"
 		path := writeSecret(t, jobDSN+"\n")
-		cfg, err := Load(writeConfig(t, minimalJob),
+		cfg, err := Load(configtest.Write(t, configtest.MinimalJob),
 			[]string{"SCHEDULER_STORE_DSN=" + dsn, "SCHEDULER_STORE_JOB_DSN_FILE=" + path})
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +46,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 	})
 	t.Run("EtcdPasswordFromFile", func(t *testing.T) {
 		path := writeSecret(t, "etcd-secret\r\n")
-		cfg, err := Load(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
+		cfg, err := Load(configtest.Write(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +56,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 	})
 	t.Run("InnerWhitespaceKept", func(t *testing.T) {
 		path := writeSecret(t, " two words \n")
-		cfg, err := Load(writeConfig(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+minimalJob), nil)
+		cfg, err := Load(configtest.Write(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +123,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 			if tc.environ != nil {
 				environ = tc.environ(t)
 			}
-			path := writeConfig(t, tc.yaml+minimalJob)
+			path := configtest.Write(t, tc.yaml+configtest.MinimalJob)
 			done := make(chan error, 1)
 			go func() {
 				_, err := Load(path, environ)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"scheduler/cmd/scheduler/internal/config/configtest"
 )
 
 // TestValidate_KindProblems: Validate itself reports what a job's kind refuses, through the
@@ -36,7 +38,7 @@ func TestValidate_KindProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, problems := checkConfig(writeConfig(t, tt.yaml), nil)
+			cfg, problems := checkConfig(configtest.Write(t, tt.yaml), nil)
 			if cfg == nil {
 				t.Fatalf("config not decoded: %q", problems)
 			}
@@ -61,7 +63,7 @@ func TestValidate_KindProblems(t *testing.T) {
 // TestValidate_URLWithoutPassword: an http job's bad URL is quoted in its problem without the
 // password it holds; `validate` output lands in terminals and CI logs.
 func TestValidate_URLWithoutPassword(t *testing.T) {
-	_, err := Load(writeConfig(t, "jobs:\n  - name: a\n    schedule: '@daily'\n    type: http\n    url: ftp://deploy:s3cret@x/hook\n"), nil)
+	_, err := Load(configtest.Write(t, "jobs:\n  - name: a\n    schedule: '@daily'\n    type: http\n    url: ftp://deploy:s3cret@x/hook\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "jobs[0].url: must be an absolute http") {
 		t.Fatalf("err = %v, want the url refused", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
@@ -29,7 +30,7 @@ func TestLoad_SQLJobRole(t *testing.T) {
 	}
 	for _, tc := range invalid {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeConfig(t, tc.yaml), nil)
+			_, err := Load(configtest.Write(t, tc.yaml), nil)
 			if err == nil {
 				t.Fatal("Load accepted an invalid config")
 			}
@@ -44,7 +45,7 @@ func TestLoad_SQLJobRole(t *testing.T) {
 		})
 	}
 	t.Run("Valid", func(t *testing.T) {
-		cfg, err := Load(writeConfig(t, pg+"  job_dsn: postgres://scheduler_jobs@db/app\ndefaults:\n  role: nightly\n"+sqlJob+
+		cfg, err := Load(configtest.Write(t, pg+"  job_dsn: postgres://scheduler_jobs@db/app\ndefaults:\n  role: nightly\n"+sqlJob+
 			"  - name: b\n    schedule: '@daily'\n    type: sql\n    sql: select 2\n    role: other_job\n"+
 			"  - name: c\n    schedule: '@daily'\n    type: exec\n    command: [/bin/true]\n"), nil)
 		if err != nil {
@@ -55,7 +56,7 @@ func TestLoad_SQLJobRole(t *testing.T) {
 		}
 	})
 	t.Run("FromEnvironment", func(t *testing.T) {
-		cfg, err := Load(writeConfig(t, pg+sqlJob), []string{"SCHEDULER_STORE_JOB_DSN=postgres://jobs:s3cret@db/app", "SCHEDULER_DEFAULTS_ROLE=nightly"})
+		cfg, err := Load(configtest.Write(t, pg+sqlJob), []string{"SCHEDULER_STORE_JOB_DSN=postgres://jobs:s3cret@db/app", "SCHEDULER_DEFAULTS_ROLE=nightly"})
 		if err != nil {
 			t.Fatal(err)
 		}
