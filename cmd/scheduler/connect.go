@@ -12,7 +12,6 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/redact"
-	"scheduler/cmd/scheduler/internal/startup"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 )
@@ -112,19 +111,3 @@ func storeName(cfg *config.Config) string {
 	return "postgres " + redact.DSN(cfg.Store.DSN)
 }
 
-// waitStore opens the store and checks its schema, as openStore does, waiting while its
-// server cannot be reached (startup).
-func waitStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fence.Store, error) {
-	srv := startup.Server{What: "the store", Key: "store.dsn", Passes: fence.Unreachable, Logger: lg}
-	return startup.Wait(ctx, srv, func(ctx context.Context) (*fence.Store, error) {
-		s, err := openStore(ctx, cfg, lg)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.CheckSchema(ctx); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: %w", storeName(cfg), err)
-		}
-		return s, nil
-	})
-}

@@ -15,6 +15,7 @@ import (
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/coord"
 	"scheduler/cmd/scheduler/internal/redact"
+	"scheduler/cmd/scheduler/internal/startup"
 	"scheduler/internal/control"
 	"scheduler/internal/datadir"
 	"scheduler/internal/election"
@@ -150,7 +151,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		}
 		defer d.cli.Close()
 	}
-	if d.store, err = waitStore(ctx, cfg, lg); err != nil {
+	if d.store, err = startup.Store(ctx, lg, storeName(cfg), func(ctx context.Context) (*fence.Store, error) {
+		return openStore(ctx, cfg, lg)
+	}); err != nil {
 		if ctx.Err() != nil {
 			lg.Info("stopped before the store answered")
 			return nil
