@@ -288,8 +288,13 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	// The runner stops too when the outbox finds the term fenced out.
 	rctx, endRun := context.WithCancel(ctx)
 	defer endRun()
+	// Begun here, not in the goroutine: the helpers' first commands must find the term.
+	run, err := d.runner.Begin(t.Token)
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- d.runner.Lead(rctx, t.Token) }()
+	go func() { errc <- run(rctx) }()
 	// The term's helpers live as long as the term, on a context of their own so that they also
 	// stop when the runner returns first; they are joined before the term ends.
 	hctx, stopHelpers := context.WithCancel(ctx)
@@ -319,7 +324,7 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 			endRun()
 		}
 	}()
-	err := <-errc
+	err = <-errc
 	stopHelpers()
 	helpers.Wait()
 	// A refusal of the outbox's fence ended the runner: it is the term's reason.

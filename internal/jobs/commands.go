@@ -10,8 +10,7 @@ import (
 	"scheduler"
 )
 
-// The commands below run on the loop goroutine, sent there by the Runner's Drain, Trigger and
-// SetTable.
+// The commands below run on the loop goroutine, sent there by the Runner (send).
 
 // drain stops firing; idle is closed once no run is left.
 func (t *tenure) drain(idle chan struct{}) {

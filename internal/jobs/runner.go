@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,25 +90,19 @@ func New(table []Spec, opts Options) (*Runner, error) {
 	if opts.Clock == nil {
 		opts.Clock = RealClock{}
 	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
+	opts.Logger = cmp.Or(opts.Logger, zap.NewNop())
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Minute
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
-	if opts.ClaimAhead == 0 {
-		opts.ClaimAhead = defaultClaimAhead
-	}
-	r := &Runner{opts: opts, lg: opts.Logger, clock: opts.Clock}
+	opts.ClaimAhead = cmp.Or(opts.ClaimAhead, defaultClaimAhead)
 	specs, err := checkTable(table)
 	if err != nil {
 		return nil, err
 	}
-	r.table = specs
-	return r, nil
+	return &Runner{opts: opts, lg: opts.Logger, clock: opts.Clock, table: specs}, nil
 }
 
 func checkTable(table []Spec) ([]*Spec, error) {
@@ -236,23 +231,30 @@ func (r *Runner) Drain(ctx context.Context) {
 // newer leader exists, and the caller must step down. A refusal for one job while Confirm says
 // the term holds blocks only that job (Blocked) and the term goes on.
 func (r *Runner) Lead(ctx context.Context, token int64) error {
-	r.mu.Lock()
-	if r.current != nil {
-		r.mu.Unlock()
-		return errors.New("jobs: Lead called while already leading")
+	run, err := r.Begin(token)
+	if err != nil {
+		return err
 	}
-	t := newTenure(r, token)
+	return run(ctx)
+}
+
+// Begin makes token's term the one led and returns Lead's work on it, to run once: a command
+// sent once Begin returned (Trigger, Backfill) reaches the term, and waits for its takeover.
+func (r *Runner) Begin(token int64) (run func(context.Context) error, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current != nil {
+		return nil, errors.New("jobs: Lead called while already leading")
+	}
+	t, specs := newTenure(r, token), r.table
 	r.current = t
-	specs := r.table
-	r.mu.Unlock()
-	defer func() {
+	return func(ctx context.Context) error {
+		err := t.run(ctx, specs)
+		t.raises.Wait() // the loop has exited: a raise answering now finds it gone
 		t.unblockAll()
 		r.mu.Lock()
 		r.current = nil
 		r.mu.Unlock()
-	}()
-	err := t.run(ctx, specs)
-	// The loop has exited: a raise answering now finds it gone (send returns false).
-	t.raises.Wait()
-	return err
+		return err
+	}, nil
 }

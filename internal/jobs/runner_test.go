@@ -607,3 +607,38 @@ func TestRunner_ReloadWhileRunStarts(t *testing.T) {
 	unblock()
 	h.waitRows("job", "the manual run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
 }
+
+// A trigger sent right after Begin, before the term's loop has started (or its takeover has
+// raised a fence), reaches the term and runs: the daemon hands the term the triggers that
+// waited while no replica led at that moment, and one that met no term was lost until the next.
+func TestRunner_CommandAfterBeginReachesTheTerm(t *testing.T) {
+	h := newHarness(t, t0.Add(30*time.Second), spec(t, "yearly", execFunc(succeed), func(s *Spec) { s.Schedule = mustSchedule(t, "@yearly") }))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run, err := h.runner.Begin(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.runner.Begin(token + 1); err == nil {
+		t.Fatal("a second Begin while leading succeeded")
+	}
+	triggered := make(chan error, 1)
+	go func() { triggered <- h.runner.Trigger(ctx, "yearly", t0) }()
+	lctx, end := context.WithCancel(context.Background())
+	led := make(chan error, 1)
+	go func() { led <- run(lctx) }()
+	if err := <-triggered; err != nil {
+		t.Fatalf("Trigger right after Begin = %v, want it run by the term", err)
+	}
+	rows := h.waitRows("yearly", "manual run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
+	if rows[0].Token != token || !rows[0].Manual {
+		t.Fatalf("rows=%+v", rows)
+	}
+	end()
+	if err := <-led; err != nil {
+		t.Fatalf("the term ended with %v", err)
+	}
+	if err := h.runner.Trigger(ctx, "yearly", t0.Add(time.Second)); !errors.Is(err, ErrNotLeading) {
+		t.Fatalf("Trigger after the term = %v, want ErrNotLeading", err)
+	}
+}

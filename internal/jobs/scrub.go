@@ -2,9 +2,8 @@ package jobs
 
 import "scheduler"
 
-// scrub passes the text a run's outcome carries through Options.Scrub: a job that printed a
-// secret it should never have seen (one read from the daemon's files, say) does not get it
-// stored in the ledger, which status and history show to anyone who may read them.
+// scrub passes the text a run's outcome carries through Options.Scrub, so that a secret a job
+// printed (one read from the daemon's files, say) is not stored where status and history show it.
 func (r *Runner) scrub(c *scheduler.Completion) {
 	if r.opts.Scrub == nil {
 		return
