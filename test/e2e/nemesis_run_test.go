@@ -351,7 +351,7 @@ func (n *nemesis) read(snap snapshot, at time.Time, emails []testenv.SMTPMessage
 	if err != nil {
 		return nemesisData{}, err
 	}
-	data := nemesisData{snap: snap, marks: marks, rows: rows, emails: emails, untrusted: n.untrusted()}
+	data := nemesisData{snap: snap, marks: marks, rows: rows, emails: emails, untrusted: n.untrusted(at.IsZero())}
 	if !at.IsZero() {
 		data = data.upTo(at)
 	}
@@ -359,10 +359,10 @@ func (n *nemesis) read(snap snapshot, at time.Time, emails []testenv.SMTPMessage
 }
 
 // untrusted gathers what the checker needs of the untrusted parties' faults, the logs read
-// after the store's data so that every term whose raise the data shows has logged its win.
-func (n *nemesis) untrusted() untrustedData {
-	u := untrustedData{requests: n.rc.requests(), refusals: n.refusalWindows(), holds: n.holdsJudged(),
-		granted: map[int64]bool{}, starts: map[string][]runStart{}}
+// after the store's data so that every term whose raise the data shows has logged its win;
+// final adds what only the final check judges.
+func (n *nemesis) untrusted(final bool) untrustedData {
+	u := untrustedData{requests: n.rc.requests(), granted: map[int64]bool{}}
 	for _, tm := range n.terms() {
 		u.granted[tm.token] = true
 	}
@@ -374,8 +374,11 @@ func (n *nemesis) untrusted() untrustedData {
 			}
 		}
 	}
-	for _, job := range nemesisJobNames {
-		u.starts[job] = n.runStarts(job)
+	if final {
+		u.refusals, u.holds, u.starts = n.refusalWindows(), n.holdsJudged(), map[string][]runStart{}
+		for _, job := range nemesisJobNames {
+			u.starts[job] = n.runStarts(job)
+		}
 	}
 	return u
 }
