@@ -39,11 +39,11 @@ const fenceRaiseTimeout = 10 * time.Second
 
 // planJobRole has the job role, connecting straight to Postgres, poison a workload job's fence
 // (variant below 3: one of poisonAttempts, which must be refused), or hold it: a transaction
-// left open after fence_verify with the fence's own token, for 1 s to 3 TTLs (3); the same
+// left open after fence_verify with the fence's own token, for up to a few TTLs (3); the same
 // with the leader killed as it begins and restarted a second later (4), so that the next term
 // takes over while the fence is held, its raise waiting for the hold, then catches the job up;
-// the same held for as long as two of the raise's waits and 2 s to 3 TTLs more (5), so that the
-// next term's raise narrows to the held job, takes over the others and catches it up later.
+// the same held for two of the raise's waits and a few TTLs more (5), so that the next term's
+// raise narrows to the held job, takes over the others and catches it up later.
 func (n *nemesis) planJobRole(dr draw) *fault {
 	jobs := nemesisJobNames
 	job := jobs[int(dr.target*float64(len(jobs)))%len(jobs)]

@@ -101,7 +101,7 @@ func hookJobYAML(url string) string {
 }
 
 // planReceiverRefuses makes the receiver answer 409 to every request (variant even) or to every
-// other one (odd) for 1 s to 3 TTLs. The leader at the start is kept, so that the checker can
+// other one (odd) for up to a few TTLs. The leader at the start is kept, so that the checker can
 // tell whether a refusal ended its term.
 func (n *nemesis) planReceiverRefuses(dr draw) *fault {
 	hold := dr.span(time.Second, 3*ttl)

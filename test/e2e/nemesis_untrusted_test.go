@@ -11,18 +11,16 @@ import (
 const scriptPhase = 200 * time.Millisecond
 
 // untrustedScript is every variant of the untrusted parties' faults once, apart enough that
-// each is judged alone. Times are from the start, a slot being due every nemesisEvery from
-// scriptPhase before it:
+// each is judged alone, timed from the start, just after a slot:
 //
-//   - 0.8 s: the job role holds the http job's fence for 28 s and the leader is killed: the
-//     next term wins about a TTL later, narrows its raise two raise timeouts after that, and
-//     the slot due at 24.8 s falls in the rest of the hold; the term leads on unharmed until
-//     catchUpWithin after the hold;
-//   - 34 s and 44 s: the receiver refuses every request for 4 s, then every other one for 5 s;
-//   - 55 s to 60 s: each of poisonAttempts;
-//   - 61 s: the job role holds the marker job's fence for 2 s while the leader runs;
-//   - 64 s: it holds the rows job's fence for 4 s and the leader is killed: the next term's
-//     raise waits for the hold.
+//   - first the job role holds the http job's fence past two raise timeouts and the leader is
+//     killed: the next term wins a TTL later and narrows its raise, a slot falls due in the rest
+//     of the hold, and the term leads on unharmed past the hold's catch-up;
+//   - then, a slot's period away from any other fault, the receiver refuses every request, and
+//     later every other one;
+//   - then each of poisonAttempts;
+//   - then the job role holds the marker job's fence while the leader runs, and the rows job's
+//     with the leader killed, so that the next term's raise waits for the hold.
 func untrustedScript() []scripted {
 	sc := []scripted{
 		{after: 800 * time.Millisecond, kind: "job-role", dr: draw{target: 0.9, length: 1, variant: 5}},
