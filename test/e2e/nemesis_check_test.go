@@ -30,6 +30,8 @@ type nemesisData struct {
 	marks  []mark
 	rows   []slotRow
 	emails []testenv.SMTPMessage
+	// untrusted is the receiver's log and the job role's attacks (checkUntrusted).
+	untrusted untrustedData
 }
 
 // rerun is a slot of the exec job whose side effect happened more than once, each under a term
@@ -45,6 +47,7 @@ type nemesisReport struct {
 	slots      int // ledger rows checked
 	reruns     []rerun
 	duplicates int // e-mails received again with a Message-ID received before
+	untrusted  untrustedReport
 }
 
 // checkNemesis checks data against what must hold whatever the faults were; settled says the
@@ -60,7 +63,8 @@ type nemesisReport struct {
 //     run again), under two tokens a rerun, counted (see rerun);
 //   - the sql job: at most one row per slot, none for a missed or skipped slot or one the ledger
 //     does not know, exactly one for a succeeded slot, written inside its own term;
-//   - settled: every invoice's e-mail received, none without its invoice (checkEmails).
+//   - settled: every invoice's e-mail received, none without its invoice (checkEmails);
+//   - the http job's receiver and the job role (checkUntrusted).
 func checkNemesis(data nemesisData, settled bool) nemesisReport {
 	var rep nemesisReport
 	s := data.snap
@@ -159,6 +163,9 @@ func checkNemesis(data nemesisData, settled bool) nemesisReport {
 		rep.duplicates = dups
 		rep.violations = append(rep.violations, problems...)
 	}
+	problems, urep := checkUntrusted(data, settled)
+	rep.violations = append(rep.violations, problems...)
+	rep.untrusted = urep
 	return rep
 }
 
@@ -246,7 +253,7 @@ func (f fenceIndex) staleWrite(token int64, at time.Time) string {
 // at counted as running: a consistent view for a check while the replicas run, whose tables are read one
 // after the other (a slot claimed and billed between two reads would look unclaimed).
 func (data nemesisData) upTo(at time.Time) nemesisData {
-	out := nemesisData{emails: data.emails}
+	out := nemesisData{emails: data.emails, untrusted: data.untrusted.upTo(at)}
 	for _, r := range data.snap.runs {
 		if (r.Started != nil && !r.Started.Before(at)) || (r.Finished != nil && !r.Finished.Before(at)) {
 			r.Status = "running"

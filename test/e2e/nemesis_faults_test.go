@@ -45,6 +45,8 @@ func (n *nemesis) faultKinds() []faultKind {
 		{"cut-store", 3, (*nemesis).planCutStore},
 		{"slow-link", 2, (*nemesis).planSlowLink},
 		{"outcome-write-lost", 2, (*nemesis).planOutcomeLost},
+		{"receiver-refuses", 2, (*nemesis).planReceiverRefuses},
+		{"job-role", 2, (*nemesis).planJobRole},
 	}
 	if n.d.s.pg.own != nil {
 		w := 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"slices"
 	"sort"
@@ -12,7 +13,7 @@ import (
 )
 
 // nemesisJobNames are the jobs of the nemesis's workload.
-var nemesisJobNames = []string{invoicesJob, markerJob, rowsJob}
+var nemesisJobNames = []string{invoicesJob, markerJob, rowsJob, hookJob}
 
 // onTime is how late after its slot a run may start once the faults have stopped.
 const onTime = time.Second
@@ -369,6 +370,16 @@ func (n *nemesis) summary(snap snapshot, rep nemesisReport, emails int) {
 		fmt.Fprintf(&b, "  not succeeded: %s\n", u)
 	}
 	fmt.Fprintf(&b, "  e-mails: %d received for %d invoices, %d repeats\n", emails, len(snap.invoices), rep.duplicates)
+	requests, refused := n.rc.requests(), 0
+	for _, r := range requests {
+		if r.Status == http.StatusConflict {
+			refused++
+		}
+	}
+	fmt.Fprintf(&b, "  receiver: %d requests, %d refused; %s slots sent under more than one term: %d; refusals judged alone: %d of %d\n",
+		len(requests), refused, hookJob, rep.untrusted.hookReruns, rep.untrusted.quietJudged, len(n.refusalWindows()))
+	fmt.Fprintf(&b, "  job role: %d attempts to poison a fence refused; %d fences held, %d with a takeover judged for the catch-up\n",
+		n.poisonRefused, len(n.holds), rep.untrusted.holdsJudged)
 	if len(gaps) > 0 {
 		g := gaps[0]
 		fmt.Fprintf(&b, "  longest without a leader: %d ms from %s (%d stretches); in force: %s\n",

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -100,6 +102,32 @@ type nemesis struct {
 	startupExits     int
 	seen             map[string]bool
 	violations       []string
+
+	rc            *receiver     // the http job's receiver
+	refusalLeader map[int]int64 // receiver-refuses fault -> the token leading as it began
+	role          string        // DSN of the job's database role, straight to Postgres
+	holds         []fenceHold   // the job role's fence holds
+	poisonRefused int           // the job role's attempts refused
+
+	script []scripted // when set, the faults injected instead of the seed's draws
+}
+
+// scripted is a fault injected at a set time after the nemesis starts rather than drawn.
+type scripted struct {
+	after time.Duration
+	kind  string
+	dr    draw
+}
+
+// kind returns the fault kind named name.
+func (n *nemesis) kind(name string) faultKind {
+	for _, k := range n.kinds {
+		if k.name == name {
+			return k
+		}
+	}
+	n.t.Fatalf("no fault kind %q", name)
+	return faultKind{}
 }
 
 // started is when d's replicas were started, before any of them could win a term.
@@ -108,7 +136,7 @@ func newNemesis(t *testing.T, d *deployment, backend string, seed uint64, marks 
 		t: t, d: d, backend: backend, seed: seed, rng: nemesisRand(seed, backend), marks: marks,
 		tl:   newTimeline(t, fmt.Sprintf("Nemesis %s (seed %d)", backend, seed)),
 		busy: map[string]bool{}, down: map[string][]interval{}, downSince: map[string]interval{},
-		member: map[int]string{}, seen: map[string]bool{},
+		member: map[int]string{}, seen: map[string]bool{}, refusalLeader: map[int]int64{},
 		startedAt: map[string]time.Time{}, exitSeen: map[string]time.Time{}, logs: map[string]*logTail{},
 	}
 	for _, node := range nodes {
@@ -131,9 +159,21 @@ func (n *nemesis) run(dur time.Duration) {
 	for _, k := range n.kinds {
 		total += k.weight
 	}
+	script := slices.Clone(n.script)
+	slices.SortStableFunc(script, func(a, b scripted) int { return cmp.Compare(a.after, b.after) })
 	for time.Now().Before(end) {
 		now := time.Now()
-		if !now.Before(nextTick) {
+		switch {
+		case n.script != nil:
+			for len(script) > 0 && !now.Before(n.started.Add(script[0].after)) {
+				n.try(n.kind(script[0].kind), script[0].dr)
+				script = script[1:]
+			}
+			nextTick = end
+			if len(script) > 0 {
+				nextTick = n.started.Add(script[0].after)
+			}
+		case !now.Before(nextTick):
 			dr := nextDraw(n.rng)
 			n.tick(dr, total)
 			nextTick = now.Add(500*time.Millisecond + time.Duration(dr.gap*float64(2500*time.Millisecond)))
@@ -179,6 +219,12 @@ func (n *nemesis) tick(dr draw, total int) {
 	if k.name == "calm" {
 		return
 	}
+	n.try(k, dr)
+}
+
+// try injects a fault of kind k for dr unless nemesisMaxActive are in force or what it needs is
+// held by another.
+func (n *nemesis) try(k faultKind, dr draw) {
 	if n.active >= nemesisMaxActive {
 		n.skipped++
 		return
@@ -305,11 +351,36 @@ func (n *nemesis) read(snap snapshot, at time.Time, emails []testenv.SMTPMessage
 	if err != nil {
 		return nemesisData{}, err
 	}
-	data := nemesisData{snap: snap, marks: marks, rows: rows, emails: emails}
+	data := nemesisData{snap: snap, marks: marks, rows: rows, emails: emails, untrusted: n.untrusted(at.IsZero())}
 	if !at.IsZero() {
 		data = data.upTo(at)
 	}
 	return data, nil
+}
+
+// untrusted gathers what the checker needs of the untrusted parties' faults, the logs read
+// after the store's data so that every term whose raise the data shows has logged its win;
+// final adds what only the final check judges.
+func (n *nemesis) untrusted(final bool) untrustedData {
+	u := untrustedData{requests: n.rc.requests(), granted: map[int64]bool{}}
+	for _, tm := range n.terms() {
+		u.granted[tm.token] = true
+	}
+	for _, node := range nodes {
+		for _, e := range n.logs[node].entries {
+			if e.Msg == "leadership ended" || e.Msg == "campaign won" {
+				e.Node = node
+				u.ends = append(u.ends, e)
+			}
+		}
+	}
+	if final {
+		u.refusals, u.holds, u.starts = n.refusalWindows(), n.holdsJudged(), map[string][]runStart{}
+		for _, job := range nemesisJobNames {
+			u.starts[job] = n.runStarts(job)
+		}
+	}
+	return u
 }
 
 // checkNow checks the data committed so far, unless the store cannot be read now (restarting).

@@ -24,6 +24,7 @@ var (
 const (
 	markerJob = "marker" // exec: appends "<slot> <token> <attempt> <nanoseconds>" to a file as it ends
 	rowsJob   = "rows"   // sql: inserts the slot's row unless it exists
+	// hookJob (http: POSTs to the suite's receiver) is in nemesis_receiver_test.go.
 )
 
 // nemesisEvery is the period of every job of the nemesis's workload.
@@ -86,13 +87,14 @@ func TestNemesis(t *testing.T) {
 			default:
 				dur = nemesisShortOther
 			}
-			bs.nemesis(t, b, dur)
+			bs.nemesis(t, b, dur, nil)
 		})
 	}
 }
 
-// nemesisJobs is the workload's jobs section; the outbox section after it ends the list.
-func nemesisJobs(marks, smtpAddr string) string {
+// nemesisJobs is the workload's jobs section, the http job calling hookURL last; the outbox
+// section after it ends the list.
+func nemesisJobs(marks, smtpAddr, hookURL string) string {
 	return fmt.Sprintf(`  - name: %s
     schedule: "@every %s"
     type: builtin
@@ -113,8 +115,8 @@ func nemesisJobs(marks, smtpAddr string) string {
     sql: "INSERT INTO public.nemesis_rows (slot, token) SELECT current_setting('scheduler.slot')::timestamptz, current_setting('scheduler.token')::bigint WHERE NOT EXISTS (SELECT 1 FROM public.nemesis_rows WHERE slot = current_setting('scheduler.slot')::timestamptz)"
     retries: 3
     retry_backoff: 1s
-outbox: {smtp: {addr: %q, from: billing@example.test, tls: none}, retry_backoff: 1s}
-`, invoicesJob, nemesisEvery, nemesisClients, markerJob, nemesisEvery, marks, rowsJob, nemesisEvery, smtpAddr)
+%soutbox: {smtp: {addr: %q, from: billing@example.test, tls: none}, retry_backoff: 1s}
+`, invoicesJob, nemesisEvery, nemesisClients, markerJob, nemesisEvery, marks, rowsJob, nemesisEvery, hookJobYAML(hookURL), smtpAddr)
 }
 
 // nemesisRowsSQL creates the sql job's table, without a key so that a slot written twice shows,
@@ -134,12 +136,15 @@ CREATE TABLE public.nemesis_rows (slot timestamptz NOT NULL, token bigint NOT NU
 CREATE TRIGGER e2e_written AFTER INSERT OR UPDATE OR DELETE ON public.nemesis_rows FOR EACH STATEMENT EXECUTE FUNCTION e2e.written();
 `
 
-// nemesis is one backend's run: the deployment, the faults for dur, liveness once they stop,
-// then the jobs paused, the outbox drained and the data checked.
-func (s *suite) nemesis(t *testing.T, backend string, dur time.Duration) {
+// nemesis is one backend's run: the deployment, the faults for dur (the seed's draws, or
+// script's faults when it is set, from a moment just after a slot), liveness once they stop,
+// then the jobs paused, the outbox drained and the data checked. It returns the nemesis and
+// the final check's report.
+func (s *suite) nemesis(t *testing.T, backend string, dur time.Duration, script []scripted) (*nemesis, nemesisReport) {
 	smtp := testenv.MustSMTP(t, testenv.SMTPOptions{})
+	rc := mustReceiver(t)
 	marks := filepath.Join(t.TempDir(), "marks")
-	d := s.deploy(t, deployOptions{jobs: nemesisJobs(marks, smtp.Addr)})
+	d := s.deploy(t, deployOptions{jobs: nemesisJobs(marks, smtp.Addr, rc.srv.URL)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	_, err := d.db.Exec(ctx, nemesisRowsSQL)
 	cancel()
@@ -151,6 +156,11 @@ func (s *suite) nemesis(t *testing.T, backend string, dur time.Duration) {
 	d.waitLeader(0, 30*time.Second)
 
 	n := newNemesis(t, d, backend, s.seed, marks, started)
+	n.rc, n.role = rc, jobRoleDSN(t, d)
+	if script != nil {
+		n.script = script
+		sleepUntil(time.Now().Truncate(nemesisEvery).Add(nemesisEvery + scriptPhase))
+	}
 	n.run(dur)
 	n.liveness()
 	n.settle()
@@ -170,6 +180,7 @@ func (s *suite) nemesis(t *testing.T, backend string, dur time.Duration) {
 		n.violation(v)
 	}
 	n.summary(snap, rep, len(emails))
+	return n, rep
 }
 
 // readMarks parses the exec job's file: one line per execution that reached its end.
