@@ -110,4 +110,3 @@ func storeName(cfg *config.Config) string {
 	}
 	return "postgres " + redact.DSN(cfg.Store.DSN)
 }
-
