@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"scheduler"
 	"scheduler/internal/control"
 	"scheduler/internal/jobs"
 )
@@ -46,11 +45,12 @@ func (d *daemon) handleTrigger(ctx context.Context, r control.Request) {
 	err := d.runner.Trigger(ctx, r.Job, r.At)
 	switch {
 	case errors.Is(err, jobs.ErrNotLeading):
+		d.lg.Info("trigger left for the next leader", zap.String("job", r.Job), zap.Time("slot", r.At), zap.Error(err))
 		return
 	case err != nil:
 		d.lg.Warn("trigger", zap.String("job", r.Job), zap.Time("slot", r.At), zap.Error(err))
-		if !errors.Is(err, scheduler.ErrFenced) {
-			_ = d.control.Done(ctx, r) // an unknown job: drop the request
+		if errors.Is(err, jobs.ErrUnknownJob) { // else it waits for the next term (a blocked job)
+			_ = d.control.Done(ctx, r)
 		}
 		return
 	}

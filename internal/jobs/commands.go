@@ -43,16 +43,15 @@ func (t *tenure) backfill(slot scheduler.SlotKey) error {
 
 // startSlot hands a slot someone asked for to start, unless its job cannot run in this tenure.
 func (t *tenure) startSlot(what string, slot scheduler.SlotKey, start func(context.Context, []pending) error) error {
-	job := slot.Job
-	js := t.jobs[job]
+	job, js := slot.Job, t.jobs[slot.Job]
 	if js == nil || js.removed {
-		return fmt.Errorf("%s %q: no such job", what, job)
+		return fmt.Errorf("%s %q: %w", what, job, ErrUnknownJob)
 	}
 	if js.blocked {
 		return fmt.Errorf("%s %q: %s", what, job, js.reason)
 	}
 	if t.draining {
-		return fmt.Errorf("%s %q: shutting down", what, job)
+		return fmt.Errorf("%s %q: shutting down: %w", what, job, ErrNotLeading)
 	}
 	if slot.Manual {
 		t.lg.Info("manual run requested", zap.String("job", job), zap.Time("slot", slot.At))

@@ -15,8 +15,9 @@ import (
 	"scheduler/internal/jobs/internal/outcomes"
 )
 
-// ErrNotLeading is returned by Trigger when this replica does not lead.
-var ErrNotLeading = errors.New("jobs: not the leader")
+// ErrNotLeading answers a command (Trigger, Backfill) that no term can take: this replica does
+// not lead, or its term is draining for a shutdown. ErrUnknownJob: the table has no such job.
+var ErrNotLeading, ErrUnknownJob = errors.New("jobs: not the leader"), errors.New("no such job")
 
 // Hooks are optional callbacks for metrics; nil fields are skipped. They are called from the
 // runner's goroutines and must not block.
@@ -87,9 +88,7 @@ func New(table []Spec, opts Options) (*Runner, error) {
 	if opts.Node == "" {
 		return nil, errors.New("jobs: no node name")
 	}
-	if opts.Clock == nil {
-		opts.Clock = RealClock{}
-	}
+	opts.Clock = cmp.Or[Clock](opts.Clock, RealClock{})
 	opts.Logger = cmp.Or(opts.Logger, zap.NewNop())
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 5 * time.Minute
@@ -176,7 +175,7 @@ func (r *Runner) command(ctx context.Context, what, job string, fn func(t *tenur
 	}
 	r.mu.Unlock()
 	if !known {
-		return fmt.Errorf("%s %q: no such job", what, job)
+		return fmt.Errorf("%s %q: %w", what, job, ErrUnknownJob)
 	}
 	if t == nil {
 		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)

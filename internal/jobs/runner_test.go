@@ -542,8 +542,8 @@ func TestRunner_Trigger(t *testing.T) {
 	if rows := h.rows("yearly"); len(rows) != 1 {
 		t.Fatalf("a repeated trigger ran again: %+v", rows)
 	}
-	if err := h.runner.Trigger(ctx, "nope", t0); err == nil {
-		t.Fatal("Trigger of an unknown job succeeded")
+	if err := h.runner.Trigger(ctx, "nope", t0); !errors.Is(err, ErrUnknownJob) {
+		t.Fatalf("Trigger of an unknown job = %v, want ErrUnknownJob", err)
 	}
 }
 
