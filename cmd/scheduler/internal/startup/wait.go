@@ -7,6 +7,7 @@
 package startup
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"time"
@@ -18,6 +19,9 @@ import (
 const (
 	DefaultMin = 500 * time.Millisecond
 	DefaultMax = 15 * time.Second
+	// DefaultAttempt bounds one attempt: a host that drops packets would otherwise hold one
+	// for as long as the kernel retries its connection.
+	DefaultAttempt = 10 * time.Second
 )
 
 // Server says what Wait waits for and how.
@@ -28,8 +32,9 @@ type Server struct {
 	// Passes reports whether an attempt's error is one to wait out.
 	Passes func(error) bool
 	// Min and Max bound the backoff between attempts, doubled after each one and jittered by
-	// up to a fifth; zero means DefaultMin and DefaultMax.
-	Min, Max time.Duration
+	// up to a fifth; zero means DefaultMin and DefaultMax. Attempt bounds each attempt; zero
+	// means DefaultAttempt.
+	Min, Max, Attempt time.Duration
 	// After is the clock: time.After when nil.
 	After func(time.Duration) <-chan time.Time
 	// Logger gets an error line per failed attempt and an info line once the server answers.
@@ -55,7 +60,9 @@ func Wait[T any](ctx context.Context, s Server, try func(context.Context) (T, er
 	var first time.Time
 	wait := lo
 	for attempt := 1; ; attempt++ {
-		v, err := try(ctx)
+		actx, cancel := context.WithTimeout(ctx, cmp.Or(s.Attempt, DefaultAttempt))
+		v, err := try(actx)
+		cancel()
 		if err == nil {
 			if attempt > 1 {
 				lg.Info(s.What+" answers; starting", zap.String("key", s.Key), zap.Int("attempt", attempt),

@@ -82,3 +82,23 @@ func TestWait_EndsWithItsContext(t *testing.T) {
 		t.Fatalf("Wait = %v, want context.Canceled", err)
 	}
 }
+
+// Each attempt ends within Attempt, as a context deadline that counts as passing when Passes
+// says so: a server that never answers is tried again, not waited on for good.
+func TestWait_BoundsEachAttempt(t *testing.T) {
+	clock := &fakeClock{}
+	s := server(clock, nil)
+	s.Attempt = 10 * time.Millisecond
+	s.Passes = func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
+	tries := 0
+	_, err := Wait(context.Background(), s, func(ctx context.Context) (int, error) {
+		if tries++; tries < 3 {
+			<-ctx.Done() // a server that never answers
+			return 0, ctx.Err()
+		}
+		return 1, nil
+	})
+	if err != nil || tries != 3 {
+		t.Fatalf("Wait = %v after %d tries; want nil after 3", err, tries)
+	}
+}
