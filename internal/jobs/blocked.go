@@ -186,7 +186,7 @@ func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 			wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
 			err := t.r.opts.Ledger.RaiseAll(wctx, []string{name}, t.token)
 			cancel()
-			t.send(func() { t.raised(js, err) })
+			t.send(context.Background(), func() { t.raised(js, err) })
 		})
 	}
 }

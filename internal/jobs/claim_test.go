@@ -306,7 +306,7 @@ func TestClaimQueue_RateOnTheRunnersClock(t *testing.T) {
 		h.runner.mu.Lock()
 		ten := h.runner.current
 		h.runner.mu.Unlock()
-		if ten == nil || !ten.send(func() { got <- ten.queue.Rate() }) {
+		if ten == nil || !ten.send(context.Background(), func() { got <- ten.queue.Rate() }) {
 			t.Fatal("the tenure ended")
 		}
 		return <-got

@@ -148,7 +148,7 @@ func (r *Runner) claimedAhead() int {
 		return 0
 	}
 	got := make(chan int, 1)
-	if !t.send(func() {
+	if !t.send(context.Background(), func() {
 		k := 0
 		if t.heap.Len() == 0 && t.runs == 0 {
 			k = -1

@@ -144,7 +144,7 @@ func (r *Runner) SetTable(table []Spec) error {
 	t := r.current
 	r.mu.Unlock()
 	if t != nil {
-		t.send(func() { t.reload(specs) })
+		t.send(context.Background(), func() { t.reload(specs) })
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func (r *Runner) command(ctx context.Context, what, job string, fn func(t *tenur
 		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)
 	}
 	errc := make(chan error, 1)
-	if !t.send(func() { errc <- fn(t) }) {
+	if !t.send(ctx, func() { errc <- fn(t) }) {
 		return fmt.Errorf("%s %q: %w", what, job, ErrNotLeading)
 	}
 	select {
@@ -207,7 +207,7 @@ func (r *Runner) Drain(ctx context.Context) {
 		return
 	}
 	idle := make(chan struct{})
-	if !t.send(func() { t.drain(idle) }) {
+	if !t.send(ctx, func() { t.drain(idle) }) {
 		return
 	}
 	select {
@@ -217,7 +217,7 @@ func (r *Runner) Drain(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
-	t.send(func() { t.cancelRuns(errShutdown) })
+	t.send(context.Background(), func() { t.cancelRuns(errShutdown) })
 	select {
 	case <-idle:
 	case <-t.exited:

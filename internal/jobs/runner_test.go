@@ -595,7 +595,7 @@ func TestRunner_ReloadWhileRunStarts(t *testing.T) {
 	term := h.runner.current
 	h.runner.mu.Unlock()
 	errc := make(chan error, 1)
-	if !term.send(func() {
+	if !term.send(context.Background(), func() {
 		errc <- term.trigger("job", t0)
 		term.reload(changed)
 	}) {
@@ -641,4 +641,49 @@ func TestRunner_CommandAfterBeginReachesTheTerm(t *testing.T) {
 	if err := h.runner.Trigger(ctx, "yearly", t0.Add(time.Second)); !errors.Is(err, ErrNotLeading) {
 		t.Fatalf("Trigger after the term = %v, want ErrNotLeading", err)
 	}
+}
+
+// raiseWaits is a ledger whose raises wait until their context ends, as a raise does behind an
+// open transaction on a job's fence; raising is closed when the first one begins.
+type raiseWaits struct {
+	*fakeLedger
+	raising chan struct{}
+	once    sync.Once
+}
+
+func (l *raiseWaits) RaiseAll(ctx context.Context, _ []string, _ int64) error {
+	l.once.Do(func() { close(l.raising) })
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A shutdown that comes while the takeover still waits on a raise ends within its grace: Drain
+// and Trigger give up with their contexts instead of waiting for the firing loop to start.
+func TestRunner_DrainDuringTakeoverEndsWithItsGrace(t *testing.T) {
+	l := &raiseWaits{fakeLedger: newFakeLedger(), raising: make(chan struct{})}
+	r := mustNew(t, []Spec{spec(t, "a", execFunc(succeed), nil)}, Options{Node: "n1", Ledger: l, Clock: newFakeClock(t0)})
+	term := leadAsync(t, r, token)
+	<-l.raising
+	grace, cancel := context.WithCancel(context.Background())
+	drained := make(chan struct{})
+	go func() { r.Drain(grace); close(drained) }()
+	tctx, tcancel := context.WithCancel(context.Background())
+	triggered := make(chan error, 1)
+	go func() { triggered <- r.Trigger(tctx, "a", t0) }()
+	cancel()
+	tcancel()
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Drain waited for the takeover after its grace ended")
+	}
+	select {
+	case err := <-triggered:
+		if !errors.Is(err, ErrNotLeading) {
+			t.Fatalf("Trigger whose context ended during the takeover = %v, want ErrNotLeading", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Trigger waited for the takeover after its context ended")
+	}
+	_ = term.stop() // the takeover's error, its context cancelled
 }

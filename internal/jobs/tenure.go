@@ -126,12 +126,14 @@ func newTenure(r *Runner, token int64) *tenure {
 	return t
 }
 
-// send runs fn on the loop goroutine; false if the tenure has ended.
-func (t *tenure) send(fn func()) bool {
+// send runs fn on the loop goroutine; false if the tenure ended or ctx did before the loop took fn.
+func (t *tenure) send(ctx context.Context, fn func()) bool {
 	select {
 	case t.cmds <- fn:
 		return true
 	case <-t.exited:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }
