@@ -68,30 +68,31 @@ func inheritHistory(raw map[string]any) map[string]bool {
 }
 
 // mergeJobBlock fills the keys of job's block (history, notify) that it does not set from
-// defaults (defaults.BLOCK), key by key, and marks them inherited as BLOCK.KEY.
-func mergeJobBlock(job map[string]any, block string, defaults any, inherited map[string]bool) {
+// defaults (defaults.BLOCK), key by key, and appends them to inherited as BLOCK.KEY.
+func mergeJobBlock(job map[string]any, block string, defaults any, inherited []string) []string {
 	dh, ok := defaults.(map[string]any)
 	if !ok {
-		return
+		return inherited
 	}
 	jh, set := job[block]
 	if !set || jh == nil {
 		job[block] = maps.Clone(dh)
 		for k := range dh {
-			inherited[block+"."+k] = true
+			inherited = append(inherited, block+"."+k)
 		}
-		return
+		return inherited
 	}
 	own, ok := jh.(map[string]any)
 	if !ok {
-		return // the decoder reports a block that is not a mapping
+		return inherited // the decoder reports a block that is not a mapping
 	}
 	for k, v := range dh {
 		if _, set := own[k]; !set {
 			own[k] = v
-			inherited[block+"."+k] = true
+			inherited = append(inherited, block+"."+k)
 		}
 	}
+	return inherited
 }
 
 // validateHistory checks the top-level history block.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,26 +128,44 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		notify.SplitLists(d["notify"], splitList) // SCHEDULER_DEFAULTS_NOTIFY_EMAIL=a@x.test,b@x.test
 	}
 	historyFromTop := inheritHistory(raw)
-	inherited, defaultProblems := applyJobDefaults(raw)
-	problems = append(problems, defaultProblems...)
+	defaults, defaultProblems := jobDefaults(raw)
 
 	var cfg Config
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			durationHook,
-			scalarFromStringHook,
-		),
-		ErrorUnused: true,
-		Result:      &cfg,
-	})
+	dec, err := newDecoder(&cfg)
 	if err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
-	if err := dec.Decode(raw); err != nil {
-		problems = append(problems, decodeProblems(err)...)
+	// The jobs are decoded one at a time, each with its defaults merged in just before: a table
+	// of many jobs never holds every job's mapping with every default at once, and each mapping
+	// is let go once its job is decoded.
+	list, perJob := raw["jobs"].([]any)
+	if perJob {
+		delete(raw, "jobs")
 	}
-	for i := range cfg.Jobs {
-		cfg.Jobs[i].inherited = inherited[i]
+	var errs []error
+	if err := dec.Decode(raw); err != nil {
+		errs = append(errs, err)
+	}
+	if perJob {
+		in := newInheritance(defaults)
+		cfg.Jobs = make([]Job, len(list))
+		for i, item := range list {
+			list[i] = nil
+			inherited, p := in.apply(i, item)
+			defaultProblems = append(defaultProblems, p...)
+			jdec, err := newDecoder(&cfg.Jobs[i])
+			if err != nil {
+				return nil, []Problem{{Msg: err.Error()}}
+			}
+			if err := jdec.Decode(item); err != nil {
+				errs = append(errs, &jobDecodeError{index: i, err: err})
+			}
+			cfg.Jobs[i].inherited = inherited
+		}
+	}
+	problems = append(problems, defaultProblems...)
+	if len(errs) > 0 {
+		problems = append(problems, decodeProblems(errors.Join(errs...))...)
 	}
 	if len(fromEnv) > 0 {
 		cfg.fromEnv = fromEnv
@@ -208,40 +227,87 @@ func splitList(s string) []string {
 	return out
 }
 
-// applyJobDefaults copies each key of the `defaults` section into every job that does not set
-// it, and returns, per job index, the keys it copied. Keys that are not job keys are left for
-// the decoder to report under `defaults.`.
-func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
+// newDecoder is the decoder of a configuration, or of one of its jobs, into result.
+func newDecoder(result any) (*mapstructure.Decoder, error) {
+	return mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			durationHook,
+			scalarFromStringHook,
+		),
+		ErrorUnused: true,
+		Result:      result,
+	})
+}
+
+// jobDecodeError is the decoder's error for the job at index, decoded on its own: its key paths
+// are the job's, and decodeProblems puts them under jobs[index].
+type jobDecodeError struct {
+	index int
+	err   error
+}
+
+func (e *jobDecodeError) Error() string { return fmt.Sprintf("jobs[%d]: %v", e.index, e.err) }
+
+func (e *jobDecodeError) Unwrap() error { return e.err }
+
+// jobDefaults returns the `defaults` section, taking out the key no job may inherit.
+func jobDefaults(raw map[string]any) (map[string]any, []Problem) {
 	defaults, _ := raw["defaults"].(map[string]any)
 	var problems []Problem
 	if _, ok := defaults["name"]; ok {
 		delete(defaults, "name")
 		problems = append(problems, Problem{Key: "defaults.name", Msg: "a name cannot be shared by all jobs"})
 	}
-	list, _ := raw["jobs"].([]any)
-	known := jobKeys()
-	inherited := map[int]map[string]bool{}
-	for i, item := range list {
-		job, ok := item.(map[string]any)
-		if !ok {
-			if item == nil {
-				problems = append(problems, Problem{Key: fmt.Sprintf("jobs[%d]", i), Msg: "empty job entry"})
-			}
-			continue // a non-mapping is reported by the decoder
+	return defaults, problems
+}
+
+// inheritance copies each key of the `defaults` section into every job that does not set it.
+// Keys that are not job keys are left for the decoder to report under `defaults.`.
+type inheritance struct {
+	defaults map[string]any
+	known    map[string]bool
+	// sets holds each distinct set of inherited keys once, by its sorted keys: the jobs of a
+	// table mostly inherit the same keys, and share the one read-only set.
+	sets map[string]map[string]bool
+	keys []string // the current job's, reused
+}
+
+func newInheritance(defaults map[string]any) *inheritance {
+	return &inheritance{defaults: defaults, known: jobKeys(), sets: map[string]map[string]bool{}}
+}
+
+// apply merges the defaults into the job at index i (item, its mapping) and returns the keys it
+// copied, a set shared with the other jobs that copied the same keys and never written to.
+func (in *inheritance) apply(i int, item any) (map[string]bool, []Problem) {
+	job, ok := item.(map[string]any)
+	if !ok {
+		if item == nil {
+			return nil, []Problem{{Key: fmt.Sprintf("jobs[%d]", i), Msg: "empty job entry"}}
 		}
-		inherited[i] = map[string]bool{}
-		for k, val := range defaults {
-			if k == "history" || k == "notify" {
-				mergeJobBlock(job, k, val, inherited[i])
-				continue
-			}
-			if _, set := job[k]; !set && known[k] {
-				job[k] = val
-				inherited[i][k] = true
-			}
+		return nil, nil // a non-mapping is reported by the decoder
+	}
+	in.keys = in.keys[:0]
+	for k, val := range in.defaults {
+		if k == "history" || k == "notify" {
+			in.keys = mergeJobBlock(job, k, val, in.keys)
+			continue
+		}
+		if _, set := job[k]; !set && in.known[k] {
+			job[k] = val
+			in.keys = append(in.keys, k)
 		}
 	}
-	return inherited, problems
+	slices.Sort(in.keys)
+	id := strings.Join(in.keys, "\x00")
+	set, ok := in.sets[id]
+	if !ok {
+		set = make(map[string]bool, len(in.keys))
+		for _, k := range in.keys {
+			set[k] = true
+		}
+		in.sets[id] = set
+	}
+	return set, nil
 }
 
 // jobKeys is the set of keys a job (and `defaults`) may set, from the struct tags.
@@ -308,24 +374,34 @@ func scalarFromStringHook(f, t reflect.Type, data any) (any, error) {
 // decodeProblems flattens the decoder's joined errors into one problem per key.
 func decodeProblems(err error) []Problem {
 	var problems []Problem
-	var walk func(error)
-	walk = func(err error) {
+	var walk func(error, string)
+	walk = func(err error, prefix string) {
 		if joined, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, e := range joined.Unwrap() {
-				walk(e)
+				walk(e, prefix)
 			}
+			return
+		}
+		if je, ok := err.(*jobDecodeError); ok {
+			walk(je.err, fmt.Sprintf("jobs[%d]", je.index))
 			return
 		}
 		de, ok := err.(*mapstructure.DecodeError)
 		if !ok {
 			if inner := errors.Unwrap(err); inner != nil {
-				walk(inner)
+				walk(inner, prefix)
 			} else {
 				problems = append(problems, Problem{Msg: err.Error()})
 			}
 			return
 		}
 		key, inner := de.Name(), de.Unwrap()
+		switch {
+		case prefix != "" && key == "":
+			key = prefix
+		case prefix != "":
+			key = prefix + "." + key
+		}
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
 				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key" + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
@@ -334,7 +410,7 @@ func decodeProblems(err error) []Problem {
 		}
 		problems = append(problems, Problem{Key: key, Msg: decodeMessage(inner)})
 	}
-	walk(err)
+	walk(err, "")
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
 	return problems
 }
