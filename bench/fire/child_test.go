@@ -112,7 +112,7 @@ func measure(ctx context.Context, c fireCase, h herds, rec *recorder) (fireResul
 		}
 		if k == 0 {
 			cpu0, ended = cpuTime(), rec.ended.Load()
-			peaks = samplePeaks(10*time.Millisecond, os.Getenv(heapProfileEnv))
+			peaks = samplePeaks(10*time.Millisecond, heapProfilePath(c))
 			continue
 		}
 		if want := ended + int64(k*c.Jobs); rec.ended.Load() < want {

@@ -1,6 +1,7 @@
 package fire
 
 import (
+	"fmt"
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -8,9 +9,26 @@ import (
 	"time"
 )
 
-// heapProfileEnv names a file for a heap profile of each child taken at its peak live heap
-// (the last child's is kept).
+// heapProfileEnv names a file for a heap profile of each child taken at its peak live heap: the
+// name is suffixed with the case (runner, store, jobs, soft limit), and the last child of a case
+// keeps its file.
 const heapProfileEnv = "SCHEDULER_BENCH_FIRE_HEAP_PROFILE"
+
+// heapProfilePath is where the child of c writes its heap profile; empty for none.
+func heapProfilePath(c fireCase) string {
+	path := os.Getenv(heapProfileEnv)
+	if path == "" {
+		return ""
+	}
+	path += fmt.Sprintf("-%s-%s-%d", c.Runner, c.Store, c.Jobs)
+	if c.ClaimAhead != "" {
+		path += "-at-fire"
+	}
+	if c.MemLimit != "" {
+		path += "-limit"
+	}
+	return path
+}
 
 // peakMetrics are the runtime's figures a peakSampler follows.
 var peakMetrics = []string{
