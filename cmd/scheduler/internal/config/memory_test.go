@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"scheduler/internal/schedule"
 )
 
 // bigTable is a configuration of n exec jobs that set a few keys and inherit the rest.
@@ -108,5 +110,32 @@ func sampleLiveHeap() func() uint64 {
 		close(stop)
 		wg.Wait()
 		return max(peak, liveHeap())
+	}
+}
+
+// TestLoadTable_JobsShareTheirZonesAndSchedules: a zone is loaded, and a schedule parsed in it,
+// once for all the jobs that name them; a zone's transitions alone take kilobytes, once per job
+// in a large table otherwise.
+func TestLoadTable_JobsShareTheirZonesAndSchedules(t *testing.T) {
+	l, err := LoadTable(writeConfig(t, `
+jobs:
+  - {name: a, schedule: "0 2 * * *", timezone: Europe/Berlin, type: exec, command: [/bin/true]}
+  - {name: b, schedule: "0 2 * * *", timezone: Europe/Berlin, type: exec, command: [/bin/true]}
+  - {name: c, schedule: "0 3 * * *", timezone: Europe/Berlin, type: exec, command: [/bin/true]}
+  - {name: d, schedule: "0 2 * * *", timezone: America/New_York, type: exec, command: [/bin/true]}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := func(i int) *schedule.Schedule { return l.Config.Jobs[i].ParsedSchedule() }
+	switch {
+	case s(0) != s(1):
+		t.Fatal("jobs[0] and jobs[1] have the same schedule in the same zone, parsed twice")
+	case s(0) == s(2) || s(0) == s(3):
+		t.Fatal("jobs of different schedules or zones share a parsed schedule")
+	case s(0).Location() != s(2).Location():
+		t.Fatal("jobs[0] and jobs[2] name the same zone, loaded twice")
+	case s(3).Location().String() != "America/New_York" || s(2).String() != "0 3 * * *":
+		t.Fatalf("jobs[3] in %v, jobs[2] at %q", s(3).Location(), s(2).String())
 	}
 }
