@@ -11,6 +11,7 @@ import (
 
 	"scheduler/internal/jobs/internal/parallel"
 	"scheduler/internal/jobs/internal/refusal"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
@@ -151,7 +152,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		if b.err != nil {
 			e.claim = claimFailed
 		} else {
-			e.claim, e.run, e.written = claimDone, b.claimed[i].Run, b.claimed[i].Written
+			e.claim, e.run, e.written = claimDone, runkey.ClaimOf(b.claimed[i].Run), b.claimed[i].Written
 		}
 		switch {
 		case e.dropped && e.written:
