@@ -105,7 +105,7 @@ func (t *tenure) paused(job string) bool {
 func (t *tenure) sendClaims() {
 	for len(t.pendingClaims) > 0 && t.claiming < maxClaimsInFlight {
 		b := &claimBatch{entries: t.pendingClaims[0]}
-		t.pendingClaims = t.pendingClaims[1:]
+		t.pendingClaims[0], t.pendingClaims = nil, t.pendingClaims[1:] // its entries let go once fired
 		slots := slotsOf(b.entries)
 		t.claiming++
 		go func() {
