@@ -139,3 +139,39 @@ jobs:
 		t.Fatalf("jobs[3] in %v, jobs[2] at %q", s(3).Location(), s(2).String())
 	}
 }
+
+// BenchmarkLoadTable measures the memory of reading a table of n exec jobs as the daemon does
+// (LoadTable): peak-live-MB is the highest live heap the collector marked during the load,
+// held-MB what stays live with the loaded table, alloc-MB what the load allocated in all.
+//
+//	go test -run '^$' -bench LoadTable -benchtime 1x ./cmd/scheduler/internal/config/
+func BenchmarkLoadTable(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			path := writeConfig(b, bigTable(n))
+			var peak, held, alloc float64
+			for range b.N {
+				runtime.GC()
+				base := liveHeap()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				top := sampleLiveHeap()
+				l, err := LoadTable(path, nil)
+				p := top()
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.ReadMemStats(&m1)
+				runtime.GC()
+				peak += float64(p - base)
+				held += float64(liveHeap() - base)
+				alloc += float64(m1.TotalAlloc - m0.TotalAlloc)
+				runtime.KeepAlive(l)
+			}
+			k := float64(b.N) * (1 << 20)
+			b.ReportMetric(peak/k, "peak-live-MB")
+			b.ReportMetric(held/k, "held-MB")
+			b.ReportMetric(alloc/k, "alloc-MB")
+		})
+	}
+}
