@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"time"
 )
 
@@ -65,34 +64,6 @@ func inheritHistory(raw map[string]any) map[string]bool {
 		}
 	}
 	return from
-}
-
-// mergeJobBlock fills the keys of job's block (history, notify) that it does not set from
-// defaults (defaults.BLOCK), key by key, and appends them to inherited as BLOCK.KEY.
-func mergeJobBlock(job map[string]any, block string, defaults any, inherited []string) []string {
-	dh, ok := defaults.(map[string]any)
-	if !ok {
-		return inherited
-	}
-	jh, set := job[block]
-	if !set || jh == nil {
-		job[block] = maps.Clone(dh)
-		for k := range dh {
-			inherited = append(inherited, block+"."+k)
-		}
-		return inherited
-	}
-	own, ok := jh.(map[string]any)
-	if !ok {
-		return inherited // the decoder reports a block that is not a mapping
-	}
-	for k, v := range dh {
-		if _, set := own[k]; !set {
-			own[k] = v
-			inherited = append(inherited, block+"."+k)
-		}
-	}
-	return inherited
 }
 
 // validateHistory checks the top-level history block.

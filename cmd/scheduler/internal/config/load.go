@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,9 +134,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	if err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
-	// The jobs are decoded one at a time, each with its defaults merged in just before: a table
-	// of many jobs never holds every job's mapping with every default at once, and each mapping
-	// is let go once its job is decoded.
+	// The jobs are decoded one at a time (decodeJobs).
 	list, perJob := raw["jobs"].([]any)
 	if perJob {
 		delete(raw, "jobs")
@@ -147,21 +144,11 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		errs = append(errs, err)
 	}
 	if perJob {
-		in := newInheritance(defaults)
-		cfg.Jobs = make([]Job, len(list))
-		for i, item := range list {
-			list[i] = nil
-			inherited, p := in.apply(i, item)
-			defaultProblems = append(defaultProblems, p...)
-			jdec, err := newDecoder(&cfg.Jobs[i])
-			if err != nil {
-				return nil, []Problem{{Msg: err.Error()}}
-			}
-			if err := jdec.Decode(item); err != nil {
-				errs = append(errs, &jobDecodeError{index: i, err: err})
-			}
-			cfg.Jobs[i].inherited = inherited
+		jobProblems, jobErrs, err := decodeJobs(&cfg, list, defaults)
+		if err != nil {
+			return nil, []Problem{{Msg: err.Error()}}
 		}
+		defaultProblems, errs = append(defaultProblems, jobProblems...), append(errs, jobErrs...)
 	}
 	problems = append(problems, defaultProblems...)
 	if len(errs) > 0 {
@@ -225,89 +212,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// newDecoder is the decoder of a configuration, or of one of its jobs, into result.
-func newDecoder(result any) (*mapstructure.Decoder, error) {
-	return mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			durationHook,
-			scalarFromStringHook,
-		),
-		ErrorUnused: true,
-		Result:      result,
-	})
-}
-
-// jobDecodeError is the decoder's error for the job at index, decoded on its own: its key paths
-// are the job's, and decodeProblems puts them under jobs[index].
-type jobDecodeError struct {
-	index int
-	err   error
-}
-
-func (e *jobDecodeError) Error() string { return fmt.Sprintf("jobs[%d]: %v", e.index, e.err) }
-
-func (e *jobDecodeError) Unwrap() error { return e.err }
-
-// jobDefaults returns the `defaults` section, taking out the key no job may inherit.
-func jobDefaults(raw map[string]any) (map[string]any, []Problem) {
-	defaults, _ := raw["defaults"].(map[string]any)
-	var problems []Problem
-	if _, ok := defaults["name"]; ok {
-		delete(defaults, "name")
-		problems = append(problems, Problem{Key: "defaults.name", Msg: "a name cannot be shared by all jobs"})
-	}
-	return defaults, problems
-}
-
-// inheritance copies each key of the `defaults` section into every job that does not set it.
-// Keys that are not job keys are left for the decoder to report under `defaults.`.
-type inheritance struct {
-	defaults map[string]any
-	known    map[string]bool
-	// sets holds each distinct set of inherited keys once, by its sorted keys: the jobs of a
-	// table mostly inherit the same keys, and share the one read-only set.
-	sets map[string]map[string]bool
-	keys []string // the current job's, reused
-}
-
-func newInheritance(defaults map[string]any) *inheritance {
-	return &inheritance{defaults: defaults, known: jobKeys(), sets: map[string]map[string]bool{}}
-}
-
-// apply merges the defaults into the job at index i (item, its mapping) and returns the keys it
-// copied, a set shared with the other jobs that copied the same keys and never written to.
-func (in *inheritance) apply(i int, item any) (map[string]bool, []Problem) {
-	job, ok := item.(map[string]any)
-	if !ok {
-		if item == nil {
-			return nil, []Problem{{Key: fmt.Sprintf("jobs[%d]", i), Msg: "empty job entry"}}
-		}
-		return nil, nil // a non-mapping is reported by the decoder
-	}
-	in.keys = in.keys[:0]
-	for k, val := range in.defaults {
-		if k == "history" || k == "notify" {
-			in.keys = mergeJobBlock(job, k, val, in.keys)
-			continue
-		}
-		if _, set := job[k]; !set && in.known[k] {
-			job[k] = val
-			in.keys = append(in.keys, k)
-		}
-	}
-	slices.Sort(in.keys)
-	id := strings.Join(in.keys, "\x00")
-	set, ok := in.sets[id]
-	if !ok {
-		set = make(map[string]bool, len(in.keys))
-		for _, k := range in.keys {
-			set[k] = true
-		}
-		in.sets[id] = set
-	}
-	return set, nil
 }
 
 // jobKeys is the set of keys a job (and `defaults`) may set, from the struct tags.
