@@ -104,6 +104,7 @@ func measure(ctx context.Context, c fireCase, h herds, rec *recorder) (fireResul
 		r     fireResult
 		cpu0  time.Duration
 		ended int64
+		peaks *peakSampler
 	)
 	for k := 0; k < h.count; k++ {
 		end := h.at(k).Add(h.period / 2)
@@ -112,6 +113,7 @@ func measure(ctx context.Context, c fireCase, h herds, rec *recorder) (fireResul
 		}
 		if k == 0 {
 			cpu0, ended = cpuTime(), rec.ended.Load()
+			peaks = samplePeaks(10*time.Millisecond, heapProfilePath(c))
 			continue
 		}
 		if want := ended + int64(k*c.Jobs); rec.ended.Load() < want {
@@ -119,6 +121,9 @@ func measure(ctx context.Context, c fireCase, h herds, rec *recorder) (fireResul
 		}
 	}
 	cpu := cpuTime() - cpu0
+	if peaks != nil {
+		r.LiveMB, r.StacksMB, r.Goroutines = peaks.end()
+	}
 	n := min(int(rec.next.Load()), len(rec.slots))
 	var all []time.Duration
 	byHerd := map[int64][]time.Duration{}

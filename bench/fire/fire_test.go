@@ -80,6 +80,11 @@ type fireResult struct {
 	StackMB  float64   `json:"stack_sys_mb"`  // stacks held from the runtime, the most ever needed
 	SysMB    float64   `json:"sys_mb"`
 	Pruned   int       `json:"pruned"` // runs the pruner deleted during the case
+	// LiveMB, StacksMB and Goroutines are the highest live heap (as the collector last marked
+	// it), goroutine stacks in use and goroutine count sampled through the measured herds.
+	LiveMB     float64 `json:"live_peak_mb"`
+	StacksMB   float64 `json:"stacks_peak_mb"`
+	Goroutines int     `json:"goroutines_peak"`
 }
 
 func BenchmarkFire(b *testing.B) {
@@ -169,6 +174,9 @@ func report(b *testing.B, res []fireResult) {
 		sum.Takeover += r.Takeover
 		sum.HeapMB = max(sum.HeapMB, r.HeapMB)
 		sum.StackMB = max(sum.StackMB, r.StackMB)
+		sum.LiveMB = max(sum.LiveMB, r.LiveMB)
+		sum.StacksMB = max(sum.StacksMB, r.StacksMB)
+		sum.Goroutines = max(sum.Goroutines, r.Goroutines)
 	}
 	k := float64(len(res))
 	b.ReportMetric(sum.P50/k, "p50-ms")
@@ -181,5 +189,8 @@ func report(b *testing.B, res []fireResult) {
 	b.ReportMetric(sum.Takeover/k, "takeover-s")
 	b.ReportMetric(sum.HeapMB, "heap-MB")
 	b.ReportMetric(sum.StackMB, "stack-MB")
+	b.ReportMetric(sum.LiveMB, "live-peak-MB")
+	b.ReportMetric(sum.StacksMB, "stacks-peak-MB")
+	b.ReportMetric(float64(sum.Goroutines), "goroutines-peak")
 	b.ReportMetric(0, "ns/op")
 }

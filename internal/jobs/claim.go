@@ -11,6 +11,7 @@ import (
 
 	"scheduler/internal/jobs/internal/parallel"
 	"scheduler/internal/jobs/internal/refusal"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
@@ -104,7 +105,7 @@ func (t *tenure) paused(job string) bool {
 func (t *tenure) sendClaims() {
 	for len(t.pendingClaims) > 0 && t.claiming < maxClaimsInFlight {
 		b := &claimBatch{entries: t.pendingClaims[0]}
-		t.pendingClaims = t.pendingClaims[1:]
+		t.pendingClaims[0], t.pendingClaims = nil, t.pendingClaims[1:] // its entries let go once fired
 		slots := slotsOf(b.entries)
 		t.claiming++
 		go func() {
@@ -151,7 +152,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		if b.err != nil {
 			e.claim = claimFailed
 		} else {
-			e.claim, e.run, e.written = claimDone, b.claimed[i].Run, b.claimed[i].Written
+			e.claim, e.run, e.written = claimDone, runkey.ClaimOf(b.claimed[i].Run), b.claimed[i].Written
 		}
 		switch {
 		case e.dropped && e.written:

@@ -3,6 +3,7 @@ package jobs
 import (
 	"cmp"
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -38,10 +39,11 @@ func (t *tenure) fireDue(ctx context.Context) error {
 	}
 	t.claimAhead(now)
 	var (
-		due     []pending
-		closes  []scheduler.Completion
-		fired   []*fireEntry
-		records []scheduler.Outcome
+		due       []pending
+		closes    []scheduler.Completion
+		records   []scheduler.Outcome
+		firedJobs []*jobState
+		firedAt   []time.Time
 	)
 	for t.heap.Len() > 0 && !t.heap.Peek().at.After(now) {
 		e := t.heap.Pop()
@@ -69,7 +71,7 @@ func (t *tenure) fireDue(ctx context.Context) error {
 			continue
 		}
 		js.entry = nil
-		fired = append(fired, e)
+		firedJobs, firedAt = append(firedJobs, js), append(firedAt, e.slot.At)
 		if e.claim == claimSent {
 			e.late = true
 			continue
@@ -87,10 +89,10 @@ func (t *tenure) fireDue(ctx context.Context) error {
 	if err := t.dispatch(ctx, due); err != nil {
 		return err
 	}
-	// The next slots are computed after the runs started, off their path.
+	// The next slots are computed after the runs started, off their path (fired entries let go).
 	t.yieldToStarts()
-	for _, e := range fired {
-		t.scheduleAfter(e.js, e.slot.At)
+	for i, js := range firedJobs {
+		t.scheduleAfter(js, firedAt[i])
 	}
 	return nil
 }
@@ -198,9 +200,9 @@ func (t *tenure) firing(e *fireEntry) (pending, bool) {
 	}
 	switch {
 	case e.written:
-		p.claimed = &e.run
+		p.claimed = e.run.Ref(e.slot)
 	case e.run.Status == scheduler.StatusRunning && e.run.Token < t.token:
-		p.orphan = &e.run
+		p.orphan = e.run.Ref(e.slot)
 	default:
 		t.lg.Info("slot already has a run", zap.String("job", e.slot.Job), zap.Time("slot", e.slot.At),
 			zap.String("status", string(e.run.Status)), zap.Int64("run_token", e.run.Token))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,7 +75,9 @@ func (l *nopLedger) FencedStatements(context.Context, string, int64, string, str
 // instant, claimed ahead, started, their no-op runs completed, on a ledger that costs nothing.
 // One op is one herd; fire-ns is the cost per fire, which should grow as O(log n); start-p50-ms
 // and start-p99-ms are the delays from the herd's fire (the fake clock reaching its slot) to its
-// runs' executors starting, on the real clock.
+// runs' executors starting, on the real clock. live-peak-MB and stacks-peak-MB are the highest
+// live heap (as the collector last marked it) and goroutine stacks in use through the herds,
+// rest-KB-per-job the live heap per job between two herds.
 //
 //	go test -run '^$' -bench RunnerHerd -benchtime 20x ./internal/jobs/
 func BenchmarkRunner_Herd(b *testing.B) {
@@ -108,6 +112,10 @@ func BenchmarkRunner_Herd(b *testing.B) {
 			var wg sync.WaitGroup
 			wg.Go(func() { _ = r.Lead(ctx, 1) })
 			defer func() { cancel(); wg.Wait() }()
+			testenv.Eventually(b, 10*time.Second, time.Millisecond, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
+			runtime.GC()
+			rest := liveHeap()
+			peaks := samplePeaks()
 			b.ResetTimer()
 			for i := range b.N {
 				testenv.Eventually(b, 10*time.Second, time.Millisecond, "claimed", func() bool { return clock.Pending() == 1 && r.claimedAhead() == n })
@@ -121,11 +129,51 @@ func BenchmarkRunner_Herd(b *testing.B) {
 				clock.Advance(59*time.Second + 500*time.Millisecond) // the next herd's claim time
 			}
 			b.StopTimer()
+			live, stacks := peaks()
+			b.ReportMetric(float64(live)/(1<<20), "live-peak-MB")
+			b.ReportMetric(float64(stacks)/(1<<20), "stacks-peak-MB")
+			b.ReportMetric(float64(rest)/float64(n)/1024, "rest-KB-per-job")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "fire-ns")
 			slices.Sort(delays)
 			b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "start-p50-ms")
 			b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds())/1000, "start-p99-ms")
 		})
+	}
+}
+
+// liveHeap is the heap the last collection marked live.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// samplePeaks follows the live heap and the goroutine stacks in use until the returned function
+// is called, which returns the highest of each.
+func samplePeaks() func() (live, stacks uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	var (
+		peak [2]uint64
+		wg   sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			peak[0], peak[1] = max(peak[0], s[0].Value.Uint64()), max(peak[1], s[1].Value.Uint64())
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() (uint64, uint64) {
+		close(stop)
+		wg.Wait()
+		return peak[0], peak[1]
 	}
 }
 

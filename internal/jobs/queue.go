@@ -5,6 +5,7 @@ import (
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/runkey"
 	"scheduler/internal/jobs/internal/slotqueue"
 )
 
@@ -29,10 +30,10 @@ type fireEntry struct {
 	records []scheduler.Outcome
 
 	claim   claimState
-	run     scheduler.Run // with claimDone: the slot's run as the ledger left it
-	written bool          // with claimDone: this term's claim created run
-	late    bool          // due while its claim was in flight: it fires when the answer comes
-	dropped bool          // superseded by a reload: a run claimed for it is closed, not started
+	run     runkey.Claim // with claimDone: the slot's run as the ledger left it
+	written bool         // with claimDone: this term's claim created run
+	late    bool         // due while its claim was in flight: it fires when the answer comes
+	dropped bool         // superseded by a reload: a run claimed for it is closed, not started
 }
 
 // addJob adds a job of the table to the tenure.

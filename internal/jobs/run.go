@@ -33,7 +33,7 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 	}
 	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc})
 	t.runs++
-	t.started = append(t.started, run)
+	t.started.Add(run)
 	t.unstarted.Add(1)
 	spec := js.spec
 	go func() {
@@ -144,25 +144,19 @@ func (t *tenure) yieldToStarts() {
 	}
 }
 
-// maxKeptStarted bounds the capacity logStarted keeps between steps.
-const maxKeptStarted = 4096
-
 // logStarted writes the start lines of the runs launched in this step. They are written after
 // the step, when the runs have started, so that a herd does not wait for its own log lines; a
 // run's end line is written when the loop hears of its end, always after.
 func (t *tenure) logStarted() {
-	if len(t.started) == 0 {
+	started := t.started.Runs()
+	if len(started) == 0 {
 		return
 	}
 	t.yieldToStarts()
-	t.markStarted(t.started)
-	for i, run := range t.started {
-		t.lg.Info("run started", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
+	t.markStarted(started)
+	for _, run := range started {
+		t.lg.Info("run started", zap.String("job", run.Job), zap.Time("slot", run.Slot), zap.Int64("run_id", run.RunID),
 			zap.Int("attempt", max(run.Attempt, 1)))
-		t.started[i] = scheduler.Run{}
 	}
-	t.started = t.started[:0]
-	if cap(t.started) > maxKeptStarted {
-		t.started = nil // a herd's worth: not kept until the next herd
-	}
+	t.started.Reset()
 }

@@ -4,13 +4,14 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // markStarted records, off the loop and off the runs' start path, that the runs just launched
 // that were claimed ahead (attempt 0) have started. If the write does not land and the term
 // ends with such a run cut off, the next leader numbers its retry as attempt 1 again: the
 // count then misses that attempt, which the log shows.
-func (t *tenure) markStarted(launched []scheduler.Run) {
+func (t *tenure) markStarted(launched []runkey.Started) {
 	if t.ended {
 		return
 	}

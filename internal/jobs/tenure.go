@@ -14,6 +14,7 @@ import (
 
 	"scheduler/internal/jobs/internal/attempts"
 	"scheduler/internal/jobs/internal/outcomes"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // Causes of a run's cancellation, told apart when the run ends (and attempts.ErrReplaced).
@@ -38,10 +39,10 @@ type tenure struct {
 	heap     fireHeap // slots to fire, by fire time
 	cmds     chan func()
 	done     chan runDone
-	doneMany chan []runDone  // from the completer
-	runs     int             // runs started and not yet reported done
-	ended    bool            // the term is over: no run may start
-	started  []scheduler.Run // runs launched in this step, whose start lines logStarted writes
+	doneMany chan []runDone // from the completer
+	runs     int            // runs started and not yet reported done
+	ended    bool           // the term is over: no run may start
+	started  runkey.Starts  // runs launched in this step, whose start lines logStarted writes
 	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
 	unstarted atomic.Int64
 	// launched counts the runs launched, for launch's yield.

@@ -157,22 +157,24 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 	if base == nil {
 		base = os.Environ()
 	}
+	// By name, the variable as NAME=value: an inherited variable keeps the string it came in,
+	// shared by every job of a table instead of built again for each.
 	env := map[string]string{}
 	for _, kv := range id.environ(base) {
-		k, v, ok := strings.Cut(kv, "=")
+		k, _, ok := strings.Cut(kv, "=")
 		if ok && inheritedVar(k) {
-			env[k] = v
+			env[k] = kv
 		}
 	}
 	if _, ok := env["PATH"]; !ok {
-		env["PATH"] = defaultPath
+		env["PATH"] = "PATH=" + defaultPath
 	}
 	for k, v := range cfg.Env {
-		env[k] = v
+		env[k] = k + "=" + v
 	}
 	j := &ExecJob{
 		argv:  append([]string(nil), cfg.Command...),
-		path:  env["PATH"],
+		path:  strings.TrimPrefix(env["PATH"], "PATH="),
 		dir:   cfg.Dir,
 		grace: cfg.KillGrace,
 		limit: cfg.OutputLimit,
@@ -183,8 +185,9 @@ func NewExec(cfg ExecConfig) (*ExecJob, error) {
 	if j.grace == 0 {
 		j.grace = DefaultKillGrace
 	}
+	j.env = make([]string, 0, len(env))
 	for _, k := range sortedNames(env) {
-		j.env = append(j.env, k+"="+env[k])
+		j.env = append(j.env, env[k])
 	}
 	return j, nil
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"time"
 )
 
@@ -65,33 +64,6 @@ func inheritHistory(raw map[string]any) map[string]bool {
 		}
 	}
 	return from
-}
-
-// mergeJobBlock fills the keys of job's block (history, notify) that it does not set from
-// defaults (defaults.BLOCK), key by key, and marks them inherited as BLOCK.KEY.
-func mergeJobBlock(job map[string]any, block string, defaults any, inherited map[string]bool) {
-	dh, ok := defaults.(map[string]any)
-	if !ok {
-		return
-	}
-	jh, set := job[block]
-	if !set || jh == nil {
-		job[block] = maps.Clone(dh)
-		for k := range dh {
-			inherited[block+"."+k] = true
-		}
-		return
-	}
-	own, ok := jh.(map[string]any)
-	if !ok {
-		return // the decoder reports a block that is not a mapping
-	}
-	for k, v := range dh {
-		if _, set := own[k]; !set {
-			own[k] = v
-			inherited[block+"."+k] = true
-		}
-	}
 }
 
 // validateHistory checks the top-level history block.

@@ -127,26 +127,32 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		notify.SplitLists(d["notify"], splitList) // SCHEDULER_DEFAULTS_NOTIFY_EMAIL=a@x.test,b@x.test
 	}
 	historyFromTop := inheritHistory(raw)
-	inherited, defaultProblems := applyJobDefaults(raw)
-	problems = append(problems, defaultProblems...)
+	defaults, defaultProblems := jobDefaults(raw)
 
 	var cfg Config
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			durationHook,
-			scalarFromStringHook,
-		),
-		ErrorUnused: true,
-		Result:      &cfg,
-	})
+	dec, err := newDecoder(&cfg)
 	if err != nil {
 		return nil, []Problem{{Msg: err.Error()}}
 	}
-	if err := dec.Decode(raw); err != nil {
-		problems = append(problems, decodeProblems(err)...)
+	// The jobs are decoded one at a time (decodeJobs).
+	list, perJob := raw["jobs"].([]any)
+	if perJob {
+		delete(raw, "jobs")
 	}
-	for i := range cfg.Jobs {
-		cfg.Jobs[i].inherited = inherited[i]
+	var errs []error
+	if err := dec.Decode(raw); err != nil {
+		errs = append(errs, err)
+	}
+	if perJob {
+		jobProblems, jobErrs, err := decodeJobs(&cfg, list, defaults)
+		if err != nil {
+			return nil, []Problem{{Msg: err.Error()}}
+		}
+		defaultProblems, errs = append(defaultProblems, jobProblems...), append(errs, jobErrs...)
+	}
+	problems = append(problems, defaultProblems...)
+	if len(errs) > 0 {
+		problems = append(problems, decodeProblems(errors.Join(errs...))...)
 	}
 	if len(fromEnv) > 0 {
 		cfg.fromEnv = fromEnv
@@ -206,42 +212,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// applyJobDefaults copies each key of the `defaults` section into every job that does not set
-// it, and returns, per job index, the keys it copied. Keys that are not job keys are left for
-// the decoder to report under `defaults.`.
-func applyJobDefaults(raw map[string]any) (map[int]map[string]bool, []Problem) {
-	defaults, _ := raw["defaults"].(map[string]any)
-	var problems []Problem
-	if _, ok := defaults["name"]; ok {
-		delete(defaults, "name")
-		problems = append(problems, Problem{Key: "defaults.name", Msg: "a name cannot be shared by all jobs"})
-	}
-	list, _ := raw["jobs"].([]any)
-	known := jobKeys()
-	inherited := map[int]map[string]bool{}
-	for i, item := range list {
-		job, ok := item.(map[string]any)
-		if !ok {
-			if item == nil {
-				problems = append(problems, Problem{Key: fmt.Sprintf("jobs[%d]", i), Msg: "empty job entry"})
-			}
-			continue // a non-mapping is reported by the decoder
-		}
-		inherited[i] = map[string]bool{}
-		for k, val := range defaults {
-			if k == "history" || k == "notify" {
-				mergeJobBlock(job, k, val, inherited[i])
-				continue
-			}
-			if _, set := job[k]; !set && known[k] {
-				job[k] = val
-				inherited[i][k] = true
-			}
-		}
-	}
-	return inherited, problems
 }
 
 // jobKeys is the set of keys a job (and `defaults`) may set, from the struct tags.
@@ -308,24 +278,34 @@ func scalarFromStringHook(f, t reflect.Type, data any) (any, error) {
 // decodeProblems flattens the decoder's joined errors into one problem per key.
 func decodeProblems(err error) []Problem {
 	var problems []Problem
-	var walk func(error)
-	walk = func(err error) {
+	var walk func(error, string)
+	walk = func(err error, prefix string) {
 		if joined, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, e := range joined.Unwrap() {
-				walk(e)
+				walk(e, prefix)
 			}
+			return
+		}
+		if je, ok := err.(*jobDecodeError); ok {
+			walk(je.err, fmt.Sprintf("jobs[%d]", je.index))
 			return
 		}
 		de, ok := err.(*mapstructure.DecodeError)
 		if !ok {
 			if inner := errors.Unwrap(err); inner != nil {
-				walk(inner)
+				walk(inner, prefix)
 			} else {
 				problems = append(problems, Problem{Msg: err.Error()})
 			}
 			return
 		}
 		key, inner := de.Name(), de.Unwrap()
+		switch {
+		case prefix != "" && key == "":
+			key = prefix
+		case prefix != "":
+			key = prefix + "." + key
+		}
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
 				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key" + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
@@ -334,7 +314,7 @@ func decodeProblems(err error) []Problem {
 		}
 		problems = append(problems, Problem{Key: key, Msg: decodeMessage(inner)})
 	}
-	walk(err)
+	walk(err, "")
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
 	return problems
 }

@@ -29,7 +29,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 	case "Local":
 		p.add(at("timezone"), "must name an IANA zone such as Europe/Berlin: Local differs from host to host")
 	default:
-		l, err := time.LoadLocation(job.Timezone)
+		l, err := gaps.zone(job.Timezone)
 		switch {
 		case err == nil:
 			loc, zoneOK = l, true
@@ -40,7 +40,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 	var sched *schedule.Schedule
 	if job.Schedule == "" {
 		p.add(at("schedule"), "is required")
-	} else if s, err := schedule.Parse(job.Schedule, loc); err != nil {
+	} else if s, err := gaps.parse(job.Schedule, loc); err != nil {
 		p.add(at("schedule"), "%v", err)
 	} else {
 		sched = s
@@ -104,10 +104,43 @@ func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, 
 }
 
 // gapCache computes each distinct schedule's shortest gap once: a large table shares a few
-// schedules among many jobs.
+// schedules among many jobs. For the same reason it loads each zone and parses each schedule
+// once, and the jobs that name them share the result (a zone's transitions and a parsed
+// schedule are read-only).
 type gapCache struct {
-	now time.Time
-	m   map[string]gapResult
+	now       time.Time
+	m         map[string]gapResult
+	zones     map[string]zoneResult
+	schedules map[string]*schedule.Schedule // by spec and zone, the ones that parsed
+}
+
+type zoneResult struct {
+	loc *time.Location
+	err error
+}
+
+// zone is time.LoadLocation(name), loaded once per name.
+func (c *gapCache) zone(name string) (*time.Location, error) {
+	r, ok := c.zones[name]
+	if !ok {
+		r.loc, r.err = time.LoadLocation(name)
+		c.zones[name] = r
+	}
+	return r.loc, r.err
+}
+
+// parse is schedule.Parse(spec, loc), parsed once per spec and zone; a spec that does not parse
+// is parsed again each time, for its error.
+func (c *gapCache) parse(spec string, loc *time.Location) (*schedule.Schedule, error) {
+	key := spec + "\x00" + loc.String()
+	if s, ok := c.schedules[key]; ok {
+		return s, nil
+	}
+	s, err := schedule.Parse(spec, loc)
+	if err == nil {
+		c.schedules[key] = s
+	}
+	return s, err
 }
 
 type gapResult struct {
@@ -116,7 +149,7 @@ type gapResult struct {
 }
 
 func newGapCache(now time.Time) *gapCache {
-	return &gapCache{now: now, m: map[string]gapResult{}}
+	return &gapCache{now: now, m: map[string]gapResult{}, zones: map[string]zoneResult{}, schedules: map[string]*schedule.Schedule{}}
 }
 
 func (c *gapCache) shortest(s *schedule.Schedule) (time.Duration, bool) {

@@ -1,0 +1,8 @@
+// Package runkey holds the compact forms of a run that the runner keeps per job or per run in
+// flight: what a claim ahead answered for a slot, kept until the slot fires, and what a started
+// run's start line needs, kept until the step that started it ends.
+//
+// A table of many jobs holds one Claim per job for as long as it is led, and a herd holds one
+// Started per run it starts, so each keeps the fields that the slot does not hold already and
+// no more (a claim reads back only the run's key, see scheduler.Result).
+package runkey
