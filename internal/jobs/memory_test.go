@@ -103,7 +103,7 @@ func TestRunner_LetsGoOfFiredSlots(t *testing.T) {
 	tn := r.current
 	r.mu.Unlock()
 	done := make(chan struct{})
-	if !tn.send(func() {
+	if !tn.send(context.Background(), func() {
 		for e := range tn.heap.All() {
 			runtime.SetFinalizer(e, func(*fireEntry) { collected.Add(1) })
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/internal/schedule"
 )
 
@@ -26,7 +27,7 @@ func bigTable(n int) string {
 // TestLoadTable_JobsShareTheirInheritedKeys: which keys a job took from `defaults` is kept
 // once for all the jobs that took the same keys, not once per job.
 func TestLoadTable_JobsShareTheirInheritedKeys(t *testing.T) {
-	l, err := LoadTable(writeConfig(t, bigTable(3)+`  - {name: own, schedule: "@daily", type: exec, command: [/bin/true], timeout: 10s, retries: 2}
+	l, err := LoadTable(configtest.Write(t, bigTable(3)+`  - {name: own, schedule: "@daily", type: exec, command: [/bin/true], timeout: 10s, retries: 2}
 `), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestLoadTable_JobsShareTheirInheritedKeys(t *testing.T) {
 // inherited keys per job for the daemon's life.
 func TestLoadTable_Memory(t *testing.T) {
 	const n = 20000
-	path := writeConfig(t, bigTable(n))
+	path := configtest.Write(t, bigTable(n))
 	runtime.GC()
 	base := liveHeap()
 
@@ -117,7 +118,7 @@ func sampleLiveHeap() func() uint64 {
 // once for all the jobs that name them; a zone's transitions alone take kilobytes, once per job
 // in a large table otherwise.
 func TestLoadTable_JobsShareTheirZonesAndSchedules(t *testing.T) {
-	l, err := LoadTable(writeConfig(t, `
+	l, err := LoadTable(configtest.Write(t, `
 jobs:
   - {name: a, schedule: "0 2 * * *", timezone: Europe/Berlin, type: exec, command: [/bin/true]}
   - {name: b, schedule: "0 2 * * *", timezone: Europe/Berlin, type: exec, command: [/bin/true]}
@@ -148,7 +149,7 @@ jobs:
 func BenchmarkLoadTable(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			path := writeConfig(b, bigTable(n))
+			path := configtest.Write(b, bigTable(n))
 			var peak, held, alloc float64
 			for range b.N {
 				runtime.GC()
