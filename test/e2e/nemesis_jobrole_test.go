@@ -175,6 +175,7 @@ func (n *nemesis) holdsJudged() []heldFence {
 			if tm.won.Before(h.from) || !tm.won.Before(to) {
 				continue
 			}
+			hf.takeovers = append(hf.takeovers, takeover{token: tm.token, won: tm.won})
 			until := to.Add(catchUpWithin)
 			if !tm.ended.IsZero() && tm.ended.Before(until) {
 				continue
@@ -202,14 +203,22 @@ func (n *nemesis) holdsJudged() []heldFence {
 // have started a run of the job: its next slots, with room for the store's faults in between.
 const catchUpWithin = 4 * nemesisEvery
 
-// heldFence is a fence hold and the term judged against it (0: none).
+// heldFence is a fence hold, the terms won while it lasted and the term judged against it (0:
+// none).
 type heldFence struct {
 	fenceHold
-	term int64
-	won  time.Time
+	takeovers []takeover
+	term      int64
+	won       time.Time
 	// narrowJudged says a slot fell due while the term led during the hold, with no other
 	// fault in force, so that it must have run the other jobs meanwhile.
 	narrowJudged bool
+}
+
+// takeover is a term won while a fence was held.
+type takeover struct {
+	token int64
+	won   time.Time
 }
 
 // otherFault reports whether a fault other than faults[self] was in force between from and to.

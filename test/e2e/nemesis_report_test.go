@@ -376,10 +376,10 @@ func (n *nemesis) summary(snap snapshot, rep nemesisReport, emails int) {
 			refused++
 		}
 	}
-	fmt.Fprintf(&b, "  receiver: %d requests, %d refused; %s slots sent under more than one term: %d; refusals judged alone: %d of %d\n",
-		len(requests), refused, hookJob, rep.untrusted.hookReruns, rep.untrusted.quietJudged, len(n.refusalWindows()))
-	fmt.Fprintf(&b, "  job role: %d attempts to poison a fence refused; %d fences held, %d with a takeover judged for the catch-up\n",
-		n.poisonRefused, len(n.holds), rep.untrusted.holdsJudged)
+	fmt.Fprintf(&b, "  receiver: %d requests, %d refused; %s slots sent under more than one term: %d; refusals judged alone: %d of %d; terms ended within a refusal: %d, each explained by another fault\n",
+		len(requests), refused, hookJob, rep.untrusted.hookReruns, rep.untrusted.quietJudged, len(n.refusalWindows()), rep.untrusted.refusalEnds)
+	fmt.Fprintf(&b, "  job role: %d attempts to poison a fence refused; %d fences held; %d terms won during a hold, %d of which started the held job within %v of its end; %d takeovers judged for the catch-up\n",
+		n.poisonRefused, len(n.holds), rep.untrusted.takeovers, rep.untrusted.caughtUp, catchUpWithin, rep.untrusted.holdsJudged)
 	if len(gaps) > 0 {
 		g := gaps[0]
 		fmt.Fprintf(&b, "  longest without a leader: %d ms from %s (%d stretches); in force: %s\n",

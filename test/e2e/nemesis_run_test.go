@@ -376,6 +376,15 @@ func (n *nemesis) untrusted(final bool) untrustedData {
 	}
 	if final {
 		u.refusals, u.holds, u.starts = n.refusalWindows(), n.holdsJudged(), map[string][]runStart{}
+		for _, f := range n.faults {
+			if f.kind != "receiver-refuses" {
+				to := f.to
+				if to.IsZero() {
+					to = n.stopped
+				}
+				u.others = append(u.others, interval{from: f.from, to: to})
+			}
+		}
 		for _, job := range nemesisJobNames {
 			u.starts[job] = n.runStarts(job)
 		}

@@ -190,7 +190,7 @@ func TestNemesisCheck_Untrusted(t *testing.T) {
 	}
 	held := func(d *nemesisData, narrow bool) {
 		d.untrusted.holds = []heldFence{{fenceHold: fenceHold{job: hookJob, from: t0.Add(50 * time.Second), to: t0.Add(70 * time.Second), takeover: true},
-			term: 9, won: t0.Add(time.Minute), narrowJudged: narrow}}
+			takeovers: []takeover{{token: 9, won: t0.Add(time.Minute)}}, term: 9, won: t0.Add(time.Minute), narrowJudged: narrow}}
 	}
 	started := func(d *nemesisData, job string, after time.Duration) {
 		if d.untrusted.starts == nil {
@@ -205,75 +205,91 @@ func TestNemesisCheck_Untrusted(t *testing.T) {
 		hookReruns int
 		quiet      int
 		holds      int
+		// ends and caught, when set, are the terms ended within a refusal (all explained) and
+		// the takeovers during a hold that caught the held job up.
+		ends, caught int
 	}{
-		{"Clean", func(*nemesisData) {}, "", 0, 0, 0},
-		{"RefusedRunFenced", refuse, "", 0, 0, 0},
+		{"Clean", func(*nemesisData) {}, "", 0, 0, 0, 0, 0},
+		{"RefusedRunFenced", refuse, "", 0, 0, 0, 0, 0},
 		{"RefusedRunRetried", func(d *nemesisData) {
 			refuse(d)
 			d.untrusted.requests = append(d.untrusted.requests, hookRequest{At: slot.Add(time.Second), Key: "2", Token: 5, Slot: slot, Status: http.StatusOK})
-		}, "second request under token 5", 0, 0, 0},
-		{"RefusedRunSucceeded", func(d *nemesisData) { d.untrusted.requests[0].Status = http.StatusConflict }, "refused under token 5 but succeeded", 0, 0, 0},
+		}, "second request under token 5", 0, 0, 0, 0, 0},
+		{"RefusedRunSucceeded", func(d *nemesisData) { d.untrusted.requests[0].Status = http.StatusConflict }, "refused under token 5 but succeeded", 0, 0, 0, 0, 0},
 		{"FencedWithoutRefusal", func(d *nemesisData) {
 			r := hookRun(d)
 			r.Status, r.Reason = "fenced", refusedReason
-		}, "refused no request of it", 0, 0, 0},
-		{"AcceptedRunFailed", func(d *nemesisData) { hookRun(d).Status = "failed" }, "accepted under token 5 but failed", 0, 0, 0},
-		{"SucceededWithoutRequest", func(d *nemesisData) { d.untrusted.requests = nil }, "accepted no request of it", 0, 0, 0},
-		{"RequestUnderAnUnknownToken", func(d *nemesisData) { d.untrusted.requests[0].Token = 7 }, "which no term raised", 0, 0, 0},
-		{"RequestForASkippedSlot", func(d *nemesisData) { hookRun(d).Status = "skipped" }, "is skipped", 0, 0, 0},
+		}, "refused no request of it", 0, 0, 0, 0, 0},
+		{"AcceptedRunFailed", func(d *nemesisData) { hookRun(d).Status = "failed" }, "accepted under token 5 but failed", 0, 0, 0, 0, 0},
+		{"SucceededWithoutRequest", func(d *nemesisData) { d.untrusted.requests = nil }, "accepted no request of it", 0, 0, 0, 0, 0},
+		{"RequestUnderAnUnknownToken", func(d *nemesisData) { d.untrusted.requests[0].Token = 7 }, "which no term raised", 0, 0, 0, 0, 0},
+		{"RequestForASkippedSlot", func(d *nemesisData) { hookRun(d).Status = "skipped" }, "is skipped", 0, 0, 0, 0, 0},
 		{"SentAgainUnderANewTerm", func(d *nemesisData) {
 			r := hookRun(d)
 			r.Token = 9
 			d.untrusted.requests = append(d.untrusted.requests, hookRequest{At: t0.Add(2 * time.Minute), Key: "2", Token: 9, Slot: slot, Status: http.StatusOK})
-		}, "", 1, 0, 0},
+		}, "", 1, 0, 0, 0, 0},
 		{"OtherJobEndsRefused", func(d *nemesisData) {
 			d.snap.runs[0].Status, d.snap.runs[0].Reason = "fenced", refusedReason
-		}, "only the http job has a receiver", 0, 0, 0},
+		}, "only the http job has a receiver", 0, 0, 0, 0, 0},
 		{"TermEndedOnARefusal", func(d *nemesisData) {
 			d.untrusted.ends = []logEntry{{TS: slot.Add(time.Second), Msg: "leadership ended", Node: "a", Token: 5, Reason: "lead_failed",
 				Error: "run hook: POST http://127.0.0.1/hook: 409 Conflict: scheduler: the receiver refused the token"}}
-		}, "ended on a receiver's refusal", 0, 0, 0},
-		{"QuietRefusal", func(d *nemesisData) { refuse(d); quiet(d) }, "", 0, 1, 0},
+		}, "ended on a receiver's refusal", 0, 0, 0, 0, 0},
+		{"QuietRefusal", func(d *nemesisData) { refuse(d); quiet(d) }, "", 0, 1, 0, 0, 0},
 		{"QuietRefusalTermEnds", func(d *nemesisData) {
 			refuse(d)
 			quiet(d)
 			d.untrusted.ends = []logEntry{{TS: slot.Add(2 * time.Second), Msg: "leadership ended", Node: "a", Token: 5, Reason: "lead_failed"}}
-		}, "leadership ended (token 5)", 0, 1, 0},
+		}, "leadership ended (token 5)", 0, 1, 0, 0, 0},
 		{"QuietRefusalOtherJobFailed", func(d *nemesisData) {
 			refuse(d)
 			quiet(d)
 			d.snap.runs[0].Status = "failed"
-		}, "rows slot", 0, 1, 0},
+		}, "rows slot", 0, 1, 0, 0, 0},
+		{"TermEndedWithinARefusal", func(d *nemesisData) {
+			refuse(d)
+			quiet(d)
+			d.untrusted.refusals[0].quiet = false
+			d.untrusted.ends = []logEntry{{TS: slot.Add(time.Second), Msg: "leadership ended", Node: "a", Token: 5, Reason: "lead_failed"}}
+		}, "with no other fault in force", 0, 0, 0, 0, 0},
+		{"TermEndedWithinARefusalExplained", func(d *nemesisData) {
+			refuse(d)
+			quiet(d)
+			d.untrusted.refusals[0].quiet = false
+			d.untrusted.ends = []logEntry{{TS: slot.Add(time.Second), Msg: "leadership ended", Node: "a", Token: 5, Reason: "lease_gone"}}
+			d.untrusted.others = []interval{{from: slot.Add(-3 * time.Second), to: slot.Add(-time.Second)}}
+		}, "", 0, 0, 0, 1, 0},
 		{"QuietRefusalNotAlone", func(d *nemesisData) {
 			refuse(d)
 			quiet(d)
 			d.untrusted.refusals[0].quiet = false
 			d.snap.runs[0].Status = "failed"
-		}, "", 0, 0, 0},
+		}, "", 0, 0, 0, 0, 0},
 		{"FenceTokenNoTermWasGranted", func(d *nemesisData) {
 			d.snap.raises = append(d.snap.raises, raise{Job: rowsJob, Token: outsideFence, Writer: "e2e-role", At: t0.Add(2 * time.Minute)})
-		}, "which no term was granted", 0, 0, 0},
+		}, "which no term was granted", 0, 0, 0, 0, 0},
 		{"HeldFenceCaughtUp", func(d *nemesisData) {
 			held(d, false)
 			started(d, hookJob, 75*time.Second)
-		}, "", 0, 0, 1},
-		{"HeldFenceNotCaughtUp", func(d *nemesisData) { held(d, false) }, "started no run of it", 0, 0, 1},
+		}, "", 0, 0, 1, 0, 1},
+		{"HeldFenceNotCaughtUp", func(d *nemesisData) { held(d, false) }, "started no run of it", 0, 0, 1, 0, 0},
 		{"HeldFenceCaughtUpTooLate", func(d *nemesisData) {
 			held(d, false)
 			started(d, hookJob, 70*time.Second+catchUpWithin+time.Second)
-		}, "started no run of it", 0, 0, 1},
+		}, "started no run of it", 0, 0, 1, 0, 0},
 		{"HeldFenceNarrowed", func(d *nemesisData) {
 			held(d, true)
 			started(d, hookJob, 75*time.Second)
 			for _, job := range []string{invoicesJob, markerJob, rowsJob} {
 				started(d, job, 65*time.Second)
 			}
-		}, "", 0, 0, 1},
+		}, "", 0, 0, 1, 0, 0},
 		{"HeldFenceNotNarrowed", func(d *nemesisData) {
 			held(d, true)
 			started(d, hookJob, 75*time.Second)
 			started(d, rowsJob, 65*time.Second)
-		}, "ran no [marker]", 0, 0, 1},
+		}, "ran no [marker]", 0, 0, 1, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +298,12 @@ func TestNemesisCheck_Untrusted(t *testing.T) {
 			got, rep := checkUntrusted(data, true)
 			if rep.hookReruns != tt.hookReruns || rep.quietJudged != tt.quiet || rep.holdsJudged != tt.holds {
 				t.Errorf("report %+v, want %d reruns, %d refusals judged alone, %d holds judged", rep, tt.hookReruns, tt.quiet, tt.holds)
+			}
+			if tt.ends > 0 && (rep.refusalEnds != tt.ends || rep.explained != tt.ends) {
+				t.Errorf("report %+v, want %d terms ended within a refusal, all explained", rep, tt.ends)
+			}
+			if tt.caught > 0 && (rep.takeovers < tt.caught || rep.caughtUp != tt.caught) {
+				t.Errorf("report %+v, want %d takeovers during a hold that caught the job up", rep, tt.caught)
 			}
 			all := strings.Join(got, "\n")
 			switch {

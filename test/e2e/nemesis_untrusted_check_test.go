@@ -17,6 +17,7 @@ type untrustedData struct {
 	holds    []heldFence
 	granted  map[int64]bool        // nil: not known (a hand-made history without logs)
 	ends     []logEntry            // "leadership ended" and "campaign won" lines
+	others   []interval            // the spans of the faults but the receiver's refusals
 	starts   map[string][]runStart // by job
 }
 
@@ -24,7 +25,13 @@ type untrustedData struct {
 type untrustedReport struct {
 	hookReruns  int // slots the receiver saw under more than one term
 	quietJudged int // refusals judged alone: no other fault near them
-	holdsJudged int // fence holds with a takeover judged for the catch-up
+	// refusalEnds are the terms that ended within a refusal, explained those with another fault
+	// in force shortly before.
+	refusalEnds, explained int
+	holdsJudged            int // fence holds with a takeover judged for the catch-up
+	// takeovers are the terms won while a fence was held, caughtUp those that started the held
+	// job within catchUpWithin of the hold's end.
+	takeovers, caughtUp int
 }
 
 // checkUntrusted checks the receiver's refusals and the job role's attacks:
@@ -34,7 +41,8 @@ type untrustedReport struct {
 //   - a refused request's run, when it is still the term's, ended fenced with refusedReason (not
 //     retried: see above), an accepted one's succeeded; conversely a run fenced so was refused, a
 //     succeeded one accepted; no other job's run ends so;
-//   - no term ended on a refusal (its error); a refusal judged alone (refusal.quiet, settled):
+//   - no term ended on a refusal (its error), nor within one (settled) unless another fault was
+//     in force within explainWithin before it; a refusal judged alone (refusal.quiet, settled):
 //     no term won or ended within it, and every slot of every job due within it ran in the
 //     term that led as it began, the other jobs' succeeded;
 //   - every raise of a fence carries a token some term was granted;
@@ -121,6 +129,18 @@ func checkUntrusted(data nemesisData, settled bool) ([]string, untrustedReport) 
 	}
 	if settled {
 		for _, w := range u.refusals {
+			for _, e := range u.ends {
+				if e.Msg != "leadership ended" || e.TS.Before(w.from) || e.TS.After(w.to) {
+					continue
+				}
+				rep.refusalEnds++
+				if overlaps(u.others, e.TS.Add(-explainWithin), e.TS) {
+					rep.explained++
+					continue
+				}
+				add("term %d of %s ended (%s) at %s while the receiver refused from %s to %s, with no other fault in force in the %v before",
+					e.Token, e.Node, e.Reason, stamp(e.TS), stamp(w.from), stamp(w.to), explainWithin)
+			}
 			if !w.quiet {
 				continue
 			}
@@ -152,6 +172,15 @@ func checkUntrusted(data nemesisData, settled bool) ([]string, untrustedReport) 
 
 	if settled {
 		for _, h := range u.holds {
+			for _, tk := range h.takeovers {
+				rep.takeovers++
+				for _, st := range u.starts[h.job] {
+					if st.token == tk.token && !st.at.Before(tk.won) && !st.at.After(h.to.Add(catchUpWithin)) {
+						rep.caughtUp++
+						break
+					}
+				}
+			}
 			if h.term == 0 {
 				continue
 			}
@@ -192,6 +221,21 @@ func checkUntrusted(data nemesisData, settled bool) ([]string, untrustedReport) 
 		}
 	}
 	return out, rep
+}
+
+// explainWithin is how long before a term's end another fault must have been in force for it
+// to explain the end: a lease outlives its last renewal by a TTL, and a new term's takeover
+// waits on the store for about as long again.
+const explainWithin = 3 * ttl
+
+// overlaps reports whether one of ivs overlaps from to to.
+func overlaps(ivs []interval, from, to time.Time) bool {
+	for _, iv := range ivs {
+		if iv.from.Before(to) && iv.to.After(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // upTo returns the part of u seen before at.
