@@ -252,7 +252,8 @@ type chunk struct {
 // with its due time, a writer delivers it then (and not while paused), so a
 // delay is a latency and not a throughput limit. At the end of src the writer
 // delivers what is left and half-closes dst, so the other direction can
-// finish; a write error closes the connection. toTarget says src is the
+// finish; a write error to the server closes the connection, one to the
+// client (gone) only drops what was due to it. toTarget says src is the
 // client. count, if set, counts staleCode in the bytes read.
 func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, toTarget bool, count *atomic.Int64) {
 	q := make(chan chunk, 1024)
@@ -283,6 +284,7 @@ func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, toTarget bool, count *a
 		}
 	})
 	defer wg.Wait()
+	gone := false
 	for ch := range q {
 		if wait := time.Until(ch.due); wait > 0 {
 			t := time.NewTimer(wait)
@@ -293,12 +295,20 @@ func (p *Proxy) forward(c *proxyConn, dst, src net.Conn, toTarget bool, count *a
 				return
 			}
 		}
+		if gone {
+			continue // the client is gone: what it still gets is dropped, and the reader goes on
+		}
 		if !p.waitResumed(c) {
 			return
 		}
 		if _, err := dst.Write(ch.b); err != nil {
-			c.close()
-			return
+			if toTarget {
+				c.close() // the server is gone: nothing can be delivered any more
+				return
+			}
+			// The client is gone, but what it sent before it went is still on its way to the
+			// server, as on a network: only this direction stops.
+			gone = true
 		}
 	}
 	if tc, ok := dst.(*net.TCPConn); ok {

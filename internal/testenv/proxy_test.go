@@ -244,3 +244,52 @@ func TestProxy(t *testing.T) {
 		expectClosed(t, c)
 	})
 }
+
+// Bytes a client sent before it went away still reach the server when a reply to the client,
+// due before them, finds the client gone: the reply is dropped, the bytes are delivered. A
+// proxy that closed the connection on that failed write lost a stale leader's last statement,
+// and with it the fence's refusal a test was waiting to see.
+func TestProxy_DeliversWhatAGoneClientSent(t *testing.T) {
+	got := make(chan string, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Serve(t, ln, func(c net.Conn) {
+		var all strings.Builder
+		buf := make([]byte, 64)
+		for {
+			n, err := c.Read(buf)
+			all.Write(buf[:n])
+			if n > 0 {
+				_, _ = c.Write(buf[:n]) // a reply to each chunk
+			}
+			if err != nil {
+				got <- all.String()
+				return
+			}
+		}
+	})
+	p, c := dialProxy(t, target)
+	const d = 300 * time.Millisecond
+	p.Delay(d)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// "x" reaches the server after d; its reply would reach the client d later. Before that
+	// reply is due, the client sends "y" (due after the reply) and goes away.
+	time.Sleep(d + d/3)
+	if _, err := c.Write([]byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.(*net.TCPConn).SetLinger(0)
+	_ = c.Close()
+	select {
+	case s := <-got:
+		if s != "xy" {
+			t.Fatalf("the server got %q, want %q: what the client sent before it went was lost", s, "xy")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never saw the end of the connection")
+	}
+}

@@ -16,8 +16,7 @@ const digestLines = 150
 // last lines of a log are usually only the shutdown.
 var digestMsgs = map[string]bool{
 	"campaign won": true, "leading": true, "stopped leading": true, "leadership ended": true,
-	"run started": true, "run finished": true, "run taken over": true,
-	"run interrupted; the next leader takes it over": true,
+	"run taken over": true, "run interrupted; the next leader takes it over": true,
 }
 
 // digest returns the warnings, errors and lifecycle lines of the log at path, the last
