@@ -95,12 +95,7 @@ func BenchmarkRunner_Herd(b *testing.B) {
 				}
 				return "", nil
 			})
-			table := make([]Spec, n)
-			sched := mustSchedule(b, "@every 1m")
-			for i := range table {
-				table[i] = Spec{Name: fmt.Sprintf("job%06d", i), Schedule: sched, Executor: exec, Timeout: time.Hour,
-					Overlap: OverlapSkip, Misfire: MisfireSkip, Enabled: true}
-			}
+			table := herdTable(b, n, exec)
 			// Half a second past the claim time of the first herd, at 12:01.
 			clock := newFakeClock(t0.Add(59*time.Second + 500*time.Millisecond))
 			r, err := New(table, Options{Node: "bench", Ledger: &nopLedger{}, Clock: clock, Logger: discardLogger(),
@@ -211,4 +206,15 @@ func (r *Runner) claimedAhead() int {
 		return 0
 	}
 	return <-got
+}
+
+// herdTable is n jobs of exec, all due every minute on the same instant: a herd.
+func herdTable(tb testing.TB, n int, exec scheduler.Executor) []Spec {
+	table := make([]Spec, n)
+	sched := mustSchedule(tb, "@every 1m")
+	for i := range table {
+		table[i] = Spec{Name: fmt.Sprintf("job%06d", i), Schedule: sched, Executor: exec, Timeout: time.Hour,
+			Overlap: OverlapSkip, Misfire: MisfireSkip, Enabled: true}
+	}
+	return table
 }

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -33,12 +32,7 @@ func TestRunner_HerdMemory(t *testing.T) {
 
 	var finished atomic.Int64
 	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) { return "", nil })
-	table := make([]Spec, n)
-	sched := mustSchedule(t, "@every 1m")
-	for i := range table {
-		table[i] = Spec{Name: fmt.Sprintf("job%06d", i), Schedule: sched, Executor: exec, Timeout: time.Hour,
-			Overlap: OverlapSkip, Misfire: MisfireSkip, Enabled: true}
-	}
+	table := herdTable(t, n, exec)
 	clock := newFakeClock(t0.Add(59*time.Second + 500*time.Millisecond))
 	r, err := New(table, Options{Node: "mem", Ledger: &nopLedger{}, Clock: clock, Logger: discardLogger(),
 		Hooks: Hooks{Finished: func(string, scheduler.Status, time.Duration) { finished.Add(1) }}})
@@ -81,12 +75,7 @@ func TestRunner_LetsGoOfFiredSlots(t *testing.T) {
 	const n = 2*maxClaimBatch + 500 // claimed in three batches
 	var finished, collected atomic.Int64
 	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) { return "", nil })
-	table := make([]Spec, n)
-	sched := mustSchedule(t, "@every 1m")
-	for i := range table {
-		table[i] = Spec{Name: fmt.Sprintf("job%06d", i), Schedule: sched, Executor: exec, Timeout: time.Hour,
-			Overlap: OverlapSkip, Misfire: MisfireSkip, Enabled: true}
-	}
+	table := herdTable(t, n, exec)
 	clock := newFakeClock(t0.Add(59*time.Second + 500*time.Millisecond))
 	r, err := New(table, Options{Node: "mem", Ledger: &nopLedger{}, Clock: clock, Logger: discardLogger(),
 		Hooks: Hooks{Finished: func(string, scheduler.Status, time.Duration) { finished.Add(1) }}})
