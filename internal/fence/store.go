@@ -121,6 +121,9 @@ type backend interface {
 	Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error)
 	// Fences returns the stored fences of jobs (all jobs when empty).
 	Fences(ctx context.Context, jobs []string) (map[string]int64, error)
+	// Held returns the jobs of jobs whose raise to token would wait for another session's
+	// lock on their fence, as the server's lock table shows it now.
+	Held(ctx context.Context, jobs []string, token int64) ([]string, error)
 	// Statements runs a sql job's text, under role when set, in one
 	// transaction fenced with token for job and returns the rows it wrote.
 	Statements(ctx context.Context, job string, token int64, role, text string) (int64, error)

@@ -72,6 +72,7 @@ type pgStatements struct {
 	verify string
 
 	checkAll, raise, fences, fencesAll, reset string
+	held                                      string // see heldSQL
 	ledgerStatements
 }
 
@@ -159,6 +160,7 @@ func pgSQL(schema string) pgStatements {
 		fences:           r.Replace(`SELECT job, token FROM {s}.job_fence WHERE job = ANY($1::text[])`),
 		fencesAll:        r.Replace(`SELECT job, token FROM {s}.job_fence`),
 		reset:            r.Replace(`SELECT {s}.fence_admin_reset($1)`),
+		held:             r.Replace(heldSQL),
 		ledgerStatements: pgLedgerSQL(r),
 	}
 }

@@ -188,6 +188,10 @@ func (l *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[st
 	return fences, err
 }
 
+// Held returns no job: a raise waits for the file's one write lock (BEGIN IMMEDIATE), never for
+// the lock of one job's fence, so no job is held apart from the others.
+func (l *Backend) Held(context.Context, []string, int64) ([]string, error) { return nil, nil }
+
 // Fences returns the stored fences of jobs, or of every job when empty.
 func (l *Backend) Fences(ctx context.Context, jobs []string) (map[string]int64, error) {
 	tx, err := l.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
