@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/holds"
 	"scheduler/internal/jobs/internal/parallel"
 	"scheduler/internal/jobs/internal/refusal"
 )
@@ -47,56 +47,56 @@ func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 // raiseUnblocked raises the fences of names; a job whose fence is above the token is blocked
 // (when etcd confirms the term) and the others are raised again without it.
 func (t *tenure) raiseUnblocked(ctx context.Context, names []string) error {
+	return t.settleRaise(ctx, names, t.raiseAll(ctx, names))
+}
+
+// settleRaise answers a raise of names that returned err: a refused job is blocked and the
+// others raised again; after a raise that gave up waiting, the jobs whose fences are held are
+// found (package holds), held back (blocked) and raised again later while the others run: one
+// open transaction on one job's fence, such as a job role's fence_verify, must not stop all.
+func (t *tenure) settleRaise(ctx context.Context, names []string, err error) error {
 	raise := func(names []string) error { return t.raiseAll(ctx, names) }
-	names, err, end := withoutRefused(ctx, t, names, func(n string) string { return n }, raise(names), raise)
+	names, err, end := withoutRefused(ctx, t, names, func(n string) string { return n }, err, raise)
 	switch {
 	case end != nil:
 		return end
 	case errors.Is(err, scheduler.ErrFenceHeld):
-		return t.raiseAround(ctx, names, err)
+		return holds.Around(ctx, names, err, holds.Ops{Raise: t.raiseAll, Held: t.heldFences(), Settle: t.settleRaise,
+			Hold: func(job string, err error) bool {
+				js := t.jobs[job]
+				if js == nil || t.ended {
+					return false
+				}
+				t.block(js, 0, true, err)
+				return true
+			}})
 	}
 	return err
 }
 
-// heldParts is how many parts raiseAround splits a set of jobs into.
-const heldParts = 8
+// HoldReader is a Ledger that can tell whose fences other sessions hold (the Postgres store,
+// from its lock table): a takeover whose raise gave up waiting asks it, and holds those jobs
+// back at once instead of raising the others in parts until their own raises find them.
+type HoldReader interface {
+	// HeldFences returns the jobs of jobs whose raise to token would wait for another
+	// session's transaction, as far as the store can see now.
+	HeldFences(ctx context.Context, jobs []string, token int64) ([]string, error)
+}
 
-// raiseAround raises the fences of names after a raise of them all gave up waiting for a
-// transaction with an older token (err): in parts, in parallel, each part that gives up split
-// again, until the jobs whose fences are held are found. Those are held back (blocked) and
-// raised again later; the others run. One open transaction on one job's fence, such as a job
-// role's fence_verify, must not stop every job.
-func (t *tenure) raiseAround(ctx context.Context, names []string, err error) error {
-	if len(names) == 1 {
-		if js := t.jobs[names[0]]; js != nil && !t.ended {
-			t.block(js, 0, true, err)
-			return nil
+// heldFences is the ledger's HeldFences for the term's token; nil when it has none. A failed
+// read names no job: the jobs are then searched by raising them in parts.
+func (t *tenure) heldFences() func(ctx context.Context, names []string) []string {
+	hr, ok := t.r.opts.Ledger.(HoldReader)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, names []string) []string {
+		held, err := hr.HeldFences(ctx, names, t.token)
+		if err != nil {
+			t.lg.Warn("read the held fences; raising in parts", zap.Int("jobs", len(names)), zap.Error(err))
 		}
-		return err
+		return held
 	}
-	parts := slices.Collect(slices.Chunk(names, (len(names)+heldParts-1)/heldParts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() { errs[i] = t.r.opts.Ledger.RaiseAll(ctx, part, t.token) })
-	}
-	wg.Wait()
-	for i, part := range parts {
-		switch {
-		case errs[i] == nil:
-		case errors.Is(errs[i], scheduler.ErrFenceHeld):
-			if err := t.raiseAround(ctx, part, errs[i]); err != nil {
-				return err
-			}
-		case errors.Is(errs[i], scheduler.ErrFenced):
-			if err := t.raiseUnblocked(ctx, part); err != nil {
-				return err
-			}
-		default:
-			return errs[i]
-		}
-	}
-	return nil
 }
 
 // raiseParts is how many RaiseAll calls a large table's fences are raised with at once.

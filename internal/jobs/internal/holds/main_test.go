@@ -1,0 +1,9 @@
+package holds
+
+import (
+	"testing"
+
+	"scheduler/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
