@@ -66,7 +66,6 @@ func (f *fakeStore) ops(tb testing.TB) Ops {
 				return err
 			}
 			// As the runner does: the refused job blocked, the others raised again.
-			delete(f.refused, fe.Job)
 			rest := slices.DeleteFunc(slices.Clone(jobs), func(j string) bool { return j == fe.Job })
 			return settle(context.Background(), rest, f.ops(tb).Raise(context.Background(), rest), f.ops(tb))
 		},
