@@ -34,8 +34,9 @@ type Hooks struct {
 // Options configure a Runner.
 type Options struct {
 	Node string // written into the ledger with every claim
-	// Ledger is the store: the runner's claims and outcomes go to it, and each attempt's fenced
-	// writes (Attempt.Fencer) are bound to it. Required.
+	// Ledger, required, is the store: the runner's claims and outcomes go to it, each attempt's
+	// fenced writes (Attempt.Fencer) are bound to it, and, if it is a HoldReader, a takeover
+	// asks it which fences are held.
 	Ledger scheduler.Ledger
 	Clock  Clock // nil: RealClock
 	// Logger receives the runner's lines, with job, slot, run id, attempt and token fields; the

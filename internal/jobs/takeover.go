@@ -74,9 +74,8 @@ func (t *tenure) settleRaise(ctx context.Context, names []string, err error) err
 	return err
 }
 
-// HoldReader is a Ledger that can tell whose fences other sessions hold (the Postgres store,
-// from its lock table): a takeover whose raise gave up waiting asks it, and holds those jobs
-// back at once instead of raising the others in parts until their own raises find them.
+// HoldReader is a Ledger that can tell whose fences other sessions hold (the Postgres store): a
+// takeover whose raise gave up asks it, rather than raise in parts until the raises find them.
 type HoldReader interface {
 	// HeldFences returns the jobs of jobs whose raise to token would wait for another
 	// session's transaction, as far as the store can see now.
