@@ -130,7 +130,11 @@
 // it returns, no write of an earlier term can commit, and Orphans lists the
 // runs those terms left running, for Reclaim or Complete. A stored fence
 // above the new token means etcd's revisions went backwards, and RaiseAll
-// refuses with an error that says how to repair etcd.
+// refuses with an error that says how to repair etcd. A raise that gives up
+// (ErrRaiseTimeout) does not say which fence it waited for: HeldFences reads
+// the server's lock table for the jobs whose fences other sessions hold, so
+// that the leader holds those back and raises the others without waiting
+// again.
 //
 // # SQLite
 //
