@@ -14,8 +14,9 @@ import (
 )
 
 // secretScript queues one message in the transaction of its fence check, as the README's script
-// pattern does, with the job, key and run secret psql is given.
-const secretScript = `BEGIN \;
+// pattern does, with the job and key psql is given and the run secret of its environment.
+const secretScript = `\getenv secret SCHEDULER_RUN_SECRET
+BEGIN \;
 SELECT scheduler.fence_verify(:'job', :'token') \;
 SELECT set_config('scheduler.run_secret', :'secret', true) \;
 SELECT scheduler.outbox_enqueue(:'job', :'token', :'key', 'email', 'client-1@example.test', 'Invoice', 'Amount due',
@@ -36,7 +37,7 @@ func TestExecJob_QueuesWithItsRunSecret(t *testing.T) {
 	}
 	command := func(job, key string) string {
 		return fmt.Sprintf(`[sh, -c, 'echo "secret=$SCHEDULER_RUN_SECRET"; exec psql -X -v ON_ERROR_STOP=1 -v job=%s -v key=%s `+
-			`-v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -v secret="$SCHEDULER_RUN_SECRET" -d "$(cat dsn)" -f job.sql']`,
+			`-v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -d "$(cat dsn)" -f job.sql']`,
 			job, key)
 	}
 	const token = 100

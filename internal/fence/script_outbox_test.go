@@ -13,7 +13,7 @@ import (
 )
 
 // reOutboxScript is the README's script that queues a message after its fence check.
-var reOutboxScript = regexp.MustCompile("(?s)\n( *)```sql\n(( *)BEGIN \\\\;\n[^`]*?outbox_enqueue.*?)\n *```\n")
+var reOutboxScript = regexp.MustCompile("(?s)\n( *)```sql\n(( *)(?:\\\\getenv [^\n]*\n *)?BEGIN \\\\;\n[^`]*?outbox_enqueue.*?)\n *```\n")
 
 // TestPostgres_OutboxScript runs the README's outbox script, its exact text, with the real psql
 // as a job role granted fence_verify and outbox_enqueue: a token that is not the fence queues
@@ -27,6 +27,9 @@ func TestPostgres_OutboxScript(t *testing.T) {
 	m := reOutboxScript.FindStringSubmatch(string(b))
 	if m == nil {
 		t.Fatal("README: no sql block calling outbox_enqueue after BEGIN \\;")
+	}
+	if !strings.Contains(m[2], `\getenv secret SCHEDULER_RUN_SECRET`) {
+		t.Fatal("README: the outbox script does not read the run secret from the environment")
 	}
 	var lines []string
 	for _, l := range strings.Split(m[2], "\n") {
@@ -53,8 +56,7 @@ func TestPostgres_OutboxScript(t *testing.T) {
 	}
 	// The scheduler sets these for an exec job, as it sets the token.
 	command := `export SCHEDULER_SCHEDULED_AT=2026-03-01T02:00:00Z SCHEDULER_RUN_ID=` + runID + ` SCHEDULER_RUN_SECRET=` + secret +
-		`; psql -X -v ON_ERROR_STOP=1 -v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -v run="$SCHEDULER_RUN_ID" ` +
-		`-v secret="$SCHEDULER_RUN_SECRET" -f job.sql`
+		`; psql -X -v ON_ERROR_STOP=1 -v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -v run="$SCHEDULER_RUN_ID" -f job.sql`
 	for _, tok := range []string{"400", "501"} {
 		if out, code := runShell(t, ctx, dir, command, roleDSN, tok); code != 3 || !strings.Contains(out, "fenced out") {
 			t.Fatalf("token %s against fence 500: exit %d, want 3 and fence_verify's refusal\n%s", tok, code, out)
