@@ -47,12 +47,27 @@ func (a Attempt) Fenced(ctx context.Context, fn func(ctx context.Context, tx Tx)
 
 // FencedStatements runs text as a whole in one transaction of the store fenced with the
 // attempt's token for its job, under role when it is set; see Fencer.FencedStatements. The
-// context carries the attempt's slot (WithSlot), which the store hands to the text.
+// context carries the attempt's slot (WithSlot) and its run secret (WithRunSecret), which the
+// store hands to the text.
 func (a Attempt) FencedStatements(ctx context.Context, role, text string) (int64, error) {
 	if a.Fencer == nil {
 		return 0, fmt.Errorf("fenced statements of job %q with token %d: %w", a.Job, a.Token, ErrNoFencer)
 	}
-	return a.Fencer.FencedStatements(WithSlot(ctx, a.Slot, a.Manual), a.Job, a.Token, role, text)
+	secret, err := a.Secret(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("fenced statements of job %q with token %d: %w", a.Job, a.Token, err)
+	}
+	return a.Fencer.FencedStatements(WithRunSecret(WithSlot(ctx, a.Slot, a.Manual), secret), a.Job, a.Token, role, text)
+}
+
+// Secret returns the attempt's run secret, with which the job's own transaction proves to the
+// store's outbox_enqueue that a message it queues is of this run (see Fencer.RunSecret); empty
+// where the store has none, or the attempt no store.
+func (a Attempt) Secret(ctx context.Context) (string, error) {
+	if a.Fencer == nil {
+		return "", nil
+	}
+	return a.Fencer.RunSecret(ctx, a.RunID)
 }
 
 // Enqueue queues m in tx, a transaction of the attempt's Fenced, as a message of the attempt's
@@ -98,6 +113,10 @@ type Fencer interface {
 	// queued m: false when a message with m.Key exists already. A token that is not the job's
 	// fence fails with an error wrapping ErrFenced, and fn must return it.
 	Enqueue(ctx context.Context, tx Tx, m Message) (bool, error)
+	// RunSecret returns the secret of the run runID (a Run.RunID in decimal), which a job's own
+	// transaction sets as scheduler.run_secret so that Postgres's outbox_enqueue takes its
+	// messages as the run's; empty where the store has no such function (SQLite).
+	RunSecret(ctx context.Context, runID string) (string, error)
 }
 
 // Dialect names the SQL dialect of a store, for writes whose statements differ between

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // and token, on both stores; the store's refusal comes back as it is.
 func TestAttempt_Fenced(t *testing.T) {
 	fencetest.Each(t, time.Minute, func(ctx context.Context, t *testing.T, s *fence.Store) {
-		a := scheduler.Attempt{Job: "stock", Token: 7, Attempt: 1, RunID: "r", Fencer: s}
+		a := scheduler.Attempt{Job: "stock", Token: 7, Attempt: 1, RunID: "1", Fencer: s}
 		if err := a.Fenced(ctx, func(ctx context.Context, tx scheduler.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`)
 			return err

@@ -26,3 +26,19 @@ func SlotFrom(ctx context.Context) (at time.Time, manual, ok bool) {
 	s, ok := ctx.Value(attemptSlotKey{}).(attemptSlot)
 	return s.at, s.manual, ok
 }
+
+// runSecretKey is the context key of the run secret an attempt's statements run with.
+type runSecretKey struct{}
+
+// WithRunSecret returns ctx carrying the run secret of the attempt whose statements run under it
+// (Attempt.Secret), which the store hands to a sql job's text as scheduler.run_secret.
+// Attempt.FencedStatements sets it.
+func WithRunSecret(ctx context.Context, secret string) context.Context {
+	return context.WithValue(ctx, runSecretKey{}, secret)
+}
+
+// RunSecretFrom returns the run secret WithRunSecret put in ctx, or "".
+func RunSecretFrom(ctx context.Context) string {
+	s, _ := ctx.Value(runSecretKey{}).(string)
+	return s
+}

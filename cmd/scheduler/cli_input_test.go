@@ -54,7 +54,7 @@ func TestCLI_BadInput(t *testing.T) {
 		})
 	}
 	t.Run("RunVariablesAreNotErrors", func(t *testing.T) {
-		env := []string{kinds.EnvFenceToken + "=42", kinds.EnvJob + "=beat", kinds.EnvScheduledAt + "=2026-03-01T00:00:00Z", kinds.EnvRunID + "=9", kinds.EnvAttempt + "=1"}
+		env := []string{kinds.EnvFenceToken + "=42", kinds.EnvJob + "=beat", kinds.EnvScheduledAt + "=2026-03-01T00:00:00Z", kinds.EnvRunID + "=9", kinds.EnvAttempt + "=1", kinds.EnvRunSecret + "=00ff"}
 		if code, out, errOut := runCLIEnv(t, env, "validate", "--config", configtest.Write(t, configtest.MinimalJob)); code != 0 {
 			t.Fatalf("exit %d: %s%s", code, out, errOut)
 		}

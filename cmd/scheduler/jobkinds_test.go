@@ -173,7 +173,7 @@ func (l *leader) stale(job string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), jobKindsTimeout)
 	defer cancel()
 	// Bound to the store, as the runner binds each attempt to its ledger.
-	_, err := l.table[job].Execute(ctx, scheduler.Attempt{Job: job, Token: l.token - 1, Attempt: 1, RunID: "stale",
+	_, err := l.table[job].Execute(ctx, scheduler.Attempt{Job: job, Token: l.token - 1, Attempt: 1, RunID: "999999999",
 		Slot: time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC), Fencer: l.store})
 	return err
 }

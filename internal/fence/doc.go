@@ -164,9 +164,14 @@
 //
 // after their fence_verify. Both check the fence again, so a message of a
 // fenced-out transaction never exists, and insert with ON CONFLICT (key) DO
-// NOTHING, so a redo of the slot queues nothing twice. outbox_enqueue is
-// SECURITY DEFINER; a job role needs EXECUTE on it and nothing on the
-// table:
+// NOTHING, so a redo of the slot queues nothing twice. Every fence of a term
+// holds the same token, so for a role's call outbox_enqueue also wants the
+// secret of a running run of the job named (Store.RunSecret, in the setting
+// scheduler.run_secret), queues the message for that run's slot, and takes
+// only keys that begin with the job's name and a dot: one job's role can
+// neither queue as another job nor take another job's key first.
+// outbox_enqueue is SECURITY DEFINER; a job role needs EXECUTE on it and
+// nothing on the table:
 //
 //	GRANT EXECUTE ON FUNCTION scheduler.outbox_enqueue(text, bigint, text, text, text, text, text, timestamptz, boolean) TO job_role;
 //

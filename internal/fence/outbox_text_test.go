@@ -89,7 +89,7 @@ func TestPostgres_OutboxEnqueueRefusesBadText(t *testing.T) {
 	for _, field := range []string{"destination", "subject", "body"} {
 		for _, bad := range badTexts[:2] {
 			t.Run(field+"/"+bad.name, func(t *testing.T) {
-				args := []any{"role." + field + "." + bad.name, "client-1@example.test", "Invoice", "Amount due: 10"}
+				args := []any{"invoices.role." + field + "." + bad.name, "client-1@example.test", "Invoice", "Amount due: 10"}
 				switch field {
 				case "destination":
 					args[1] = args[1].(string) + bad.v

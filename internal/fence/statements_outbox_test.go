@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // sqlJobEnqueue is the README's pattern for a sql job that queues an e-mail: its job, token and
 // slot come from the transaction's settings, which the store sets before the text runs.
 const sqlJobEnqueue = `SELECT scheduler.outbox_enqueue(current_setting('scheduler.job'),
-	current_setting('scheduler.token')::bigint, 'report.daily', 'email', 'ops@example.test',
+	current_setting('scheduler.token')::bigint,
+	'report.daily.' || extract(epoch FROM current_setting('scheduler.slot')::timestamptz)::bigint, 'email', 'ops@example.test',
 	'daily report', 'all good', current_setting('scheduler.slot')::timestamptz,
 	current_setting('scheduler.manual')::boolean)`
 
@@ -25,7 +27,11 @@ func TestPostgres_StatementsEnqueueWithTheirSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
-	a := scheduler.Attempt{Job: "report", Token: 10, Slot: slot, Attempt: 1, Fencer: s}
+	res, err := s.ClaimMany(ctx, 10, "n1", []scheduler.SlotKey{{Job: "report", At: slot}, {Job: "report", At: slot.Add(time.Hour)}})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("claim the runs: %v (err %v)", res, err)
+	}
+	a := scheduler.Attempt{Job: "report", Token: 10, Slot: slot, Attempt: 1, RunID: strconv.FormatInt(res[0].Run.RunID, 10), Fencer: s}
 	if _, err := a.FencedStatements(ctx, "", sqlJobEnqueue); err != nil {
 		t.Fatalf("statements with outbox_enqueue: %v", err)
 	}
@@ -42,7 +48,7 @@ func TestPostgres_StatementsEnqueueWithTheirSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := a
-	stale.Slot = slot.Add(time.Hour)
+	stale.Slot, stale.RunID = slot.Add(time.Hour), strconv.FormatInt(res[1].Run.RunID, 10)
 	if _, err := stale.FencedStatements(ctx, "", sqlJobEnqueue); !errors.Is(err, ErrStale) {
 		t.Fatalf("stale statements: err %v, want ErrStale", err)
 	}

@@ -131,6 +131,9 @@ type backend interface {
 	ResetFence(ctx context.Context, job string) error
 	// ResetHint says how an operator removes every fence of this store.
 	ResetHint() string
+	// RunSecret returns the secret of the run runID (digits), empty where
+	// the store has none (see Store.RunSecret).
+	RunSecret(ctx context.Context, runID string) (string, error)
 
 	Migrate(ctx context.Context, lg *zap.Logger) error
 	// AppliedVersions returns the migration versions recorded as applied; no

@@ -231,6 +231,11 @@ func (l *fakeLedger) FencedStatements(_ context.Context, job string, token int64
 	return 0, l.check(job, token)
 }
 
+// RunSecret gives every run a secret made of its id.
+func (l *fakeLedger) RunSecret(_ context.Context, runID string) (string, error) {
+	return "secret-" + runID, nil
+}
+
 func (l *fakeLedger) NextAttempt(_ context.Context, token int64, job string, runID int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -70,6 +70,7 @@ func (l *nopLedger) Fenced(context.Context, string, int64, func(context.Context,
 func (l *nopLedger) FencedStatements(context.Context, string, int64, string, string) (int64, error) {
 	return 0, nil
 }
+func (l *nopLedger) RunSecret(context.Context, string) (string, error) { return "", nil }
 
 // BenchmarkRunner_Herd measures the runner's own cost of firing a herd: n jobs due at the same
 // instant, claimed ahead, started, their no-op runs completed, on a ledger that costs nothing.

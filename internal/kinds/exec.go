@@ -20,6 +20,9 @@ const (
 	EnvScheduledAt = "SCHEDULER_SCHEDULED_AT" // Run.Slot, RFC 3339 in the slot's own time zone
 	EnvRunID       = "SCHEDULER_RUN_ID"       // Run.RunID
 	EnvAttempt     = "SCHEDULER_ATTEMPT"      // Run.Attempt, decimal
+	// EnvRunSecret is the run's secret (Attempt.Secret), set when the store gives one: a script
+	// sets it as scheduler.run_secret before it calls outbox_enqueue.
+	EnvRunSecret = "SCHEDULER_RUN_SECRET"
 )
 
 // DefaultKillGrace is how long an exec job's processes get between SIGTERM and SIGKILL when the
@@ -69,7 +72,9 @@ type ExecConfig struct {
 //
 // A job inherits only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ and TMPDIR from
 // the daemon (PATH defaults to /usr/local/bin:/usr/bin:/bin), then gets its own Env, then the run
-// variables EnvFenceToken, EnvJob, EnvScheduledAt, EnvRunID and EnvAttempt. Nothing else passes:
+// variables EnvFenceToken, EnvJob, EnvScheduledAt, EnvRunID and EnvAttempt, and EnvRunSecret on a
+// store that gives one (Postgres). The secret never reaches the stored output: it is replaced
+// there by [redacted]. Nothing else passes:
 // the daemon's configuration, such as SCHEDULER_STORE_DSN or SCHEDULER_ETCD_PASSWORD, and the
 // PG* variables its store driver reads, reach a job only when its own Env sets them.
 //
@@ -202,6 +207,10 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("run %s: not started: %w", name, err)
 	}
+	secret, err := run.Secret(ctx)
+	if err != nil {
+		return "", fmt.Errorf("run %s: not started: %w", name, err)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return "", fmt.Errorf("run %s: output pipe: %w", name, err)
@@ -209,7 +218,7 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        j.argv,
-		Env:         j.environ(run),
+		Env:         j.environ(run, secret),
 		Dir:         j.dir,
 		Stdout:      pw, // an *os.File: the child writes to it directly, no copying goroutine
 		Stderr:      pw,
@@ -262,7 +271,8 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	}
 	_ = pr.Close()
 
-	output := out.String()
+	// The secret is the run's own, but the output is shown to whoever reads `status`.
+	output := redactSecret(out.String(), secret)
 	switch {
 	case stopped:
 		if waitErr == nil {

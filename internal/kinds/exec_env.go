@@ -10,16 +10,28 @@ import (
 )
 
 // environ is the job's environment for run.
-func (j *ExecJob) environ(run scheduler.Attempt) []string {
-	env := make([]string, 0, len(j.env)+5)
+func (j *ExecJob) environ(run scheduler.Attempt, secret string) []string {
+	env := make([]string, 0, len(j.env)+6)
 	env = append(env, j.env...)
-	return append(env,
+	env = append(env,
 		EnvFenceToken+"="+strconv.FormatInt(run.Token, 10),
 		EnvJob+"="+run.Job,
 		EnvScheduledAt+"="+run.Slot.Format(time.RFC3339),
 		EnvRunID+"="+run.RunID,
 		EnvAttempt+"="+strconv.Itoa(run.Attempt),
 	)
+	if secret != "" {
+		env = append(env, EnvRunSecret+"="+secret)
+	}
+	return env
+}
+
+// redactSecret replaces the run's secret in a job's output.
+func redactSecret(output, secret string) string {
+	if secret == "" {
+		return output
+	}
+	return strings.ReplaceAll(output, secret, "[redacted]")
 }
 
 // inheritedVar reports whether a job inherits the daemon's variable name.
@@ -34,7 +46,7 @@ func inheritedVar(name string) bool {
 // isRunVariable reports whether name is one of the variables set for each run.
 func isRunVariable(name string) bool {
 	switch name {
-	case EnvFenceToken, EnvJob, EnvScheduledAt, EnvRunID, EnvAttempt:
+	case EnvFenceToken, EnvJob, EnvScheduledAt, EnvRunID, EnvAttempt, EnvRunSecret:
 		return true
 	}
 	return false

@@ -53,6 +53,14 @@ func testRun() scheduler.Attempt {
 	return scheduler.Attempt{Job: "nightly", Slot: time.Date(2024, 3, 10, 7, 0, 0, 0, time.UTC), Token: 42, Attempt: 1, RunID: "r1"}
 }
 
+// secretFencer gives every run the same secret; the exec job asks it for nothing else.
+type secretFencer struct {
+	scheduler.Fencer
+	secret string
+}
+
+func (f secretFencer) RunSecret(context.Context, string) (string, error) { return f.secret, nil }
+
 func TestExecJob_Environment(t *testing.T) {
 	noLeaks(t)
 	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
@@ -70,6 +78,7 @@ func TestExecJob_Environment(t *testing.T) {
 				"SCHEDULER_STORE_DSN=postgres://u:secret@db/x", "SCHEDULER_ETCD_PASSWORD=pw",
 				"PGPASSWORD=pgsecret", "AWS_SECRET_ACCESS_KEY=x", "FOO=bar", "NOEQUALS",
 				EnvFenceToken + "=1", // a daemon started from a job must not pass its own run on
+				EnvRunSecret + "=1.leak",
 			},
 			Env: map[string]string{
 				"HOME":                     "/srv/job",
@@ -121,6 +130,29 @@ func TestExecJob_Environment(t *testing.T) {
 		}
 		if want := "42|nightly|2024-03-10T07:00:00Z|r1|1\n"; string(b) != want {
 			t.Fatalf("script saw %q, want %q", b, want)
+		}
+	})
+
+	t.Run("RunSecret", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "seen")
+		j := mustExec(t, ExecConfig{
+			Command: []string{"sh", "-c", `printf '%s' "$SCHEDULER_RUN_SECRET" > "$OUT"; echo "mine: $SCHEDULER_RUN_SECRET"`},
+			Env:     map[string]string{"OUT": file},
+		})
+		run := testRun()
+		run.Fencer = secretFencer{secret: "1.0123abcd"}
+		out, err := j.Execute(ctx, run)
+		if err != nil {
+			t.Fatalf("Execute: %v\n%s", err, out)
+		}
+		if b, err := os.ReadFile(file); err != nil || string(b) != "1.0123abcd" {
+			t.Fatalf("script saw secret %q (err %v), want the store's", b, err)
+		}
+		if out != "mine: [redacted]\n" {
+			t.Fatalf("output %q, want the secret redacted", out)
+		}
+		if _, err := NewExec(ExecConfig{Command: []string{"true"}, Env: map[string]string{EnvRunSecret: "x"}}); err == nil {
+			t.Fatalf("a job's env setting %s was accepted", EnvRunSecret)
 		}
 	})
 

@@ -15,7 +15,7 @@ func TestSQLJob(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st *testStore) {
 		ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 		defer cancel()
-		run := scheduler.Attempt{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"}
+		run := scheduler.Attempt{Job: "adhoc", Token: 5, Attempt: 1, RunID: "1"}
 		t.Run("RunsTheTextFencedAndReportsRows", func(t *testing.T) {
 			if err := st.exec(ctx, `INSERT INTO stock_scans (sku, quantity) VALUES ('old', 1)`); err != nil {
 				t.Fatal(err)
@@ -64,7 +64,7 @@ func TestSQLJob_Role(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "adhoc", Token: 5, Attempt: 1, RunID: "r"})); err != nil || out != "1 rows affected" {
+	if out, err := j.Execute(ctx, st.bound(scheduler.Attempt{Job: "adhoc", Token: 5, Attempt: 1, RunID: "1"})); err != nil || out != "1 rows affected" {
 		t.Fatalf("Execute = %q, %v; want 1 rows affected", out, err)
 	}
 	var who string

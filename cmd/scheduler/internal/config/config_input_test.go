@@ -121,7 +121,7 @@ func TestLoad_GoodInput(t *testing.T) {
 			}},
 		{"SharedStore", "etcd: {endpoints: ['etcd1:2379']}\nstore: {dsn: 'postgres://db/app'}\n" + configtest.MinimalJob, nil, nil},
 		{"RunVariables", configtest.MinimalJob, []string{"SCHEDULER_FENCE_TOKEN=42", "SCHEDULER_JOB=beat", "SCHEDULER_SCHEDULED_AT=2026-03-01T00:00:00Z",
-			"SCHEDULER_RUN_ID=7", "SCHEDULER_ATTEMPT=1"}, nil},
+			"SCHEDULER_RUN_ID=7", "SCHEDULER_ATTEMPT=1", "SCHEDULER_RUN_SECRET=00ff"}, nil},
 		{"SingleNodeFromEnv", "etcd: {endpoints: ['etcd1:2379']}\n" + configtest.MinimalJob, []string{"SCHEDULER_SINGLE_NODE=true"}, nil},
 		// defaults.dir has no default setting: the variable is known from the Config type alone.
 		{"VariableForKeyWithoutDefault", "defaults: {type: exec}\n" + configtest.MinimalJob, []string{"SCHEDULER_DEFAULTS_DIR=/srv"},

@@ -15,7 +15,7 @@ import (
 // runVariables are the SCHEDULER_* variables the scheduler sets for an exec job. A job may run
 // the scheduler's own command line, which then sees them: they are not configuration, and not
 // errors either.
-var runVariables = []string{kinds.EnvFenceToken, kinds.EnvJob, kinds.EnvScheduledAt, kinds.EnvRunID, kinds.EnvAttempt}
+var runVariables = []string{kinds.EnvFenceToken, kinds.EnvJob, kinds.EnvScheduledAt, kinds.EnvRunID, kinds.EnvAttempt, kinds.EnvRunSecret}
 
 // envName is the variable that sets a key path: SCHEDULER_ + the path in upper case, dots as
 // underscores.

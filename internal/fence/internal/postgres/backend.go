@@ -53,6 +53,7 @@ type Backend struct {
 	schema       string // plain schema name (validated)
 	raiseTimeout time.Duration
 	q            pgStatements
+	secrets      runKey
 }
 
 // pgStatements are the statements with the schema filled in.

@@ -50,16 +50,17 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	if err := p.enterOn(ctx, tx, job, token); err != nil {
 		return 0, err
 	}
-	// The text learns its job, token and slot from settings of the transaction, so that it
-	// can call outbox_enqueue (and fence_verify) with them. A text that changes them only
-	// hurts itself: the functions check what they are given against the fence.
+	// The text learns its job, token, slot and run secret from settings of the transaction, so
+	// that it can call outbox_enqueue (and fence_verify) with them. A text that changes them
+	// only hurts itself: the functions check what they are given against the fence and the run.
 	slot, manual := "", "false"
 	if at, m, ok := scheduler.SlotFrom(ctx); ok {
 		slot, manual = at.UTC().Format(time.RFC3339Nano), strconv.FormatBool(m)
 	}
 	if _, err := tx.Exec(ctx, `SELECT set_config('scheduler.job', $1, true), set_config('scheduler.token', $2, true),
-		set_config('scheduler.slot', $3, true), set_config('scheduler.manual', $4, true)`,
-		job, strconv.FormatInt(token, 10), slot, manual); err != nil {
+		set_config('scheduler.slot', $3, true), set_config('scheduler.manual', $4, true),
+		set_config('scheduler.run_secret', $5, true)`,
+		job, strconv.FormatInt(token, 10), slot, manual, scheduler.RunSecretFrom(ctx)); err != nil {
 		return 0, fmt.Errorf("set the job's settings: %w", err)
 	}
 	if role != "" {

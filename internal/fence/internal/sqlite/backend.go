@@ -85,6 +85,10 @@ func (l *Backend) Close() {
 	_ = l.w.Close()
 }
 
+// RunSecret returns no secret: SQLite has no roles and no outbox_enqueue,
+// so no run proves itself to it.
+func (l *Backend) RunSecret(context.Context, string) (string, error) { return "", nil }
+
 // ResetHint says how an operator removes every fence of this store.
 func (l *Backend) ResetHint() string {
 	return "SQLite: DELETE FROM job_fence; in the store's database file"
