@@ -163,7 +163,8 @@ func jobOf(doc status.Doc, name string) status.Job {
 
 // TestDaemon_FenceRaisedFromOutside: a fence raised above the leader's token from outside the
 // scheduler blocks that job alone: status, gauge and /readyz say so, the other job keeps running
-// in the same term, and once the table owner resets the fence the job runs again by itself.
+// in the same term, and once the table owner resets the fence the job runs again by itself, and a
+// trigger sent while it was blocked runs, in the same term.
 func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 	cases := map[string]func(ctx context.Context, t *testing.T) (*cluster, fenceAdmin){
 		"PostgresOwner": func(_ context.Context, t *testing.T) (*cluster, fenceAdmin) {
@@ -242,10 +243,24 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 				t.Fatalf("the leader's logs blame a newer leader for a fence raised from outside:\n%s", logs)
 			}
 
+			// A trigger of x while it is blocked is kept, and runs in this term once x is free.
+			c.cli("trigger", "x")
+			c.wait("the leader to keep the trigger of blocked x", func() bool {
+				return strings.Contains(c.replicas["a"].logs.String(), "trigger kept until its job can run")
+			})
+
 			if err := admin.reset(ctx, "x"); err != nil {
 				t.Fatalf("fence_admin_reset('x'): %v", err)
 			}
 			resetAt := time.Now()
+			c.wait("the kept trigger of x run in the same term", func() bool {
+				for _, r := range c.history("x") {
+					if r.Manual && r.Status == scheduler.StatusSucceeded {
+						return r.Token == term
+					}
+				}
+				return false
+			})
 			c.wait("x running again", func() bool {
 				for _, r := range c.history("x") {
 					if r.Status == scheduler.StatusSucceeded && r.ScheduledAt.After(resetAt) {

@@ -16,6 +16,7 @@ import (
 	"scheduler/cmd/scheduler/internal/coord"
 	"scheduler/cmd/scheduler/internal/redact"
 	"scheduler/cmd/scheduler/internal/startup"
+	"scheduler/cmd/scheduler/internal/triggers"
 	"scheduler/internal/control"
 	"scheduler/internal/datadir"
 	"scheduler/internal/election"
@@ -46,6 +47,7 @@ type daemon struct {
 	reg      registration // this replica's entry in etcd or the store; a reload republishes it
 	observer coord.View
 	runner   *jobs.Runner
+	triggers *triggers.Handler // hands the trigger requests to the runner
 	pruner   *retention.Pruner
 	outbox   *outbox.Dispatcher
 	camp     coord.Coordinator
@@ -202,6 +204,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
+	d.triggers = &triggers.Handler{Runner: d.runner, Requests: d.control, Log: d.lg}
 	d.pruner, err = retention.New(retention.Config{
 		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
@@ -243,7 +246,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	part("election", func(c context.Context) error { return d.camp.Run(c, d.lead) }, campCtx)
 	part("control watcher", d.watcher.Run, svcCtx)
 	part("leader observer", d.observer.Run, svcCtx)
-	part("trigger requests", d.consumeTriggers, svcCtx)
+	part("trigger requests", func(c context.Context) error { return d.triggers.Consume(c, d.watcher.Requests()) }, svcCtx)
 	part("replica registration", d.reg.Run, svcCtx)
 	part("reload", d.reloadOnHUP, svcCtx)
 	if d.cli != nil {
@@ -301,10 +304,11 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	var helpers sync.WaitGroup
 	helpers.Add(4)
 	fenced := make(chan error, 1)
-	// Triggers sent while no replica led are waiting in the control state: run them now.
+	// Triggers sent while no replica led are waiting in the control state: run them now, and
+	// again those kept for a job held back.
 	go func() {
 		defer helpers.Done()
-		d.pendingTriggers(hctx)
+		d.triggers.Pending(hctx)
 	}()
 	// Backfill requests, those an earlier term left half done first.
 	go func() {

@@ -71,22 +71,22 @@ func runWatcher(t *testing.T, d *daemon) (stop func()) {
 	return stop
 }
 
-// TestDaemon_ConsumeTriggersEndsWithWatcher: once the watcher's channel is closed,
-// consumeTriggers returns instead of taking zero requests from it.
+// TestDaemon_ConsumeTriggersEndsWithWatcher: once the watcher's channel is closed, the
+// daemon's consumer of trigger requests returns instead of taking zero requests from it.
 func TestDaemon_ConsumeTriggersEndsWithWatcher(t *testing.T) {
 	d := buildDaemon(t, newCluster(t, testenv.MustDatabase(t), ""))
 	runWatcher(t, d)() // closes the channel
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- d.consumeTriggers(ctx) }()
+	go func() { done <- d.triggers.Consume(ctx, d.watcher.Requests()) }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("consumeTriggers = %v, want nil", err)
+			t.Fatalf("Consume = %v, want nil", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("consumeTriggers goes on reading the closed channel of a stopped watcher")
+		t.Fatal("Consume goes on reading the closed channel of a stopped watcher")
 	}
 }
 
@@ -120,7 +120,7 @@ func TestDaemon_LeadJoinsPendingTriggers(t *testing.T) {
 	proxy.Pause()
 	defer proxy.Resume()
 
-	wantLeadFenced(ctx, t, d, token, "the store", "(*daemon).pendingTriggers", "its pendingTriggers goroutine")
+	wantLeadFenced(ctx, t, d, token, "the store", "triggers.(*Handler).Pending", "its pending triggers goroutine")
 }
 
 // wantLeadFenced leads with token and fails the test unless lead returns ErrFenced, refused by

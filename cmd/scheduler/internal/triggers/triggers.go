@@ -1,0 +1,148 @@
+// Package triggers hands the operators' trigger requests, kept in the control state until a
+// leader has taken them, to the leader's runner.
+//
+// A request is removed from the control state once the runner has taken it (its manual slot
+// claimed and started, or found run) or when its job is not in the table; any other answer
+// keeps it. A request kept because the runner answered that it is not leading waits for the
+// next term, which reads the stored requests at its start (Pending). One kept because its job
+// is held back (blocked: a fence raised or held from outside) is handed again every Retry while
+// the term lasts, so that it runs in the same term once the job is free. Handing a request
+// twice is harmless: its manual slot is keyed by its time, and the ledger runs a slot once.
+package triggers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"scheduler/internal/control"
+	"scheduler/internal/jobs"
+)
+
+// DefaultRetry is how often a term hands its kept requests again when Handler.Retry is zero.
+const DefaultRetry = 5 * time.Second
+
+// Runner is the leader's runner as a trigger request needs it (*jobs.Runner).
+type Runner interface {
+	Trigger(ctx context.Context, job string, at time.Time) error
+}
+
+// Requests is the control state's store of trigger requests.
+type Requests interface {
+	Requests(ctx context.Context) ([]control.Request, error)
+	Done(ctx context.Context, r control.Request) error
+}
+
+// Handler hands trigger requests to the runner. Its methods may be called concurrently.
+type Handler struct {
+	Runner   Runner
+	Requests Requests
+	Log      *zap.Logger
+	// Retry is how often Pending hands the kept requests again; zero: DefaultRetry.
+	Retry time.Duration
+	// After is the clock Pending waits on; nil: time.After.
+	After func(time.Duration) <-chan time.Time
+
+	mu sync.Mutex
+	// warned holds the keys of the kept requests already logged at warning level, so that a
+	// request handed again every Retry logs its reason once.
+	warned map[string]bool
+}
+
+// Pending hands the stored requests to the runner at the start of a term, then again every
+// Retry until ctx ends (the term's end): the requests stored while no replica led, and those
+// kept since for a job held back.
+func (h *Handler) Pending(ctx context.Context) {
+	retry, after := h.Retry, h.After
+	if retry <= 0 {
+		retry = DefaultRetry
+	}
+	if after == nil {
+		after = time.After
+	}
+	for {
+		reqs, err := h.Requests.Requests(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			h.Log.Warn("read trigger requests", zap.Error(err))
+		case err == nil:
+			for _, r := range reqs {
+				if ctx.Err() != nil {
+					return
+				}
+				h.Handle(ctx, r)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(retry):
+		}
+	}
+}
+
+// Consume hands each request of reqs to the runner as it comes, until ctx ends or reqs is
+// closed.
+func (h *Handler) Consume(ctx context.Context, reqs <-chan control.Request) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r, ok := <-reqs:
+			if !ok {
+				return nil // closed: the watcher's Run has returned
+			}
+			h.Handle(ctx, r)
+		}
+	}
+}
+
+// Handle hands r to the runner and removes it from the control state unless it must be kept.
+func (h *Handler) Handle(ctx context.Context, r control.Request) {
+	err := h.Runner.Trigger(ctx, r.Job, r.At)
+	fields := []zap.Field{zap.String("job", r.Job), zap.Time("slot", r.At), zap.String("key", r.Key)}
+	switch {
+	case errors.Is(err, jobs.ErrNotLeading):
+		h.Log.Info("trigger left for the next leader", append(fields, zap.Error(err))...)
+		return
+	case errors.Is(err, jobs.ErrUnknownJob):
+		h.Log.Warn("trigger of a job not in the table dropped", append(fields, zap.Error(err))...)
+	case err != nil && ctx.Err() != nil:
+		return // the term ended while the runner took it: the next term hands it again
+	case err != nil:
+		if h.firstKept(r.Key) {
+			h.Log.Warn("trigger kept until its job can run", append(fields, zap.Error(err))...)
+		} else {
+			h.Log.Debug("trigger still kept", append(fields, zap.Error(err))...)
+		}
+		return
+	}
+	h.forget(r.Key)
+	if err := h.Requests.Done(ctx, r); err != nil && ctx.Err() == nil {
+		h.Log.Warn("remove handled trigger request", append(fields, zap.Error(err))...)
+	}
+}
+
+// firstKept records that the request with key is kept and reports whether it was not before.
+func (h *Handler) firstKept(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.warned[key] {
+		return false
+	}
+	if h.warned == nil {
+		h.warned = map[string]bool{}
+	}
+	h.warned[key] = true
+	return true
+}
+
+// forget drops the record of a request no longer kept.
+func (h *Handler) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.warned, key)
+}
