@@ -33,8 +33,9 @@ type fenceHold struct {
 }
 
 // fenceRaiseTimeout is the store's default lock_timeout of a raise (the replicas do not change
-// it): a new term's raise waits that long for a held fence, then again for each part it splits
-// the jobs into, before it blocks the held job and takes over the others.
+// it): a new term's raise waits that long for a held fence, then finds the held job in the lock
+// table, blocks it and takes over the others; where the lock table does not show the hold, it
+// raises in parts instead, which waits once more. The checks allow the slower of the two.
 const fenceRaiseTimeout = 10 * time.Second
 
 // planJobRole has the job role, connecting straight to Postgres, poison a workload job's fence
