@@ -26,7 +26,6 @@ func (j *ExecJob) environ(run scheduler.Attempt, secret string) []string {
 	return env
 }
 
-
 // inheritedVar reports whether a job inherits the daemon's variable name.
 func inheritedVar(name string) bool {
 	switch name {
