@@ -14,11 +14,10 @@ import (
 )
 
 // secretScript queues one message in the transaction of its fence check, as the README's script
-// pattern does, with the job and key psql is given and the run secret of its environment.
-const secretScript = `\getenv secret SCHEDULER_RUN_SECRET
-BEGIN \;
+// pattern does, with the job and key psql is given and the run secret its session was started
+// with.
+const secretScript = `BEGIN \;
 SELECT scheduler.fence_verify(:'job', :'token') \;
-SELECT set_config('scheduler.run_secret', :'secret', true) \;
 SELECT scheduler.outbox_enqueue(:'job', :'token', :'key', 'email', 'client-1@example.test', 'Invoice', 'Amount due',
     :'slot') \;
 COMMIT;
@@ -36,7 +35,7 @@ func TestExecJob_QueuesWithItsRunSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	command := func(job, key string) string {
-		return fmt.Sprintf(`[sh, -c, 'echo "secret=$SCHEDULER_RUN_SECRET"; exec psql -X -v ON_ERROR_STOP=1 -v job=%s -v key=%s `+
+		return fmt.Sprintf(`[sh, -c, 'echo "secret=$SCHEDULER_RUN_SECRET"; PGOPTIONS="-c scheduler.run_secret=$SCHEDULER_RUN_SECRET" exec psql -X -v ON_ERROR_STOP=1 -v job=%s -v key=%s `+
 			`-v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -d "$(cat dsn)" -f job.sql']`,
 			job, key)
 	}
@@ -73,8 +72,9 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(r.Output, secret) || !strings.Contains(r.Output, "secret=[redacted]") {
-		t.Fatalf("output %q: want the secret replaced by [redacted]", r.Output)
+	mac := secret[strings.IndexByte(secret, '.')+1:]
+	if strings.Contains(r.Output, mac) || !strings.Contains(r.Output, fmt.Sprintf("secret=%d.[redacted]", r.RunID)) {
+		t.Fatalf("output %q: want the secret replaced by [redacted] after the run id", r.Output)
 	}
 	msgs, err := l.store.Outbox(ctx, "", 10)
 	if err != nil {

@@ -142,7 +142,7 @@ func TestStore_RunSecret(t *testing.T) {
 	if a != again || a == other || a == elsewhere || len(a) != 66 || a[:2] != "7." {
 		t.Fatalf("secrets %q, %q, %q, %q: want one stable secret per run and store", a, again, other, elsewhere)
 	}
-	for _, bad := range []string{"", "0", "-1", "07", "7a", "1e3"} {
+	for _, bad := range []string{"", "0", "-1", "07", "7a", "1e3", "1000000000000000000"} {
 		if _, err := s1.RunSecret(ctx, bad); err == nil {
 			t.Errorf("RunSecret(%q): no error, want one naming the run id", bad)
 		}
@@ -150,5 +150,31 @@ func TestStore_RunSecret(t *testing.T) {
 	lite := mustOpen(t, Config{Path: filepath.Join(t.TempDir(), "scheduler.db")})
 	if secret, err := lite.RunSecret(context.Background(), "7"); err != nil || secret != "" {
 		t.Fatalf("SQLite secret %q (err %v), want none", secret, err)
+	}
+}
+
+// TestPostgres_RunKeyIsTheOwnersAlone: the key every secret is made of is not readable by a role
+// that default privileges on the schema gave SELECT on every new table.
+func TestPostgres_RunKeyIsTheOwnersAlone(t *testing.T) {
+	dsn := testenv.MustDatabase(t)
+	s := openRaw(t, Config{DSN: dsn})
+	ctx := testCtx(t)
+	migrateTo(t, s, 12)
+	reader := testenv.MustRole(t, dsn, "reader", `GRANT USAGE ON SCHEMA scheduler TO {role}`,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA scheduler GRANT SELECT ON TABLES TO {role}`)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn := connectAs(t, ctx, reader)
+	if _, err := conn.Exec(ctx, `SELECT key FROM scheduler.run_key`); sqlState(err) != "42501" {
+		t.Fatalf("read run_key as a role with default SELECT: err %v, want permission denied (42501)", err)
+	}
+	// The default privilege holds for the tables made after it, as for run_key when it was made.
+	owner := connectAs(t, ctx, dsn)
+	if _, err := owner.Exec(ctx, `CREATE TABLE scheduler.later (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT count(*) FROM scheduler.later`); err != nil {
+		t.Fatalf("the default privilege does not hold for a later table: %v", err)
 	}
 }

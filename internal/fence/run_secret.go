@@ -15,8 +15,9 @@ import (
 // by its token. SQLite has no roles and no function to call: its secret is
 // empty.
 func (s *Store) RunSecret(ctx context.Context, runID string) (string, error) {
-	if id, err := strconv.ParseInt(runID, 10, 64); err != nil || id <= 0 || strconv.FormatInt(id, 10) != runID {
-		return "", fmt.Errorf("secret of run %q: want a run id, a positive decimal", runID)
+	// outbox_enqueue reads run ids of up to 18 digits from a secret, short of bigint's bound.
+	if id, err := strconv.ParseInt(runID, 10, 64); err != nil || id <= 0 || id >= 1e18 || strconv.FormatInt(id, 10) != runID {
+		return "", fmt.Errorf("secret of run %q: want a run id, a positive decimal of up to 18 digits", runID)
 	}
 	secret, err := s.b.RunSecret(ctx, runID)
 	if err != nil {

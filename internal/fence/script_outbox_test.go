@@ -28,8 +28,9 @@ func TestPostgres_OutboxScript(t *testing.T) {
 	if m == nil {
 		t.Fatal("README: no sql block calling outbox_enqueue after BEGIN \\;")
 	}
-	if !strings.Contains(m[2], `\getenv secret SCHEDULER_RUN_SECRET`) {
-		t.Fatal("README: the outbox script does not read the run secret from the environment")
+	const withSecret = `PGOPTIONS="-c scheduler.run_secret=$SCHEDULER_RUN_SECRET" psql -X -v ON_ERROR_STOP=1`
+	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), withSecret) {
+		t.Fatalf("README: the outbox script is not run with %s", withSecret)
 	}
 	var lines []string
 	for _, l := range strings.Split(m[2], "\n") {
@@ -56,7 +57,8 @@ func TestPostgres_OutboxScript(t *testing.T) {
 	}
 	// The scheduler sets these for an exec job, as it sets the token.
 	command := `export SCHEDULER_SCHEDULED_AT=2026-03-01T02:00:00Z SCHEDULER_RUN_ID=` + runID + ` SCHEDULER_RUN_SECRET=` + secret +
-		`; psql -X -v ON_ERROR_STOP=1 -v token="$SCHEDULER_FENCE_TOKEN" -v slot="$SCHEDULER_SCHEDULED_AT" -v run="$SCHEDULER_RUN_ID" -f job.sql`
+		`; PGOPTIONS="-c scheduler.run_secret=$SCHEDULER_RUN_SECRET" psql -X -v ON_ERROR_STOP=1 -v token="$SCHEDULER_FENCE_TOKEN" ` +
+		`-v slot="$SCHEDULER_SCHEDULED_AT" -v run="$SCHEDULER_RUN_ID" -f job.sql`
 	for _, tok := range []string{"400", "501"} {
 		if out, code := runShell(t, ctx, dir, command, roleDSN, tok); code != 3 || !strings.Contains(out, "fenced out") {
 			t.Fatalf("token %s against fence 500: exit %d, want 3 and fence_verify's refusal\n%s", tok, code, out)

@@ -243,10 +243,16 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		defer done()
 		sink = io.MultiWriter(out, live)
 	}
+	// The secret is the run's own, but the output is shown to whoever reads `status` or
+	// follows the run.
+	sink = newSecretFilter(sink, secretWords(secret))
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(sink, pr)
+		if f, ok := sink.(*secretFilter); ok {
+			_ = f.Flush()
+		}
 	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -271,8 +277,7 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	}
 	_ = pr.Close()
 
-	// The secret is the run's own, but the output is shown to whoever reads `status`.
-	output := redactSecret(out.String(), secret)
+	output := out.String()
 	switch {
 	case stopped:
 		if waitErr == nil {

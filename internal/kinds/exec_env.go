@@ -26,14 +26,6 @@ func (j *ExecJob) environ(run scheduler.Attempt, secret string) []string {
 	return env
 }
 
-// redactSecret replaces the run's secret in a job's output.
-func redactSecret(output, secret string) string {
-	if secret == "" {
-		return output
-	}
-	return strings.ReplaceAll(output, secret, "[redacted]")
-}
-
 // inheritedVar reports whether a job inherits the daemon's variable name.
 func inheritedVar(name string) bool {
 	switch name {

@@ -141,6 +141,8 @@ func TestExecJob_Environment(t *testing.T) {
 		})
 		run := testRun()
 		run.Fencer = secretFencer{secret: "1.0123abcd"}
+		live := &liveRecorder{wrote: make(chan struct{}, 1)}
+		run.Live = live
 		out, err := j.Execute(ctx, run)
 		if err != nil {
 			t.Fatalf("Execute: %v\n%s", err, out)
@@ -148,8 +150,14 @@ func TestExecJob_Environment(t *testing.T) {
 		if b, err := os.ReadFile(file); err != nil || string(b) != "1.0123abcd" {
 			t.Fatalf("script saw secret %q (err %v), want the store's", b, err)
 		}
-		if out != "mine: [redacted]\n" {
+		if out != "mine: 1.[redacted]\n" {
 			t.Fatalf("output %q, want the secret redacted", out)
+		}
+		live.mu.Lock()
+		followed := live.buf.String()
+		live.mu.Unlock()
+		if followed != out {
+			t.Fatalf("live output %q, want the stored one, redacted: %q", followed, out)
 		}
 		if _, err := NewExec(ExecConfig{Command: []string{"true"}, Env: map[string]string{EnvRunSecret: "x"}}); err == nil {
 			t.Fatalf("a job's env setting %s was accepted", EnvRunSecret)

@@ -18,6 +18,23 @@ CREATE TABLE IF NOT EXISTS {{.Schema}}.run_key (
     key bytea NOT NULL CHECK (length(key) >= 32)
 );
 REVOKE ALL ON {{.Schema}}.run_key FROM PUBLIC;
+-- Whoever reads the key can make every run's secret: take away what default privileges
+-- granted on creation, to every role but the owner.
+-- +goose StatementBegin
+DO $do$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN
+        SELECT DISTINCT a.grantee::regrole::text AS role
+        FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
+        WHERE c.oid = '{{.Schema}}.run_key'::regclass AND a.grantee <> c.relowner AND a.grantee <> 0
+    LOOP
+        EXECUTE format('REVOKE ALL ON {{.Schema}}.run_key FROM %s', g.role);
+    END LOOP;
+END
+$do$;
+-- +goose StatementEnd
 INSERT INTO {{.Schema}}.run_key (key)
 VALUES (decode(replace(gen_random_uuid()::text || gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'))
 ON CONFLICT DO NOTHING;
