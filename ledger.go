@@ -43,8 +43,9 @@ type Ledger interface {
 	NextAttempt(ctx context.Context, token int64, job string, runID int64) (int, error)
 	// Window returns the scheduled runs of jobs with slots in [from, to].
 	Window(ctx context.Context, jobs []string, from, to time.Time) ([]Run, error)
-	// Last returns the newest run of each job that has one.
-	Last(ctx context.Context, jobs ...string) (map[string]Run, error)
+	// LastScheduled returns the newest run of a scheduled slot (not a manual trigger's, whose
+	// slot is its requester's clock) of each job that has one.
+	LastScheduled(ctx context.Context, jobs ...string) (map[string]Run, error)
 	// Orphans returns the runs of jobs left running under a token older than their fence.
 	Orphans(ctx context.Context, jobs ...string) ([]Run, error)
 }

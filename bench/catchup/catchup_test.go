@@ -263,9 +263,9 @@ func (l *timedLedger) Window(ctx context.Context, names []string, from, to time.
 	return l.Ledger.Window(ctx, names, from, to)
 }
 
-func (l *timedLedger) Last(ctx context.Context, names ...string) (map[string]scheduler.Run, error) {
+func (l *timedLedger) LastScheduled(ctx context.Context, names ...string) (map[string]scheduler.Run, error) {
 	defer l.add("Last", time.Now())
-	return l.Ledger.Last(ctx, names...)
+	return l.Ledger.LastScheduled(ctx, names...)
 }
 
 func (l *timedLedger) Orphans(ctx context.Context, names ...string) ([]scheduler.Run, error) {

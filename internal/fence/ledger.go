@@ -30,6 +30,7 @@ type ledger interface {
 	Window(ctx context.Context, jobs []string, from, to time.Time) ([]scheduler.Run, error)
 	History(ctx context.Context, job string, limit int) ([]scheduler.Run, error)
 	Last(ctx context.Context, jobs []string) ([]scheduler.Run, error)
+	LastScheduled(ctx context.Context, jobs []string) ([]scheduler.Run, error)
 	Orphans(ctx context.Context, jobs []string) ([]scheduler.Run, error)
 	Prune(ctx context.Context, token int64, r scheduler.Retention) (int, error)
 }
@@ -247,6 +248,23 @@ func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.
 	runs, err := s.b.Last(ctx, jobs)
 	if err != nil {
 		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	m := make(map[string]scheduler.Run, len(runs))
+	for _, r := range runs {
+		m[r.Job] = r
+	}
+	return m, nil
+}
+
+// LastScheduled returns the newest run of a scheduled slot of each job in
+// jobs: not a manual trigger's, whose slot is the time its requester's clock
+// gave and says nothing of the schedule (it may lie in the future). A
+// takeover's catch-up counts the job's history from it. Jobs without such a
+// run are absent.
+func (s *Store) LastScheduled(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
+	runs, err := s.b.LastScheduled(ctx, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("last scheduled runs: %w", err)
 	}
 	m := make(map[string]scheduler.Run, len(runs))
 	for _, r := range runs {

@@ -135,7 +135,7 @@ func TestStore_Ledger(t *testing.T) {
 		if done, err := completeMany(ctx, 20, nil); err != nil || len(done) != 0 {
 			t.Fatalf("complete of nothing = %v (err %v)", done, err)
 		}
-		last, err := l.Last(ctx, "a", "b")
+		last, err := l.LastScheduled(ctx, "a", "b")
 		if err != nil || last["a"].Attempt != 1 || last["b"].Status != scheduler.StatusSucceeded {
 			t.Fatalf("last = %+v (err %v), want a's newest still claimed (attempt 1) and b succeeded", last, err)
 		}

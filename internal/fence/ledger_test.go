@@ -155,6 +155,23 @@ func testLedger(t *testing.T, open func(Config) *Store) {
 	if err != nil || len(last) != 1 || last["stock"].Job != "stock" {
 		t.Fatalf("last of stock = %+v (err %v)", last, err)
 	}
+	// The last scheduled run per job: past manual runs, even one whose slot lies ahead of every
+	// other (its requester's clock was fast), and at the same slot as a scheduled one.
+	for _, h := range []int{6, 100} {
+		if _, err := s.Claim(ctx, 5, "n1", scheduler.SlotKey{Job: "inv", At: at(h), Manual: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Claim(ctx, 5, "n1", scheduler.SlotKey{Job: "adhoc", At: at(1), Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := s.LastScheduled(ctx, "inv", "stock", "adhoc", "nothing")
+	if err != nil || len(sched) != 2 || !sched["inv"].ScheduledAt.Equal(at(6)) || sched["inv"].Manual || sched["stock"].Node != "n2" {
+		t.Fatalf("last scheduled = %+v (err %v), want inv's of hour 6 and stock's; none of adhoc, which has manual runs only", sched, err)
+	}
+	if last, err := s.Last(ctx, "inv"); err != nil || !last["inv"].Manual {
+		t.Fatalf("last of inv = %+v (err %v), want its newest, the manual run", last, err)
+	}
 	if manual.Manual != true || manual.RunID == ids[1] {
 		t.Fatalf("manual run = %+v", manual)
 	}

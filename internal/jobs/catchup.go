@@ -42,7 +42,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		})
 	}
 	read("read the ledger window", func() (err error) { window, err = ledger.Window(gctx, names, now.Add(-widest), now); return err })
-	read("read the last runs", func() (err error) { last, err = ledger.Last(gctx, names...); return err })
+	read("read the last runs", func() (err error) { last, err = ledger.LastScheduled(gctx, names...); return err })
 	read("read orphaned runs", func() (err error) { orphans, err = ledger.Orphans(gctx, names...); return err })
 	if err := g.Wait(); err != nil {
 		return err

@@ -263,12 +263,12 @@ func (l *fakeLedger) Window(_ context.Context, jobs []string, from, to time.Time
 	return out, nil
 }
 
-func (l *fakeLedger) Last(_ context.Context, jobs ...string) (map[string]scheduler.Run, error) {
+func (l *fakeLedger) LastScheduled(_ context.Context, jobs ...string) (map[string]scheduler.Run, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]scheduler.Run{}
 	for _, r := range l.runs {
-		if cur, ok := out[r.Job]; contains(jobs, r.Job) && (!ok || r.ScheduledAt.After(cur.ScheduledAt)) {
+		if cur, ok := out[r.Job]; contains(jobs, r.Job) && !r.Manual && (!ok || r.ScheduledAt.After(cur.ScheduledAt)) {
 			out[r.Job] = *r
 		}
 	}

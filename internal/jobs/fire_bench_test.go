@@ -60,7 +60,7 @@ func (l *nopLedger) NextAttempt(context.Context, int64, string, int64) (int, err
 func (l *nopLedger) Window(context.Context, []string, time.Time, time.Time) ([]scheduler.Run, error) {
 	return nil, nil
 }
-func (l *nopLedger) Last(context.Context, ...string) (map[string]scheduler.Run, error) {
+func (l *nopLedger) LastScheduled(context.Context, ...string) (map[string]scheduler.Run, error) {
 	return nil, nil
 }
 func (l *nopLedger) Orphans(context.Context, ...string) ([]scheduler.Run, error) { return nil, nil }

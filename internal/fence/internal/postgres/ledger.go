@@ -20,9 +20,9 @@ import (
 // it sees rows that a concurrent claimer committed while the write waited
 // for it) and COMMIT, in one round trip.
 type ledgerStatements struct {
-	claim, record, slotRows, reclaim, complete, runRows, nextAttempt string
-	window, history, lastOf, lastAll, orphansOf, orphansAll          string
-	claimAhead, start                                                string // claims ahead and their start
+	claim, record, slotRows, reclaim, complete, runRows, nextAttempt       string
+	window, history, lastOf, lastAll, lastScheduled, orphansOf, orphansAll string
+	claimAhead, start                                                      string // claims ahead and their start
 }
 
 func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
@@ -82,6 +82,11 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 		// One index probe per job (a lateral LIMIT 1 on the slot key).
 		lastOf: q(`SELECT l.* FROM unnest($1::text[]) AS j(job) CROSS JOIN LATERAL (
 				SELECT {cols} FROM {s}.runs AS r WHERE r.job = j.job
+				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l`),
+		// The same, past the manual runs, which the slot key orders after the scheduled
+		// run of the same time only.
+		lastScheduled: q(`SELECT l.* FROM unnest($1::text[]) AS j(job) CROSS JOIN LATERAL (
+				SELECT {cols} FROM {s}.runs AS r WHERE r.job = j.job AND NOT r.manual
 				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l`),
 		// The distinct jobs by a loose index scan, then as lastOf.
 		lastAll: q(`WITH RECURSIVE jobs(job) AS (
@@ -340,6 +345,12 @@ func (p *Backend) Last(ctx context.Context, jobs []string) ([]scheduler.Run, err
 		return p.queryRuns(ctx, pgRun, p.q.lastAll)
 	}
 	return p.queryRuns(ctx, pgRun, p.q.lastOf, tables.Distinct(jobs))
+}
+
+// LastScheduled returns the newest run of a scheduled slot (not manual) of
+// each job of jobs.
+func (p *Backend) LastScheduled(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
+	return p.queryRuns(ctx, pgRun, p.q.lastScheduled, tables.Distinct(jobs))
 }
 
 // Orphans returns the runs left running under a token other than their

@@ -266,6 +266,21 @@ func (l *Backend) Last(ctx context.Context, jobs []string) ([]scheduler.Run, err
 	return runs, nil
 }
 
+// LastScheduled returns the newest run of a scheduled slot (not manual) of
+// each job of jobs.
+func (l *Backend) LastScheduled(ctx context.Context, jobs []string) ([]scheduler.Run, error) {
+	var runs []scheduler.Run
+	for _, j := range tables.Distinct(jobs) {
+		rs, err := l.queryRuns(ctx, true, `SELECT `+tables.RunCols+` FROM runs WHERE job = $1 AND NOT manual
+			ORDER BY scheduled_at DESC LIMIT 1`, j)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	return runs, nil
+}
+
 // ledgerJobs returns the jobs that have runs.
 func (l *Backend) ledgerJobs(ctx context.Context) ([]string, error) {
 	rows, err := l.r.QueryContext(ctx, `SELECT DISTINCT job FROM runs`)
