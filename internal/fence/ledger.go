@@ -245,15 +245,7 @@ func (s *Store) History(ctx context.Context, job string, limit int) ([]scheduler
 // Last returns the newest run (by slot) of each job in jobs, or of every job
 // in the ledger when jobs is empty. Jobs without runs are absent.
 func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
-	runs, err := s.b.Last(ctx, jobs)
-	if err != nil {
-		return nil, fmt.Errorf("last runs: %w", err)
-	}
-	m := make(map[string]scheduler.Run, len(runs))
-	for _, r := range runs {
-		m[r.Job] = r
-	}
-	return m, nil
+	return byJob(s.b.Last(ctx, jobs))("last runs")
 }
 
 // LastScheduled returns the newest run of a scheduled slot of each job in
@@ -262,15 +254,21 @@ func (s *Store) Last(ctx context.Context, jobs ...string) (map[string]scheduler.
 // takeover's catch-up counts the job's history from it. Jobs without such a
 // run are absent.
 func (s *Store) LastScheduled(ctx context.Context, jobs ...string) (map[string]scheduler.Run, error) {
-	runs, err := s.b.LastScheduled(ctx, jobs)
-	if err != nil {
-		return nil, fmt.Errorf("last scheduled runs: %w", err)
+	return byJob(s.b.LastScheduled(ctx, jobs))("last scheduled runs")
+}
+
+// byJob returns a read of one run per job as a map by job, or its error wrapped as what.
+func byJob(runs []scheduler.Run, err error) func(what string) (map[string]scheduler.Run, error) {
+	return func(what string) (map[string]scheduler.Run, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		m := make(map[string]scheduler.Run, len(runs))
+		for _, r := range runs {
+			m[r.Job] = r
+		}
+		return m, nil
 	}
-	m := make(map[string]scheduler.Run, len(runs))
-	for _, r := range runs {
-		m[r.Job] = r
-	}
-	return m, nil
 }
 
 // Orphans returns the runs left running under a token other than their
