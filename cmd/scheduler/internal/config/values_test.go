@@ -134,3 +134,17 @@ func TestLoad_EmptyEndpointsFromEnv(t *testing.T) {
 			"etcd.endpoints: set by SCHEDULER_ETCD_ENDPOINTS: entry 1 of", "is empty")
 	}
 }
+
+// TestLoad_ParamsFromEnv: a builtin's whole-number parameter set by a variable is read as the
+// same number in the file would be.
+func TestLoad_ParamsFromEnv(t *testing.T) {
+	path := configtest.Write(t, "defaults: {params: {clients: 10}}\njobs:\n  - {name: a, schedule: '@hourly', type: builtin, builtin: invoices}\n")
+	cfg, err := Load(path, []string{"SCHEDULER_DEFAULTS_PARAMS_CLIENTS=5"})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := cfg.Jobs[0].Params["clients"]; got != "5" {
+		t.Fatalf("clients=%v, want the variable's 5", got)
+	}
+	mustLoadError(t, path, []string{"SCHEDULER_DEFAULTS_PARAMS_CLIENTS=5.5"}, "defaults.params.clients: set by SCHEDULER_DEFAULTS_PARAMS_CLIENTS: must be a whole number")
+}
