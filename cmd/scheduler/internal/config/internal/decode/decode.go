@@ -63,8 +63,14 @@ func Int(f, t reflect.Type, data any) (any, error) {
 	switch v := data.(type) {
 	case string:
 		s := strings.TrimSpace(v)
-		if n, err := strconv.ParseInt(s, 10, 0); err == nil {
+		n, err := strconv.ParseInt(s, 10, 0)
+		switch {
+		case err == nil:
 			return int(n), nil
+		case errors.Is(err, strconv.ErrRange) && n < 0:
+			return nil, fmt.Errorf("is too far below zero, got %s", s)
+		case errors.Is(err, strconv.ErrRange):
+			return nil, fmt.Errorf("is too large, got %s", s)
 		}
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
