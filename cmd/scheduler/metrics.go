@@ -28,7 +28,7 @@ func runnerHooks(m *status.Metrics) jobs.Hooks {
 func longestRun(js []config.Job) time.Duration {
 	var longest time.Duration
 	for _, j := range js {
-		longest = max(longest, j.Timeout*time.Duration(j.Retries+1))
+		longest = max(longest, j.LongestRun())
 	}
 	return longest
 }

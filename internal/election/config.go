@@ -90,8 +90,8 @@ func (c *Config) validate() error {
 	case c.TTL%time.Second != 0:
 		errs = append(errs, fmt.Errorf("ttl %v: not a whole number of seconds", c.TTL))
 	}
-	if c.Margin < 0 || (c.Margin > 0 && c.Margin >= c.TTL*2/3) {
-		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, c.TTL*2/3))
+	if c.Margin < 0 || (c.Margin > 0 && c.Margin >= twoThirds(c.TTL)) {
+		errs = append(errs, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", c.Margin, twoThirds(c.TTL)))
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -69,8 +69,12 @@ func (r *renewals) expired(now time.Time) bool {
 // remains for a retry: at TTL 2 s and the default margin, every 1 s on a fast link, 600 ms when
 // a renewal takes 600 ms; at TTL 1 s, 333 ms.
 func renewEvery(ttl, margin, rtt time.Duration) time.Duration {
-	return max(min(ttl/2, (ttl-margin-rtt)*2/3), ttl/10)
+	return max(min(ttl/2, twoThirds(ttl-margin-rtt)), ttl/10)
 }
+
+// twoThirds is d*2/3 without the overflow of d*2: the longest lease etcd grants is longer than
+// half the longest duration.
+func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }
 
 // newRenewer returns a renewer for lease id, granted with TTL ttl by a
 // request sent at granted: the grant counts as the first renewal, and is

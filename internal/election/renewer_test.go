@@ -87,3 +87,12 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewEvery_LongestLease: at the longest lease etcd grants the interval is still half the
+// TTL, where doubling what is left of it wrapped negative and left only the floor of a tenth.
+func TestRenewEvery_LongestLease(t *testing.T) {
+	ttl := 9_000_000_000 * time.Second
+	if got := renewEvery(ttl, defaultMargin(ttl), time.Millisecond); got != ttl/2 {
+		t.Fatalf("renewEvery=%v, want %v", got, ttl/2)
+	}
+}

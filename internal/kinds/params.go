@@ -3,6 +3,7 @@ package kinds
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -137,6 +138,9 @@ func asInt(v any) (int, bool) {
 		return int(n), n <= 1<<53
 	case float64:
 		return int(n), n == float64(int(n))
+	case string: // a variable's value, SCHEDULER_DEFAULTS_PARAMS_CLIENTS=5
+		i, err := strconv.Atoi(strings.TrimSpace(n))
+		return i, err == nil
 	}
 	return 0, false
 }

@@ -47,8 +47,12 @@ func Margin(ttl, margin time.Duration) (time.Duration, error) {
 	if margin == 0 {
 		margin = max(ttl/5, minMargin)
 	}
-	if margin < 0 || margin >= ttl*2/3 {
-		return margin, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", margin, ttl*2/3)
+	if limit := twoThirds(ttl); margin < 0 || margin >= limit {
+		return margin, fmt.Errorf("margin %v: must be in (0, %v), or 0 for the default", margin, limit)
 	}
 	return margin, nil
 }
+
+// twoThirds is d*2/3 without the overflow of d*2, which would refuse every margin of a TTL
+// longer than half the longest duration.
+func twoThirds(d time.Duration) time.Duration { return d/3*2 + d%3*2/3 }

@@ -76,3 +76,24 @@ func TestTiming(t *testing.T) {
 }
 
 func ptr(d time.Duration) *time.Duration { return &d }
+
+// TestMargin_LongestTTL: a TTL past half the longest duration gets its default margin, where
+// doubling it first wrapped the bound negative and refused every margin.
+func TestMargin_LongestTTL(t *testing.T) {
+	ttl := time.Duration(1<<63 - 1).Truncate(time.Second)
+	m, err := Margin(ttl, 0)
+	if err != nil {
+		t.Fatalf("Margin(%v, 0): %v", ttl, err)
+	}
+	if m != ttl/5 {
+		t.Fatalf("margin=%v, want %v", m, ttl/5)
+	}
+	if _, err := Margin(ttl, ttl-ttl/3); err == nil {
+		t.Fatalf("Margin(%v, %v) = nil, want a margin above two thirds refused", ttl, ttl-ttl/3)
+	}
+	for d, want := range map[time.Duration]time.Duration{0: 0, 1: 0, 2: 1, 3: 2, -7: -4, 5 * time.Second: 3333333333, 1<<62 + 1: 3074457345618258603} {
+		if got := twoThirds(d); got != want {
+			t.Errorf("twoThirds(%d)=%d, want %d", d, got, want)
+		}
+	}
+}

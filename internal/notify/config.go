@@ -102,17 +102,6 @@ func checkWebhook(u string, hosts []string) string {
 	return ""
 }
 
-// SplitLists splits the lists of block, a notify block as decoded, that are given as one
-// comma-separated string (as an environment variable gives them) with split.
-func SplitLists(block any, split func(string) []string) {
-	m, _ := block.(map[string]any)
-	for _, k := range []string{"on", "email"} {
-		if list, ok := m[k].(string); ok {
-			m[k] = split(list)
-		}
-	}
-}
-
 // Policy returns the notifications c configures for job.
 func (c Config) Policy(job string) Policy {
 	on := make([]Event, len(c.On))

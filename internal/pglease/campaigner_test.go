@@ -148,3 +148,23 @@ func TestLease_JobRoleCannotTouchIt(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaigner_LongestTTL: the longest TTL election.ttl allows wins a term on a real store:
+// the lease counts it in milliseconds, which hold it, and the step-down margin's arithmetic
+// must too.
+func TestCampaigner_LongestTTL(t *testing.T) {
+	pool := mustPool(t, mustStore(t))
+	ttl := time.Duration(1<<63 - 1).Truncate(time.Second)
+	var seq atomic.Int64
+	r := leasetest.Run(t, newCampaigner(t, pool, "a", ttl), &seq, true)
+	leasetest.Next(t, r.Won, 10*time.Second, "term")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := ReadLeader(ctx, pool, testSchema, "scheduler")
+	if err != nil {
+		t.Fatalf("ReadLeader: %v", err)
+	}
+	if l.Remaining < ttl/2 {
+		t.Fatalf("remaining=%v, want about %v", l.Remaining, ttl)
+	}
+}

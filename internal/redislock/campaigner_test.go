@@ -141,3 +141,22 @@ func TestCampaigner_Run(t *testing.T) {
 // TestCampaigner_Confirm: Redis says no once the lock holds another term's
 // value, before the next renewal notices.
 func TestCampaigner_Confirm(t *testing.T) { leasetest.Confirm(t, contract) }
+
+// TestCampaigner_LongestTTL: the longest TTL election.ttl allows wins a term on a real server:
+// PX counts it in milliseconds, which hold it, and the step-down margin's arithmetic must too.
+func TestCampaigner_LongestTTL(t *testing.T) {
+	s := newServer(t)
+	ttl := time.Duration(1<<63 - 1).Truncate(time.Second)
+	var seq atomic.Int64
+	r := leasetest.Run(t, newCampaigner(t, s.cli, "a", ttl, nil), &seq, true)
+	leasetest.Next(t, r.Won, 10*time.Second, "term")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pttl, err := s.cli.PTTL(ctx, testKey).Result()
+	if err != nil {
+		t.Fatalf("PTTL: %v", err)
+	}
+	if pttl < ttl/2 {
+		t.Fatalf("pttl=%v, want about %v", pttl, ttl)
+	}
+}

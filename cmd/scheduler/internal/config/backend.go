@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"time"
 )
@@ -14,12 +15,21 @@ const (
 	BackendRedis     = "redis"
 )
 
+// The longest election.ttl and zookeeper.session_timeout the backends can grant: etcd refuses a
+// longer lease (its server's MaxLeaseTTL, in seconds), and ZooKeeper's protocol asks for a
+// session timeout in milliseconds as an int32. The postgres and redis backends count the TTL in
+// milliseconds as an int64, which holds every duration.
+const (
+	MaxEtcdTTL          = 9_000_000_000 * time.Second
+	MaxZooKeeperSession = math.MaxInt32 * time.Millisecond
+)
+
 // ZooKeeperConfig is the ZooKeeper client configuration of election.backend zookeeper.
 type ZooKeeperConfig struct {
 	// Servers are host:port of each server of the ensemble.
 	Servers []string `mapstructure:"servers"`
-	// SessionTimeout is the session timeout asked of the servers, at least 1s and within the
-	// servers' bounds (2 to 20 ticks): a frozen or cut-off leader steps down before it and a
+	// SessionTimeout is the session timeout asked of the servers, at least 1s, at most
+	// MaxZooKeeperSession and within the servers' bounds (2 to 20 ticks): a frozen or cut-off leader steps down before it and a
 	// follower takes over after it. Default: 5s.
 	SessionTimeout time.Duration `mapstructure:"session_timeout"`
 	// Path is the election's parent node; only candidates may live under it.
@@ -86,8 +96,11 @@ func (c *Config) validateZooKeeper(p *problems) {
 			p.add(fmt.Sprintf("zookeeper.servers[%d]", i), "must be host:port, got %q: %s", s, msg)
 		}
 	}
-	if z.SessionTimeout < time.Second {
+	switch {
+	case z.SessionTimeout < time.Second:
 		p.add("zookeeper.session_timeout", "must be at least 1s, got %s", z.SessionTimeout)
+	case z.SessionTimeout > MaxZooKeeperSession:
+		p.add("zookeeper.session_timeout", "must be at most %s, the longest a session can ask for, got %s", MaxZooKeeperSession, z.SessionTimeout)
 	}
 	if z.Path == "" || z.Path[0] != '/' || z.Path == "/" || path.Clean(z.Path) != z.Path {
 		p.add("zookeeper.path", "must be an absolute, clean node path other than /, got %q", z.Path)

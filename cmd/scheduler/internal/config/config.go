@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"time"
 
 	"scheduler/internal/notify"
@@ -87,9 +88,9 @@ type ElectionConfig struct {
 	Backend string `mapstructure:"backend"`
 	// Prefix is the etcd key prefix of the election. Default: /scheduler/election.
 	Prefix string `mapstructure:"prefix"`
-	// TTL is the lease TTL, in whole seconds, at least 1s: a frozen or cut-off leader loses
-	// leadership after it. The postgres and redis backends use it too (zookeeper has
-	// zookeeper.session_timeout). Default: 5s.
+	// TTL is the lease TTL, in whole seconds, at least 1s (with etcd at most MaxEtcdTTL): a
+	// frozen or cut-off leader loses leadership after it. The postgres and redis backends use it
+	// too (zookeeper has zookeeper.session_timeout). Default: 5s.
 	TTL time.Duration `mapstructure:"ttl"`
 }
 
@@ -142,6 +143,19 @@ type Job struct {
 	schedule *schedule.Schedule
 }
 
+// MaxRetries bounds a job's retries: the ledger counts a run's attempts in an integer column,
+// and a run retried more often than this has stopped being a retry.
+const MaxRetries = 1000
+
+// LongestRun is the longest a run of the job may take, its timeout times its attempts; the
+// longest duration there is when that product is longer.
+func (j *Job) LongestRun() time.Duration {
+	if n := time.Duration(j.Retries) + 1; j.Retries >= 0 && j.Timeout > 0 && j.Timeout > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return j.Timeout * time.Duration(j.Retries+1)
+}
+
 // ParsedSchedule is the job's schedule as Validate parsed it in its zone, which the table and
 // status use rather than parse it again; nil before Validate, or when either was refused.
 func (j *Job) ParsedSchedule() *schedule.Schedule { return j.schedule }
@@ -185,7 +199,7 @@ type JobSpec struct {
 	FollowRedirects bool `mapstructure:"follow_redirects"`
 	// Timeout bounds one attempt. Default: 1h.
 	Timeout time.Duration `mapstructure:"timeout"`
-	// Retries is how many times a failed attempt is retried. Default: 0.
+	// Retries is how many times a failed attempt is retried, 0 to MaxRetries. Default: 0.
 	Retries int `mapstructure:"retries"`
 	// RetryBackoff is the wait before the first retry; it doubles per retry, capped. Default: 10s.
 	RetryBackoff time.Duration `mapstructure:"retry_backoff"`

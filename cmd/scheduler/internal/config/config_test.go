@@ -166,7 +166,7 @@ func TestLoad_Invalid(t *testing.T) {
 		{"BuiltinUnknown", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: builtin\n    builtin: payroll\n", nil, []string{"jobs[0].builtin: unknown builtin \"payroll\""}},
 		{"BuiltinBadParams", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: builtin\n    builtin: invoices\n    params: {clients: -1, delay: fast, period: week, colour: red}\n", nil,
 			[]string{"jobs[0].params.clients:", "jobs[0].params.delay:", "jobs[0].params.period: must be month or slot", "jobs[0].params.colour: unknown parameter"}},
-		{"NegativeRetries", configtest.MinimalJob + "    retries: -1\n", nil, []string{"jobs[0].retries: must not be negative"}},
+		{"NegativeRetries", configtest.MinimalJob + "    retries: -1\n", nil, []string{"jobs[0].retries: must be from 0 to 1000, got -1"}},
 		{"RetriesNotNumber", configtest.MinimalJob + "    retries: many\n", nil, []string{"jobs[0].retries:", "not a whole number"}},
 		{"NegativeCatchup", configtest.MinimalJob + "    catchup: -5m\n", nil, []string{"jobs[0].catchup: must not be negative"}},
 		{"ZeroTimeout", configtest.MinimalJob + "    timeout: 0s\n", nil, []string{"jobs[0].timeout: must be positive"}},

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 
+	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/config/internal/inherit"
 )
 
@@ -37,8 +39,9 @@ func decodeJobs(cfg *Config, list []any, defaults map[string]any) (problems []Pr
 func newDecoder(result any) (*mapstructure.Decoder, error) {
 	return mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			durationHook,
-			scalarFromStringHook,
+			decode.Duration,
+			decode.Int,
+			decode.Bool,
 		),
 		ErrorUnused: true,
 		Result:      result,
@@ -65,4 +68,24 @@ func jobDefaults(raw map[string]any) (map[string]any, []Problem) {
 		problems = append(problems, Problem{Key: "defaults.name", Msg: "a name cannot be shared by all jobs"})
 	}
 	return defaults, problems
+}
+
+// inheritedKey reports whether the value at key came from elsewhere in the file, where the
+// decoder reports a problem with it once: a job's key from defaults, a key of defaults.history
+// from the top-level history block.
+func inheritedKey(cfg *Config, historyFromTop map[string]bool, key string) bool {
+	if k, ok := strings.CutPrefix(key, "defaults.history."); ok {
+		return historyFromTop[k]
+	}
+	var i int
+	if n, err := fmt.Sscanf(key, "jobs[%d].", &i); n != 1 || err != nil || i < 0 || i >= len(cfg.Jobs) {
+		return false
+	}
+	_, rest, _ := strings.Cut(key, "].")
+	for ; rest != ""; rest = parentKey(rest) {
+		if cfg.Jobs[i].inherited[rest] {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/suggest"
 	"scheduler/internal/kinds"
 )
@@ -151,4 +152,45 @@ func parentKey(key string) string {
 		return key[:i]
 	}
 	return ""
+}
+
+// listKeys are the key paths of the configuration's lists, from the Config type: each one a
+// variable may set, as one comma-separated string.
+var listKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[Config]()
+	walkKeys(t, "", nil, func(key string, index []int, leaf bool) bool {
+		if leaf && t.FieldByIndex(index).Type.Kind() == reflect.Slice {
+			keys[key] = true
+		}
+		return true
+	})
+	return keys
+}()
+
+// splitLists splits, in raw, the value of every list key that a variable of fromEnv set, and
+// reports an empty entry under its key (blamed on the variable later).
+func splitLists(raw map[string]any, fromEnv map[string]string) []Problem {
+	var problems []Problem
+	for key := range fromEnv {
+		if !listKeys[key] {
+			continue
+		}
+		block, name := raw, key
+		for head, rest, ok := strings.Cut(key, "."); ok; head, rest, ok = strings.Cut(rest, ".") {
+			block, _ = block[head].(map[string]any)
+			name = rest
+		}
+		s, ok := block[name].(string)
+		if !ok {
+			continue
+		}
+		list, err := decode.List(s)
+		if err != nil {
+			problems = append(problems, Problem{Key: key, Msg: err.Error()})
+		}
+		block[name] = list
+	}
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
+	return problems
 }

@@ -6,17 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/suggest"
-	"scheduler/internal/notify"
 )
 
 // envPrefix prefixes every environment variable that overrides a config key.
@@ -117,15 +116,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	problems := resolveSecretFiles(raw)
 	problems = append(problems, restoreEnvCase(raw, doc)...)
 	identitiesAsStrings(raw)
-	if s, ok := raw["etcd"].(map[string]any); ok {
-		if list, ok := s["endpoints"].(string); ok { // SCHEDULER_ETCD_ENDPOINTS=a:2379,b:2379
-			s["endpoints"] = splitList(list)
-		}
-	}
-	outboxListsFromEnv(raw)
-	if d, ok := raw["defaults"].(map[string]any); ok {
-		notify.SplitLists(d["notify"], splitList) // SCHEDULER_DEFAULTS_NOTIFY_EMAIL=a@x.test,b@x.test
-	}
+	problems = append(problems, splitLists(raw, fromEnv)...)
 	historyFromTop := inheritHistory(raw)
 	defaults, defaultProblems := jobDefaults(raw)
 
@@ -152,7 +143,9 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	}
 	problems = append(problems, defaultProblems...)
 	if len(errs) > 0 {
-		problems = append(problems, decodeProblems(errors.Join(errs...))...)
+		problems = append(problems, slices.DeleteFunc(decodeProblems(errors.Join(errs...)), func(p Problem) bool {
+			return inheritedKey(&cfg, historyFromTop, p.Key)
+		})...)
 	}
 	if len(fromEnv) > 0 {
 		cfg.fromEnv = fromEnv
@@ -204,16 +197,6 @@ func envMap(environ []string) map[string]string {
 	return m
 }
 
-func splitList(s string) []string {
-	out := []string{}
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
 // jobKeys is the set of keys a job (and `defaults`) may set, from the struct tags.
 func jobKeys() map[string]bool {
 	keys := map[string]bool{}
@@ -224,55 +207,6 @@ func jobKeys() map[string]bool {
 		}
 	}
 	return keys
-}
-
-var durationType = reflect.TypeFor[time.Duration]()
-
-// durationHook parses duration strings and refuses bare numbers, which would otherwise be read
-// as nanoseconds: "timeout: 30" is almost certainly not 30ns.
-func durationHook(f, t reflect.Type, data any) (any, error) {
-	if t != durationType {
-		return data, nil
-	}
-	switch f.Kind() {
-	case reflect.String:
-		s := strings.TrimSpace(data.(string))
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a duration (use a unit, such as 30s, 5m or 2h)", s)
-		}
-		return d, nil
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Uint64:
-		if reflect.ValueOf(data).IsZero() {
-			return time.Duration(0), nil
-		}
-		return nil, fmt.Errorf("%v has no unit (use a duration such as 30s, 5m or 2h)", data)
-	}
-	return data, nil
-}
-
-// scalarFromStringHook converts strings to the ints and bools they spell, as environment
-// variables only carry strings (SCHEDULER_DEFAULTS_RETRIES=3).
-func scalarFromStringHook(f, t reflect.Type, data any) (any, error) {
-	if f.Kind() != reflect.String {
-		return data, nil
-	}
-	s := strings.TrimSpace(data.(string))
-	switch t.Kind() {
-	case reflect.Int:
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", s)
-		}
-		return n, nil
-	case reflect.Bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not true or false", s)
-		}
-		return b, nil
-	}
-	return data, nil
 }
 
 // decodeProblems flattens the decoder's joined errors into one problem per key.
@@ -312,54 +246,11 @@ func decodeProblems(err error) []Problem {
 			}
 			return
 		}
-		problems = append(problems, Problem{Key: key, Msg: decodeMessage(inner)})
+		problems = append(problems, Problem{Key: key, Msg: decode.Message(inner)})
 	}
 	walk(err, "")
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
 	return problems
-}
-
-func decodeMessage(err error) string {
-	var ut *mapstructure.UnconvertibleTypeError
-	if errors.As(err, &ut) {
-		return fmt.Sprintf("must be %s, not %s", kindName(ut.Expected.Type()), valueKind(ut.Value))
-	}
-	return err.Error()
-}
-
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Slice:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "a mapping"
-	case reflect.Int:
-		return "a whole number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	}
-	if t == durationType {
-		return "a duration"
-	}
-	return t.String()
-}
-
-func valueKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "empty"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	case string:
-		return fmt.Sprintf("the string %q", v)
-	case bool:
-		return fmt.Sprintf("%v", v)
-	}
-	return fmt.Sprintf("%v", v)
 }
 
 func joinKey(prefix, key string) string {

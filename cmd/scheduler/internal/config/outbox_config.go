@@ -35,16 +35,6 @@ type OutboxWebhookConfig struct {
 	Hosts []string `mapstructure:"hosts"`
 }
 
-// outboxListsFromEnv splits the comma-separated lists that the environment sets, such as
-// SCHEDULER_OUTBOX_WEBHOOK_HOSTS=a.example,b.example.
-func outboxListsFromEnv(raw map[string]any) {
-	o, _ := raw["outbox"].(map[string]any)
-	w, _ := o["webhook"].(map[string]any)
-	if list, ok := w["hosts"].(string); ok {
-		w["hosts"] = splitList(list)
-	}
-}
-
 // OutboxSMTPConfig is the SMTP server of the outbox.
 type OutboxSMTPConfig struct {
 	// Addr is the server's host:port. Default: empty, no SMTP.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"scheduler/internal/kinds"
 )
@@ -59,7 +60,7 @@ func acceptedKeys(t *testing.T) []string {
 				continue
 			}
 			keys = append(keys, key)
-			if ft.Kind() == reflect.Struct && ft != durationType {
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]() {
 				walk(key+".", ft)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
@@ -56,7 +57,7 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 		}
 		path, ok := setting.(string)
 		if !ok {
-			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("must be a file path, not %s", valueKind(setting))})
+			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("must be a file path, not %s", decode.ValueKind(setting))})
 			continue
 		}
 		if v, _ := parent[leaf].(string); v != "" {

@@ -50,6 +50,8 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		p.add("election.ttl", "must be at least 1s, got %s", ttl)
 	case ttl%time.Second != 0:
 		p.add("election.ttl", "must be a whole number of seconds (etcd leases count seconds), got %s", ttl)
+	case ttl > MaxEtcdTTL && c.Election.Backend == BackendEtcd:
+		p.add("election.ttl", "must be at most %s, the longest lease etcd grants, got %s", MaxEtcdTTL, ttl)
 	}
 	if c.Store.DSN != "" {
 		if _, err := pgx.ParseConfig(c.Store.DSN); err != nil {

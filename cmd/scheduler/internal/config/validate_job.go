@@ -68,7 +68,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 		msg string
 	}{
 		{"timeout", job.Timeout <= 0, fmt.Sprintf("must be positive, got %s", job.Timeout)},
-		{"retries", job.Retries < 0, fmt.Sprintf("must not be negative, got %d", job.Retries)},
+		{"retries", job.Retries < 0 || job.Retries > MaxRetries, fmt.Sprintf("must be from 0 to %d, got %d", MaxRetries, job.Retries)},
 		{"retry_backoff", job.RetryBackoff < 0, fmt.Sprintf("must not be negative, got %s", job.RetryBackoff)},
 		{"catchup", job.Catchup < 0, fmt.Sprintf("must not be negative, got %s", job.Catchup)},
 		{"jitter", job.Jitter < 0, fmt.Sprintf("must not be negative, got %s", job.Jitter)},
@@ -198,8 +198,8 @@ func validateDefaults(p *problems, d JobSpec) {
 	if d.Timeout <= 0 {
 		p.add("defaults.timeout", "must be positive, got %s", d.Timeout)
 	}
-	if d.Retries < 0 {
-		p.add("defaults.retries", "must not be negative, got %d", d.Retries)
+	if d.Retries < 0 || d.Retries > MaxRetries {
+		p.add("defaults.retries", "must be from 0 to %d, got %d", MaxRetries, d.Retries)
 	}
 	p.nonNegative("defaults.retry_backoff", d.RetryBackoff)
 	p.nonNegative("defaults.catchup", d.Catchup)
