@@ -26,6 +26,6 @@ func (d *daemon) runBackfills(ctx context.Context, token int64) {
 		d.lg.Warn("backfills are not served", zap.Error(err))
 		return
 	}
-	backfills.Leader{State: bs, Runner: d.runner, Ledger: d.store, Node: d.cfg.Node,
+	backfills.Leader{State: bs, Runner: d.runner, Ledger: d.store, Node: d.cfg.Node, Retention: d.retention,
 		Logger: d.lg.Named("backfill").With(zap.Int64("token", token))}.Serve(ctx)
 }
