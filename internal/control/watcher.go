@@ -75,8 +75,12 @@ func (s *Store) NewWatcher(lg *zap.Logger) *Watcher {
 
 // KnownJobs makes the Watcher warn, once per key, of a pause key that names a job known says the
 // table lacks, instead of logging it as a paused job; the key still pauses that job, should the
-// table gain it. known is called from Run, for each pause key read. Call KnownJobs before Run.
-func (w *Watcher) KnownJobs(known func(job string) bool) { w.known = known }
+// table gain it. known is called from Run, for each pause key read. Call KnownJobs before Run;
+// it returns w.
+func (w *Watcher) KnownJobs(known func(job string) bool) *Watcher {
+	w.known = known
+	return w
+}
 
 // Paused reports whether job was paused at the last state seen; false
 // before the first list (see Ready). Safe for concurrent use; it takes a
