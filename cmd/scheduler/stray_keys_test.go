@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 
@@ -93,4 +94,35 @@ func shown(key string) string {
 		return key[:200] + "…"
 	}
 	return key
+}
+
+// TestDaemon_ZeroTimeTrigger: a trigger key at the zero time, which the ledger refuses as a
+// slot, is never handed to the runner: it is logged once at warn with the command that removes
+// it, and the runner's retries stay clear, so that the next manual run is recorded at once.
+func TestDaemon_ZeroTimeTrigger(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	r := c.start("a")
+	c.leading()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key := "/test/election:trigger/yearly/0001-01-01T00:00:00.000000Z"
+	if _, err := c.etcd.Client(t).Put(ctx, key, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the key read", func() bool {
+		logs := r.logs.String()
+		return strings.Contains(logs, "ignoring request key") || strings.Contains(logs, "zero slot time")
+	})
+	c.cli("trigger", "yearly")
+	c.wait("the manual run of yearly", func() bool {
+		runs := c.history("yearly")
+		return len(runs) == 1 && runs[0].Status == scheduler.StatusSucceeded
+	})
+	logs := r.logs.String()
+	if strings.Contains(logs, "zero slot time") || strings.Contains(logs, "slots; retrying") {
+		t.Errorf("the runner retried a write:\n%.3000s", logs)
+	}
+	if n := strings.Count(logs, "ignoring request key"); n != 1 || !strings.Contains(logs, "etcdctl del "+key) {
+		t.Errorf("the key logged %d times, want once with its etcdctl del", n)
+	}
 }
