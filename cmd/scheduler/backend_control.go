@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 )
 
@@ -62,7 +64,7 @@ func (d *daemon) buildControl() error {
 		if err != nil {
 			return err
 		}
-		d.control, d.watcher = s, s.NewWatcher(lg)
+		d.control, d.watcher = s, s.NewWatcher(lg).KnownJobs(d.isJob)
 		d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
 		return err
 	}
@@ -73,4 +75,10 @@ func (d *daemon) buildControl() error {
 	d.control, d.watcher = s, s.NewPoller(controlPoll, d.lg)
 	d.reg, err = s.NewRegistration(d.cfg.Election.TTL, d.replica, lg)
 	return err
+}
+
+// isJob reports whether the table runs job, for the watcher's word on a pause key.
+func (d *daemon) isJob(job string) bool {
+	jobs, _ := d.table()
+	return slices.ContainsFunc(jobs, func(j config.Job) bool { return j.Name == job })
 }

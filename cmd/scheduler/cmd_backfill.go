@@ -23,9 +23,8 @@ func stamp(t time.Time) string { return t.Format(time.RFC3339) }
 
 // backfillFlags are the options of `scheduler backfill`.
 type backfillFlags struct {
-	from, to, overlap string
-	rerun, yes        bool
-	detach            bool
+	from, to, overlap  string
+	rerun, yes, detach bool
 }
 
 func newBackfillCmd(c *cli) *cobra.Command {
@@ -98,7 +97,7 @@ func (c *cli) backfill(ctx context.Context, name string, f backfillFlags) error 
 		return err
 	}
 	defer s.close()
-	bs, err := backfillsOf(s.ctl)
+	bs, err := backfills.Of(s.ctl)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/coord"
+	"scheduler/internal/control"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 	"scheduler/internal/jobs"
@@ -57,6 +58,9 @@ func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (
 		}
 	}
 	e := status.Election{Leaseless: make([]status.LeaselessKey, len(snap.Leaseless)), Problems: snap.Problems(nodes)}
+	if st, ok := s.ctl.(*control.Store); ok { // a failed read is the replicas' to report
+		_, e.Strays, _ = st.Registry(ctx)
+	}
 	for i, c := range snap.Leaseless {
 		e.Leaseless[i] = status.LeaselessKey{Key: c.Key, Value: election.ShownValue(c.Node), CreateRevision: c.Rev, Remove: election.RemoveCommand(c.Key)}
 	}

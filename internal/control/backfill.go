@@ -51,6 +51,15 @@ type Backfill struct {
 	Error     string    `json:"error,omitempty"`
 	Node      string    `json:"node,omitempty"` // the leader that wrote the record last
 	Updated   time.Time `json:"updated"`
+
+	// Key is the etcd key the request was read from, which UpdateBackfill writes: a key
+	// written by hand need not spell the id as SubmitBackfill does. Empty for a request not
+	// read from etcd.
+	Key string `json:"-"`
+	// Unreadable says why the stored request does not parse (its key, or its value), for a
+	// request written by hand; Backfills returns it with Key and whatever the key names, and
+	// nothing can be done with it but to report it.
+	Unreadable string `json:"-"`
 }
 
 // Finished reports whether the leader is done with b.
@@ -109,7 +118,8 @@ func (s *Store) SubmitBackfill(ctx context.Context, b Backfill) (Backfill, error
 }
 
 // Backfills returns the backfill requests, finished ones included, oldest
-// first. Keys whose values do not parse (written by hand) are left out.
+// first. A key that does not parse as a request (written by hand) is
+// returned with Unreadable set, so that the leader can report it.
 func (s *Store) Backfills(ctx context.Context) ([]Backfill, error) {
 	kvs, err := s.list(ctx, "backfill requests", s.k.backfillPrefix())
 	if err != nil {
@@ -117,9 +127,11 @@ func (s *Store) Backfills(ctx context.Context) ([]Backfill, error) {
 	}
 	var bs []Backfill
 	for _, kv := range kvs {
-		if b, err := s.decodeBackfill(string(kv.Key), kv.Value); err == nil {
-			bs = append(bs, b)
+		b, err := s.decodeBackfill(string(kv.Key), kv.Value)
+		if err != nil {
+			b.Key, b.Unreadable = string(kv.Key), err.Error()
 		}
+		bs = append(bs, b)
 	}
 	sortBackfills(bs)
 	return bs, nil
@@ -143,14 +155,21 @@ func (s *Store) Backfill(ctx context.Context, job string, id int64) (b Backfill,
 	return b, err == nil, err
 }
 
-// UpdateBackfill stores the leader's progress of b, stamped now. A request
-// removed meanwhile is not written again.
+// UpdateBackfill stores the leader's progress of b, stamped now, under the
+// key b was read from (see Backfill.Key). A request removed meanwhile is not
+// written again.
 func (s *Store) UpdateBackfill(ctx context.Context, b Backfill) error {
 	_, v, err := encodeBackfill("update", b, s.now())
 	if err != nil {
 		return err
 	}
 	key := s.k.backfillKey(b.Job, b.ID)
+	if b.Key != "" {
+		if k, err := s.decodeBackfill(b.Key, []byte("{}")); err != nil || k.Job != b.Job || k.ID != b.ID {
+			return fmt.Errorf("update backfill %d of %q: key %q names another request", b.ID, b.Job, b.Key)
+		}
+		key = b.Key
+	}
 	if _, err := s.cli.Txn(rctx(ctx)).If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
 		Then(clientv3.OpPut(key, string(v))).Commit(); err != nil {
 		return fmt.Errorf("update backfill %d of %q: %w", b.ID, b.Job, err)
@@ -179,12 +198,12 @@ func (s *Store) decodeBackfill(key string, value []byte) (Backfill, error) {
 	job, id, ok := strings.Cut(rest, "/")
 	n, err := strconv.ParseInt(id, 10, 64)
 	if !ok || err != nil || checkBackfill(job, n) != nil {
-		return Backfill{}, fmt.Errorf("backfill key %q: not PREFIX:backfill/JOB/ID", key)
+		return Backfill{}, fmt.Errorf("backfill key %q: not PREFIX:backfill/JOB/ID; remove it with: %s", shownKey(key), removeCommand(key))
 	}
 	var b Backfill
 	if err := json.Unmarshal(value, &b); err != nil {
-		return Backfill{}, fmt.Errorf("backfill key %q: %w", key, err)
+		return Backfill{Job: job, ID: n}, fmt.Errorf("backfill key %q: value does not parse (%w); remove it with: %s", shownKey(key), err, removeCommand(key))
 	}
-	b.Job, b.ID = job, n
+	b.Job, b.ID, b.Key = job, n, key
 	return b, nil
 }

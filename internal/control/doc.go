@@ -27,6 +27,17 @@
 // stops scheduled slots only: a manual trigger is an explicit request and
 // runs a paused job all the same.
 //
+// # Keys written by hand
+//
+// Anyone with write access to the prefix can write these keys by hand, so
+// none is trusted to be as this package writes it. A key that is not is
+// refused where it is read, never handed on: the Watcher logs a trigger key
+// at a time Trigger would refuse, or a pause key that names no job, once at
+// warn with the etcdctl del that removes it; Registry reports a registry
+// entry bound to no lease (it would never expire) or that is no replica's;
+// Backfills returns a request that does not parse with Unreadable set, and
+// UpdateBackfill writes a request's progress under the key it was read from.
+//
 // # Manual runs are exactly-once through the ledger
 //
 // A trigger request names its job and a time with microsecond precision,

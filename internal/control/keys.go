@@ -55,20 +55,34 @@ func (k keys) electionKey(lease int64) string {
 func (k keys) parseTrigger(key string) (job string, at time.Time, err error) {
 	rest, ok := strings.CutPrefix(key, k.triggerPrefix())
 	if !ok {
-		return "", time.Time{}, fmt.Errorf("request key %q: not under %s", key, k.triggerPrefix())
+		return "", time.Time{}, fmt.Errorf("request key %q: not under %s", shownKey(key), k.triggerPrefix())
 	}
 	job, id, ok := strings.Cut(rest, "/")
 	if !ok {
-		return "", time.Time{}, fmt.Errorf("request key %q: no request time", key)
+		return "", time.Time{}, fmt.Errorf("request key %q: no request time", shownKey(key))
 	}
 	if err := checkJob(job); err != nil {
-		return "", time.Time{}, fmt.Errorf("request key %q: %w", key, err)
+		return "", time.Time{}, fmt.Errorf("request key %q: %w", shownKey(key), err)
 	}
 	at, err = time.Parse(triggerLayout, id)
 	if err != nil || at.Format(triggerLayout) != id {
-		return "", time.Time{}, fmt.Errorf("request key %q: time %q is not in the form %s", key, id, triggerLayout)
+		return "", time.Time{}, fmt.Errorf("request key %q: time %q is not in the form %s", shownKey(key), shownKey(id), triggerLayout)
+	}
+	if err := checkRequestTime(at); err != nil {
+		return "", time.Time{}, fmt.Errorf("request key %q: %w", shownKey(key), err)
 	}
 	return job, at, nil
+}
+
+// checkRequestTime refuses a request time the run ledger would refuse as a slot (the zero
+// time) or cannot keep on every backend: such a request would be retried by the leader for
+// as long as it leads.
+func checkRequestTime(at time.Time) error {
+	if at.IsZero() || at.Year() < 1 || at.Year() > 9999 {
+		return fmt.Errorf("request time %s out of range: want a time after %s and in a year up to 9999",
+			at.UTC().Format(triggerLayout), time.Time{}.Format(triggerLayout))
+	}
+	return nil
 }
 
 // checkPrefix validates an election prefix.
@@ -88,11 +102,11 @@ func checkJob(job string) error {
 	case job == "":
 		return fmt.Errorf("%w: empty", ErrInvalidJob)
 	case strings.Contains(job, "/"):
-		return fmt.Errorf("%w %q: must not contain /", ErrInvalidJob, job)
+		return fmt.Errorf("%w %q: must not contain /", ErrInvalidJob, shownKey(job))
 	}
 	for _, c := range job {
 		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w %q: must match [a-z0-9_-]+", ErrInvalidJob, job)
+			return fmt.Errorf("%w %q: must match [a-z0-9_-]+", ErrInvalidJob, shownKey(job))
 		}
 	}
 	return nil
@@ -107,7 +121,7 @@ func checkNode(node string) error {
 	}
 	for _, c := range node {
 		if c == '/' || c <= ' ' || c == 0x7f {
-			return fmt.Errorf("%w %q: must not contain /, spaces or control characters", ErrInvalidNode, node)
+			return fmt.Errorf("%w %q: must not contain /, spaces or control characters", ErrInvalidNode, shownKey(node))
 		}
 	}
 	return nil

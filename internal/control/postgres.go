@@ -112,8 +112,8 @@ func (s *Postgres) Trigger(ctx context.Context, job, by string, at time.Time) (R
 		return Request{}, fmt.Errorf("trigger: %w", err)
 	}
 	at = at.UTC().Truncate(time.Microsecond)
-	if at.IsZero() || at.Year() < 1 || at.Year() > 9999 {
-		return Request{}, fmt.Errorf("trigger %q: request time %v out of range", job, at)
+	if err := checkRequestTime(at); err != nil {
+		return Request{}, fmt.Errorf("trigger %q: %w", job, err)
 	}
 	if _, err := s.pool.Exec(ctx, s.q.trigger, job, at, by); err != nil {
 		return Request{}, fmt.Errorf("trigger %q at %s: %w", job, at.Format(triggerLayout), err)
@@ -127,7 +127,7 @@ func pgRequest(job string, at time.Time, by string) Request {
 	return Request{Job: job, At: at, By: by, Key: job + "/" + at.Format(triggerLayout)}
 }
 
-// Requests returns the pending requests, oldest first.
+// Requests returns the pending requests, oldest first, leaving out rows that no Trigger writes.
 func (s *Postgres) Requests(ctx context.Context) ([]Request, error) {
 	rows, err := s.pool.Query(ctx, s.q.requests)
 	if err != nil {
@@ -139,7 +139,10 @@ func (s *Postgres) Requests(ctx context.Context) ([]Request, error) {
 		at      time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&job, &at, &by}, func() error {
-		rs = append(rs, pgRequest(job, at, by))
+		// A row no Trigger writes (the zero time) would be retried by the leader for its whole term.
+		if checkJob(job) == nil && checkRequestTime(at.UTC()) == nil {
+			rs = append(rs, pgRequest(job, at, by))
+		}
 		return nil
 	})
 	if err != nil {

@@ -83,7 +83,7 @@ func (s *Postgres) UpdateBackfill(ctx context.Context, b Backfill) error {
 }
 
 // collectBackfills reads rows of (job, id, request); a request that does not
-// parse keeps its job and id only.
+// parse keeps its job and id only, with Unreadable set.
 func collectBackfills(rows pgx.Rows) ([]Backfill, error) {
 	var (
 		bs  []Backfill
@@ -93,8 +93,8 @@ func collectBackfills(rows pgx.Rows) ([]Backfill, error) {
 	)
 	_, err := pgx.ForEachRow(rows, []any{&job, &id, &v}, func() error {
 		var b Backfill
-		if json.Unmarshal(v, &b) != nil {
-			b = Backfill{}
+		if err := json.Unmarshal(v, &b); err != nil {
+			b = Backfill{Unreadable: fmt.Sprintf("backfill %d of %q: value does not parse: %v", id, job, err)}
 		}
 		b.Job, b.ID = job, id
 		bs = append(bs, b)

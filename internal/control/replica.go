@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,23 +51,52 @@ func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r Replica)
 	return nil
 }
 
-// Replicas returns the registered replicas by node name. An entry whose
-// value does not parse is returned with its node name only.
+// Replicas returns the registered replicas by node name, leaving out the
+// entries that are no replica's (see Registry).
 func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
+	rs, _, err := s.Registry(ctx)
+	return rs, err
+}
+
+// Registry returns the registered replicas by node name, and a problem for
+// each entry that is no replica's: one bound to no lease (written by hand, it
+// never expires) or whose value does not parse as a replica's entry for its
+// key. Each problem names the key, bounded, and the command that removes it.
+func (s *Store) Registry(ctx context.Context) (rs []Replica, stray []string, err error) {
 	kvs, err := s.list(ctx, "replicas", s.k.replicaPrefix())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rs := make([]Replica, 0, len(kvs))
+	rs = make([]Replica, 0, len(kvs))
 	for _, kv := range kvs {
-		var r Replica
-		if json.Unmarshal(kv.Value, &r) != nil {
-			r = Replica{}
+		key := string(kv.Key)
+		r, err := decodeReplica(strings.TrimPrefix(key, s.k.replicaPrefix()), kv.Value)
+		if err == nil && kv.Lease == 0 {
+			err = errors.New("bound to no lease, so it never expires")
 		}
-		r.Node = strings.TrimPrefix(string(kv.Key), s.k.replicaPrefix())
+		if err != nil {
+			stray = append(stray, fmt.Sprintf("replica registry key %q is no replica's entry (%v): no replica writes such a key; remove it with: %s",
+				shownKey(key), err, removeCommand(key)))
+			continue
+		}
 		rs = append(rs, r)
 	}
-	return rs, nil // etcd returns keys sorted, hence by node name
+	return rs, stray, nil // etcd returns keys sorted, hence by node name
+}
+
+// decodeReplica parses the entry of node as Register writes it.
+func decodeReplica(node string, value []byte) (Replica, error) {
+	if err := checkNode(node); err != nil {
+		return Replica{}, err
+	}
+	var r Replica
+	if err := json.Unmarshal(value, &r); err != nil {
+		return Replica{}, fmt.Errorf("value does not parse: %w", err)
+	}
+	if r.Node != node {
+		return Replica{}, fmt.Errorf("value names node %q", shownKey(r.Node))
+	}
+	return r, nil
 }
 
 // TableHash returns a short, stable digest of a job table described as

@@ -39,8 +39,8 @@ func (s *Store) Trigger(ctx context.Context, job, by string, at time.Time) (Requ
 		return Request{}, fmt.Errorf("trigger: %w", err)
 	}
 	at = at.UTC().Truncate(time.Microsecond)
-	if at.IsZero() || at.Year() < 1 || at.Year() > 9999 {
-		return Request{}, fmt.Errorf("trigger %q: request time %v out of range", job, at)
+	if err := checkRequestTime(at); err != nil {
+		return Request{}, fmt.Errorf("trigger %q: %w", job, err)
 	}
 	b, err := json.Marshal(requestRecord{By: by})
 	if err != nil {

@@ -48,6 +48,11 @@ type Watcher struct {
 	// with its revision, before the watches start.
 	afterList func(rev int64)
 
+	// ignored holds the keys that do not parse (written by hand) as last reported, so that each
+	// is logged once, not at every re-list; only Run's goroutine uses it.
+	ignored map[string]bool
+	known   func(job string) bool // see KnownJobs; nil: every job
+
 	mu     sync.RWMutex
 	paused map[string]struct{}
 }
@@ -59,12 +64,22 @@ func (s *Store) NewWatcher(lg *zap.Logger) *Watcher {
 		lg = zap.NewNop()
 	}
 	return &Watcher{
-		s:      s,
-		lg:     lg.Named("control").With(zap.String("prefix", s.k.prefix)),
-		out:    make(chan Request),
-		ready:  make(chan struct{}),
-		paused: map[string]struct{}{},
+		s:       s,
+		lg:      lg.Named("control").With(zap.String("prefix", s.k.prefix)),
+		out:     make(chan Request),
+		ready:   make(chan struct{}),
+		paused:  map[string]struct{}{},
+		ignored: map[string]bool{},
 	}
+}
+
+// KnownJobs makes the Watcher warn, once per key, of a pause key that names a job known says the
+// table lacks, instead of logging it as a paused job; the key still pauses that job, should the
+// table gain it. known is called from Run, for each pause key read. Call KnownJobs before Run;
+// it returns w.
+func (w *Watcher) KnownJobs(known func(job string) bool) *Watcher {
+	w.known = known
+	return w
 }
 
 // Paused reports whether job was paused at the last state seen; false
@@ -227,26 +242,30 @@ func (w *Watcher) list(ctx context.Context, q *queue) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list paused jobs and requests of %s: %w", k.prefix, err)
 	}
+	reported := w.ignored
+	w.ignored = map[string]bool{}
 	paused := map[string]struct{}{}
 	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
-		job, _ := w.s.decodePause(kv.Key, kv.Value)
-		paused[job] = struct{}{}
+		if job, ok := w.pausedJob(kv.Key, reported); ok {
+			paused[job] = struct{}{}
+		}
 	}
+	quiet := w.ignored // pauses of jobs the table lacks, warned of instead
 	var rs []Request
 	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-		if r, ok := w.decodeRequest(kv); ok {
+		if r, ok := w.decodeRequest(kv, reported); ok {
 			rs = append(rs, r)
 		}
 	}
 	sortRequests(rs)
 	w.mu.Lock()
 	for job := range paused {
-		if _, was := w.paused[job]; !was {
+		if _, was := w.paused[job]; !was && !quiet[w.s.k.paused(job)] {
 			w.lg.Info("job paused", zap.String("job", job))
 		}
 	}
 	for job := range w.paused {
-		if _, is := paused[job]; !is {
+		if _, is := paused[job]; !is && !reported[w.s.k.paused(job)] {
 			w.lg.Info("job resumed", zap.String("job", job))
 		}
 	}
@@ -267,13 +286,18 @@ func (w *Watcher) applyPaused(evs []*clientv3.Event) {
 		_, was := w.paused[job]
 		switch ev.Type {
 		case mvccpb.PUT:
+			if _, ok := w.pausedJob(ev.Kv.Key, w.ignored); !ok {
+				continue
+			}
 			w.paused[job] = struct{}{}
-			if !was {
+			if !was && !w.ignored[string(ev.Kv.Key)] {
 				w.lg.Info("job paused", zap.String("job", job))
 			}
 		case mvccpb.DELETE:
+			quiet := w.ignored[string(ev.Kv.Key)]
+			delete(w.ignored, string(ev.Kv.Key))
 			delete(w.paused, job)
-			if was {
+			if was && !quiet {
 				w.lg.Info("job resumed", zap.String("job", job))
 			}
 		}
@@ -285,21 +309,48 @@ func (w *Watcher) applyRequests(evs []*clientv3.Event, q *queue) {
 	for _, ev := range evs {
 		switch ev.Type {
 		case mvccpb.PUT:
-			if r, ok := w.decodeRequest(ev.Kv); ok {
+			if r, ok := w.decodeRequest(ev.Kv, w.ignored); ok {
 				q.put(r)
 			}
 		case mvccpb.DELETE:
+			delete(w.ignored, string(ev.Kv.Key))
 			q.remove(string(ev.Kv.Key))
 		}
 	}
 }
 
-// decodeRequest parses a request, logging keys that do not parse.
-func (w *Watcher) decodeRequest(kv *mvccpb.KeyValue) (Request, bool) {
+// decodeRequest parses a request; a key that does not parse is ignored, and logged unless
+// reported holds it (it was logged before).
+func (w *Watcher) decodeRequest(kv *mvccpb.KeyValue, reported map[string]bool) (Request, bool) {
 	r, err := w.s.decodeRequest(kv)
 	if err != nil {
-		w.lg.Warn("ignoring request key", zap.Error(err))
+		w.ignore("ignoring request key", string(kv.Key), err, reported)
 		return Request{}, false
 	}
 	return r, true
+}
+
+// pausedJob returns the job a pause key names; a key that names no job (written by hand: no
+// table has such a job) pauses nothing, and is logged unless reported holds it. A key naming a
+// job the table lacks pauses it, and is logged (unless reported holds it) instead of the pause.
+func (w *Watcher) pausedJob(key []byte, reported map[string]bool) (string, bool) {
+	job := strings.TrimPrefix(string(key), w.s.k.pausedPrefix())
+	if err := checkJob(job); err != nil {
+		w.ignore("ignoring pause key", string(key), fmt.Errorf("pause key %q: %w", shownKey(string(key)), err), reported)
+		return "", false
+	}
+	if w.known != nil && !w.known(job) {
+		err := fmt.Errorf("pause key %q names no job of the table: it pauses nothing unless the table gains %q", shownKey(string(key)), shownKey(job))
+		w.ignore("pause key of an unknown job", string(key), err, reported)
+	}
+	return job, true
+}
+
+// ignore records key as ignored, and logs it at warn with the command that removes it, unless
+// reported holds it.
+func (w *Watcher) ignore(msg, key string, err error, reported map[string]bool) {
+	if !reported[key] {
+		w.lg.Warn(msg, zap.String("key", shownKey(key)), zap.Error(err), zap.String("remove", removeCommand(key)))
+	}
+	w.ignored[key] = true
 }

@@ -33,6 +33,9 @@ type Election struct {
 	Leaseless []LeaselessKey // keys bound to no lease, oldest first
 	// Problems describe what keeps the election from working, each with its remedy.
 	Problems []string
+	// Strays describe keys beside the election that no replica wrote (a registry entry written
+	// by hand), each with its remedy: status warns of them; they do not fail readiness.
+	Strays []string
 }
 
 // Entry is a job of the table as configured.
@@ -117,7 +120,7 @@ func Collect(ctx context.Context, src Source, ex Explain, table []Entry, now tim
 		if e.Leaseless != nil {
 			doc.Leaseless = e.Leaseless
 		}
-		for _, p := range e.Problems {
+		for _, p := range append(e.Problems, e.Strays...) {
 			warn("%s", p)
 		}
 	}

@@ -29,6 +29,16 @@ var (
 	_ State = (*control.Postgres)(nil)
 )
 
+// Of returns the backfill requests of the operations state c: both of its implementations keep
+// them.
+func Of(c any) (State, error) {
+	b, ok := c.(State)
+	if !ok {
+		return nil, fmt.Errorf("the operations state %T keeps no backfill requests", c)
+	}
+	return b, nil
+}
+
 // Slots returns the slots of sch in [from, to], oldest first, as the ledger keeps them.
 func Slots(sch *schedule.Schedule, from, to time.Time) ([]time.Time, error) {
 	if to.Before(from) {

@@ -3,6 +3,7 @@ package backfills
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -10,6 +11,7 @@ import (
 	"scheduler/internal/backfill"
 	"scheduler/internal/control"
 	"scheduler/internal/jobs"
+	"scheduler/internal/retention"
 )
 
 // DefaultPoll is how often a leader looks for new backfill requests: a backfill is an
@@ -32,6 +34,9 @@ type Leader struct {
 	// Now is the clock that bounds a request's slots (those to come are the schedule's);
 	// default time.Now.
 	Now func() time.Time
+	// Retention returns the retention of the table's jobs, which a request must not outrun (see
+	// CheckRetention), as `scheduler backfill` checks it; nil, or a job left out: no limit.
+	Retention func() []retention.Policy
 }
 
 // Serve works through the unfinished backfill requests of the control state while ctx lasts
@@ -47,18 +52,30 @@ func (l Leader) Serve(ctx context.Context) {
 	if l.Logger == nil {
 		l.Logger = zap.NewNop()
 	}
+	// The unreadable requests reported this term, by key and reason, so that each is logged
+	// once however often it is read, and again if it is written anew.
+	reported := map[string]bool{}
 	for {
 		reqs, err := l.State.Backfills(ctx)
 		if err != nil && ctx.Err() == nil {
 			l.Logger.Warn("read backfill requests", zap.Error(err))
 		}
+		seen := map[string]bool{}
 		for _, b := range reqs {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return
-			}
-			if !b.Finished() {
+			case b.Unreadable != "":
+				seen[b.Key+"\x00"+b.Unreadable] = true
+				if !reported[b.Key+"\x00"+b.Unreadable] {
+					l.Logger.Warn("ignoring backfill request", zap.String("reason", b.Unreadable))
+				}
+			case !b.Finished():
 				l.serve(ctx, b)
 			}
+		}
+		if err == nil {
+			reported = seen
 		}
 		select {
 		case <-ctx.Done():
@@ -78,6 +95,9 @@ func (l Leader) serve(ctx context.Context, b control.Backfill) {
 		}
 	}
 	req, err := l.request(b)
+	if err == nil {
+		err = l.retained(b.Job, req.Slots)
+	}
 	if err != nil {
 		lg.Warn("backfill refused", zap.Error(err))
 		b.State, b.Error = control.BackfillRefused, err.Error()
@@ -128,13 +148,34 @@ func (l Leader) request(b control.Backfill) (backfill.Request, error) {
 	if err != nil {
 		return backfill.Request{}, err
 	}
+	if b.From.IsZero() || b.To.IsZero() {
+		return backfill.Request{}, errors.New("no range: the request needs both from and to")
+	}
 	to := b.To
 	if now := l.Now(); to.After(now) {
 		to = now
 	}
 	slots, err := Slots(spec.Schedule, b.From, to)
-	if err != nil {
+	switch {
+	case err != nil:
 		return backfill.Request{}, err
+	case len(slots) == 0:
+		return backfill.Request{}, fmt.Errorf("no slots of the job's schedule from %s to %s", stamp(b.From), stamp(to))
 	}
 	return backfill.Request{Job: b.Job, ID: b.ID, Slots: slots, Rerun: b.Rerun, Overlap: overlap}, nil
+}
+
+// retained refuses slots that the job's retention would prune as soon as their runs are written,
+// as CheckRetention does for `scheduler backfill`: a request written by hand gets the same
+// answer as one the command submits.
+func (l Leader) retained(job string, slots []time.Time) error {
+	if l.Retention == nil {
+		return nil
+	}
+	for _, p := range l.Retention() {
+		if p.Job == job {
+			return CheckRetention(slots, p.MaxAge, p.MaxRuns, l.Now())
+		}
+	}
+	return nil
 }

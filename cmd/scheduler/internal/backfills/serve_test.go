@@ -1,0 +1,160 @@
+package backfills
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"scheduler"
+	"scheduler/internal/control"
+	"scheduler/internal/jobs"
+	"scheduler/internal/retention"
+	"scheduler/internal/schedule"
+	"scheduler/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// countingState counts the reads of the requests, so that a test can wait for polls without
+// a clock.
+type countingState struct {
+	State
+	reads atomic.Int64
+}
+
+func (c *countingState) Backfills(ctx context.Context) ([]control.Backfill, error) {
+	defer c.reads.Add(1)
+	return c.State.Backfills(ctx)
+}
+
+// tableRunner is a runner of a one-job table that records the slots it is asked to run.
+type tableRunner struct {
+	table []jobs.Spec
+	mu    sync.Mutex
+	ran   []scheduler.SlotKey
+}
+
+func (r *tableRunner) Table() []jobs.Spec { return r.table }
+
+func (r *tableRunner) Backfill(_ context.Context, slot scheduler.SlotKey) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ran = append(r.ran, slot)
+	return nil
+}
+
+// noRuns is a ledger without runs.
+type noRuns struct{}
+
+func (noRuns) BackfillRuns(context.Context, string, int64) ([]scheduler.Run, error) { return nil, nil }
+func (noRuns) SlotRuns(context.Context, string, time.Time, time.Time) ([]scheduler.Run, error) {
+	return nil, nil
+}
+func (noRuns) Running(context.Context, string) ([]scheduler.Run, error) { return nil, nil }
+
+// TestLeader_Serve: requests written into etcd by hand are checked as `scheduler backfill`
+// checks them, retention included, and each refusal is recorded once on the key it was read
+// from, however that key spells the id; a value that does not parse is logged once.
+func TestLeader_Serve(t *testing.T) {
+	t.Run("RefusesHandWrittenRequestsOnceOnTheirKeys", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cli := testenv.MustEtcd(t).Client(t)
+		const prefix = "/test/election"
+		st, err := control.New(cli, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sch, err := schedule.Parse("@yearly", time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := map[string]string{ // key -> what its refusal says
+			prefix + ":backfill/yearly/4":    `overlap "bogus"`,
+			prefix + ":backfill/nosuchjob/5": "no such job",
+			prefix + ":backfill/yearly/2":    "no range",
+			prefix + ":backfill/yearly/09":   "history.max_age",
+			prefix + ":backfill/yearly/10":   "no range",
+		}
+		values := map[string]string{
+			prefix + ":backfill/yearly/4":    `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z","overlap":"bogus"}`,
+			prefix + ":backfill/nosuchjob/5": `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z"}`,
+			prefix + ":backfill/yearly/2":    `{"from":"0001-01-01T00:00:00Z","to":"9999-01-01T00:00:00Z"}`,
+			prefix + ":backfill/yearly/09":   `{"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z"}`,
+			prefix + ":backfill/yearly/10":   `{"to":"2021-06-01T00:00:00Z"}`,
+			prefix + ":backfill/yearly/1":    `[]`,
+		}
+		for k, v := range values {
+			if _, err := cli.Put(ctx, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		core, logs := observer.New(zap.InfoLevel)
+		state := &countingState{State: st}
+		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
+		now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+		l := Leader{State: state, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.New(core),
+			Poll: time.Millisecond, Now: func() time.Time { return now },
+			Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); l.Serve(sctx) }()
+		defer func() { stop(); <-done }()
+
+		stored := func() map[string]control.Backfill {
+			resp, err := cli.Get(ctx, prefix+":backfill/", clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]control.Backfill{}
+			for _, kv := range resp.Kvs {
+				var b control.Backfill
+				_ = json.Unmarshal(kv.Value, &b)
+				m[string(kv.Key)] = b
+			}
+			return m
+		}
+		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "every request refused", func() bool {
+			m := stored()
+			for k := range refused {
+				if m[k].State != control.BackfillRefused {
+					return false
+				}
+			}
+			return true
+		})
+		// Polls after the refusals: none of them may serve a request again.
+		after := state.reads.Load()
+		testenv.Eventually(t, 30*time.Second, time.Millisecond, "more polls", func() bool { return state.reads.Load() > after+5 })
+		stop()
+		<-done
+
+		m := stored()
+		if len(m) != len(values) {
+			t.Errorf("%d keys under the backfill prefix, want the %d written: %v", len(m), len(values), m)
+		}
+		for k, want := range refused {
+			if !strings.Contains(m[k].Error, want) {
+				t.Errorf("%s refused with %q, want one saying %q", k, m[k].Error, want)
+			}
+		}
+		if n := logs.FilterMessage("backfill refused").Len(); n != len(refused) {
+			t.Errorf("%d refusals logged, want %d (one per request)", n, len(refused))
+		}
+		bad := logs.FilterMessage("ignoring backfill request").All()
+		if len(bad) != 1 || !strings.Contains(bad[0].ContextMap()["reason"].(string), prefix+":backfill/yearly/1") {
+			t.Errorf("unreadable requests logged %v, want one line naming yearly/1", bad)
+		}
+		if len(runner.ran) != 0 {
+			t.Errorf("ran %v, want nothing", runner.ran)
+		}
+	})
+}
