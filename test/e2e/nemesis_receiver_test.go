@@ -41,7 +41,7 @@ type receiver struct {
 
 	mu   sync.Mutex
 	mode int
-	seq  int
+	seq  int // requests since the mode was set: in receiverRefusesSome the odd ones are refused
 	log  []hookRequest
 }
 
@@ -62,7 +62,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.mu.Lock()
 	rc.seq++
-	if rc.mode == receiverRefusesAll || (rc.mode == receiverRefusesSome && rc.seq%2 == 0) {
+	if rc.mode == receiverRefusesAll || (rc.mode == receiverRefusesSome && rc.seq%2 == 1) {
 		req.Status = http.StatusConflict
 	}
 	rc.log = append(rc.log, req)
@@ -74,9 +74,12 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// setMode sets how the receiver answers from now on. Every other request is counted from here,
+// the first refused, so that a refusal shorter than two of the job's slots still refuses one
+// whatever came before.
 func (rc *receiver) setMode(mode int) {
 	rc.mu.Lock()
-	rc.mode = mode
+	rc.mode, rc.seq = mode, 0
 	rc.mu.Unlock()
 }
 
