@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
@@ -77,8 +76,19 @@ func (d *daemon) buildControl() error {
 	return err
 }
 
-// isJob reports whether the table runs job, for the watcher's word on a pause key.
+// isJob reports whether the table runs job, for the watcher's word on a pause key. It reads the
+// names without d.mu: the watcher asks under its own lock, which the runner's loop takes to read
+// a pause while a reload holds d.mu waiting for that loop.
 func (d *daemon) isJob(job string) bool {
-	jobs, _ := d.table()
-	return slices.ContainsFunc(jobs, func(j config.Job) bool { return j.Name == job })
+	names := d.names.Load()
+	return names != nil && (*names)[job]
+}
+
+// setNames records the names of jobs for isJob.
+func (d *daemon) setNames(jobs []config.Job) {
+	names := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		names[j.Name] = true
+	}
+	d.names.Store(&names)
 }

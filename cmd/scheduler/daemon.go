@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"scheduler"
@@ -64,6 +65,8 @@ type daemon struct {
 	mu   sync.Mutex
 	jobs []config.Job // the table as configured, replaced by a reload
 	hash string       // its config.TableHash
+	// names are the jobs' names, replaced with jobs but read without mu (see isJob).
+	names atomic.Pointer[map[string]bool]
 
 	digests jobDigests // of the jobs, for /status and /table
 }
@@ -123,6 +126,7 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	}
 	d := &daemon{cfg: cfg, path: c.configPath, node: node, environ: c.environ, lg: lg, base: base, m: m,
 		specs: l.Table, jobs: cfg.Jobs, hash: l.Hash, started: time.Now()}
+	d.setNames(cfg.Jobs)
 
 	// 4 (deferred, so it runs last): close what was opened. The data_dir lock comes first, so
 	// that a second daemon on the directory fails before it waits on the embedded etcd's files.

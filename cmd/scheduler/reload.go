@@ -65,6 +65,7 @@ func (d *daemon) swapTable(l *config.Loaded) error {
 		return err
 	}
 	d.jobs, d.hash = l.Config.Jobs, l.Hash
+	d.setNames(d.jobs)
 	// Validate admitted the per-job mode, so the metrics cannot refuse it.
 	_ = d.m.SetJobs(l.Config.Metrics.PerJob, jobNames(l.Config.Jobs))
 	return nil

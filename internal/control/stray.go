@@ -28,11 +28,12 @@ func cut(key string) string {
 
 // removeCommand returns the etcdctl command line that deletes key, quoted for a POSIX shell
 // when it holds anything but plain path characters (as the election's reports do). A key too
-// long to show is deleted by its shown beginning: only keys written by hand start that way.
+// long to show gets the command that lists the keys beginning as it does, not a delete by that
+// beginning, which could reach keys of the scheduler's own.
 func removeCommand(key string) string {
-	cmd := "etcdctl del "
+	cmd, then := "etcdctl del ", ""
 	if len(key) > maxShownKey {
-		cmd, key = cmd+"--prefix ", cut(key)
+		cmd, key, then = "etcdctl get --prefix --keys-only ", cut(key), longKeyThen
 	}
 	plain := key != ""
 	for _, r := range key {
@@ -42,7 +43,10 @@ func removeCommand(key string) string {
 		}
 	}
 	if plain {
-		return cmd + key
+		return cmd + key + then
 	}
-	return cmd + "'" + strings.ReplaceAll(key, "'", `'\''`) + "'"
+	return cmd + "'" + strings.ReplaceAll(key, "'", `'\''`) + "'" + then
 }
+
+// longKeyThen follows the listing of a key too long to show.
+const longKeyThen = ", then etcdctl del the key it lists"

@@ -95,7 +95,9 @@ func (l Leader) serve(ctx context.Context, b control.Backfill) {
 		}
 	}
 	req, err := l.request(b)
-	if err == nil {
+	// Retention is checked as the command checks it, when the request starts: one a new
+	// leader carries on was accepted then, and its slots only age since.
+	if err == nil && b.State != control.BackfillRunning {
 		err = l.retained(b.Job, req.Slots)
 	}
 	if err != nil {

@@ -157,4 +157,46 @@ func TestLeader_Serve(t *testing.T) {
 			t.Errorf("ran %v, want nothing", runner.ran)
 		}
 	})
+	// A request a leader started when its slots were within retention is carried on by the next
+	// leader, though its first slots have aged past it since.
+	t.Run("CarriesOnARunningRequest", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cli := testenv.MustEtcd(t).Client(t)
+		const prefix = "/test/election"
+		st, err := control.New(cli, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sch, err := schedule.Parse("@yearly", time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := prefix + ":backfill/yearly/00000000000000000003"
+		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":3,"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","state":"running","total":2}`); err != nil {
+			t.Fatal(err)
+		}
+		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
+		l := Leader{State: st, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.NewNop(), Poll: time.Millisecond,
+			Now:       func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) },
+			Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); l.Serve(sctx) }()
+		defer func() { stop(); <-done }()
+		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the request carried on", func() bool {
+			resp, err := cli.Get(ctx, key)
+			if err != nil || len(resp.Kvs) != 1 {
+				return false
+			}
+			var b control.Backfill
+			_ = json.Unmarshal(resp.Kvs[0].Value, &b)
+			if b.State == control.BackfillRefused {
+				t.Fatalf("the running request was refused: %s", b.Error)
+			}
+			runner.mu.Lock()
+			defer runner.mu.Unlock()
+			return len(runner.ran) > 0 // its first slot handed to the runner
+		})
+	})
 }
