@@ -69,6 +69,7 @@ func (h *Handler) Pending(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			h.Log.Warn("read trigger requests", zap.Error(err))
 		case err == nil:
+			h.keepWarned(reqs)
 			for _, r := range reqs {
 				if ctx.Err() != nil {
 					return
@@ -106,7 +107,7 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 	fields := []zap.Field{zap.String("job", r.Job), zap.Time("slot", r.At), zap.String("key", r.Key)}
 	switch {
 	case errors.Is(err, jobs.ErrNotLeading):
-		h.Log.Info("trigger left for the next leader", append(fields, zap.Error(err))...)
+		h.Log.Info("trigger left for the next term", append(fields, zap.Error(err))...)
 		return
 	case errors.Is(err, jobs.ErrUnknownJob):
 		h.Log.Warn("trigger of a job not in the table dropped", append(fields, zap.Error(err))...)
@@ -138,6 +139,22 @@ func (h *Handler) firstKept(key string) bool {
 	}
 	h.warned[key] = true
 	return true
+}
+
+// keepWarned forgets the kept requests that are no longer stored (taken, or removed by hand), so
+// that the record holds only requests still waiting.
+func (h *Handler) keepWarned(reqs []control.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	stored := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		stored[r.Key] = true
+	}
+	for k := range h.warned {
+		if !stored[k] {
+			delete(h.warned, k)
+		}
+	}
 }
 
 // forget drops the record of a request no longer kept.

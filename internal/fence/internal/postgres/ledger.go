@@ -83,11 +83,10 @@ func pgLedgerSQL(r *strings.Replacer) ledgerStatements {
 		lastOf: q(`SELECT l.* FROM unnest($1::text[]) AS j(job) CROSS JOIN LATERAL (
 				SELECT {cols} FROM {s}.runs AS r WHERE r.job = j.job
 				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l`),
-		// The same, past the manual runs, which the slot key orders after the scheduled
-		// run of the same time only.
+		// The same, manual runs left out.
 		lastScheduled: q(`SELECT l.* FROM unnest($1::text[]) AS j(job) CROSS JOIN LATERAL (
 				SELECT {cols} FROM {s}.runs AS r WHERE r.job = j.job AND NOT r.manual
-				ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1) AS l`),
+				ORDER BY r.scheduled_at DESC LIMIT 1) AS l`),
 		// The distinct jobs by a loose index scan, then as lastOf.
 		lastAll: q(`WITH RECURSIVE jobs(job) AS (
 				(SELECT r.job FROM {s}.runs AS r ORDER BY r.job LIMIT 1)

@@ -63,9 +63,10 @@ type Plan struct {
 
 // Decide decides, for one job, what to do with the slots due before now: those within the
 // catch-up window that have no finished run are handled per the misfire policy; older ones
-// since the job's last run are recorded missed. A job that has no run at all is new and owes
-// nothing before now. window holds the job's runs of the window,
-// orphans its runs left running under older tokens, last its newest run (nil if none).
+// since the job's last scheduled run are recorded missed. A job that has no scheduled run (at
+// most manual ones) is new and owes nothing before now. window holds the job's runs of the
+// window, orphans its runs left running under older tokens, last its newest scheduled run (nil
+// if none).
 func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.Run, last *scheduler.Run) (Plan, error) {
 	var plan Plan
 	windowStart := now.Add(-job.Window) // from may move past it, for the slots that never started only
