@@ -2,8 +2,8 @@
 // leader has taken them, to the leader's runner.
 //
 // A request is removed from the control state once the runner has taken it (its manual slot
-// claimed and started, or found run) or when its job is not in the table; any other answer
-// keeps it. A request kept because the runner answered that it is not leading waits for the
+// claimed and started, or found run), when its job is not in the table, or when its time lies
+// more than MaxAhead past the leader's clock; any other answer keeps it. A request kept because the runner answered that it is not leading waits for the
 // next term, which reads the stored requests at its start (Pending). One kept because its job
 // is held back (blocked: a fence raised or held from outside) is handed again every Retry while
 // the term lasts, so that it runs in the same term once the job is free. Handing a request
@@ -25,6 +25,12 @@ import (
 // DefaultRetry is how often a term hands its kept requests again when Handler.Retry is zero.
 const DefaultRetry = 5 * time.Second
 
+// MaxAhead is how far past the leader's clock a request's time may lie. A request is stamped
+// with its requester's clock, and its manual slot is that time: a slot far ahead (a key written
+// by hand, a clock gone wrong) would stand as the job's last run in `status` until then, so it
+// is dropped; a clock a few minutes fast is not.
+const MaxAhead = time.Hour
+
 // Runner is the leader's runner as a trigger request needs it (*jobs.Runner).
 type Runner interface {
 	Trigger(ctx context.Context, job string, at time.Time) error
@@ -45,6 +51,8 @@ type Handler struct {
 	Retry time.Duration
 	// After is the clock Pending waits on; nil: time.After.
 	After func(time.Duration) <-chan time.Time
+	// Now is the clock a request's time is checked against (MaxAhead); nil: time.Now.
+	Now func() time.Time
 
 	mu sync.Mutex
 	// warned holds the keys of the kept requests already logged at warning level, so that a
@@ -103,8 +111,18 @@ func (h *Handler) Consume(ctx context.Context, reqs <-chan control.Request) erro
 
 // Handle hands r to the runner and removes it from the control state unless it must be kept.
 func (h *Handler) Handle(ctx context.Context, r control.Request) {
-	err := h.Runner.Trigger(ctx, r.Job, r.At)
 	fields := []zap.Field{zap.String("job", r.Job), zap.Time("slot", r.At), zap.String("key", r.Key)}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	if ahead := r.At.Sub(now()); ahead > MaxAhead {
+		h.Log.Warn("trigger dropped: its time is far ahead of the leader's clock",
+			append(fields, zap.Duration("ahead", ahead.Round(time.Second)), zap.Duration("max_ahead", MaxAhead))...)
+		h.done(ctx, r, fields)
+		return
+	}
+	err := h.Runner.Trigger(ctx, r.Job, r.At)
 	switch {
 	case errors.Is(err, jobs.ErrNotLeading):
 		h.Log.Info("trigger left for the next term", append(fields, zap.Error(err))...)
@@ -121,6 +139,11 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 		}
 		return
 	}
+	h.done(ctx, r, fields)
+}
+
+// done removes r from the control state: it was taken, or is dropped.
+func (h *Handler) done(ctx context.Context, r control.Request, fields []zap.Field) {
 	h.forget(r.Key)
 	if err := h.Requests.Done(ctx, r); err != nil && ctx.Err() == nil {
 		h.Log.Warn("remove handled trigger request", append(fields, zap.Error(err))...)

@@ -173,3 +173,34 @@ func countOf(s []string, v string) int {
 	}
 	return n
 }
+
+// TestHandle_DropsARequestFarAhead: a request stamped more than MaxAhead past the leader's clock
+// is removed without a run, so that its slot never stands as the job's last run; one a few
+// minutes ahead (a requester's clock a little fast) runs.
+func TestHandle_DropsARequestFarAhead(t *testing.T) {
+	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		at    time.Time
+		taken bool
+	}{
+		{"FewMinutes", now.Add(5 * time.Minute), true},
+		{"Far", now.Add(MaxAhead + time.Second), false},
+		{"Year9999", time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := request("x")
+			r.At = c.at
+			reqs := &requests{reqs: []control.Request{r}, done: make(chan string, 1)}
+			run := &runner{}
+			h := &Handler{Runner: run, Requests: reqs, Log: zap.NewNop(), Now: func() time.Time { return now }}
+			h.Handle(context.Background(), r)
+			if left, _ := reqs.Requests(context.Background()); len(left) != 0 {
+				t.Fatalf("requests left %v, want it removed", left)
+			}
+			if ran := len(run.triggers) == 1; ran != c.taken {
+				t.Fatalf("handed to the runner: %v, want %v", ran, c.taken)
+			}
+		})
+	}
+}
