@@ -228,6 +228,12 @@ func TestProxy(t *testing.T) {
 		if got := p.StaleErrors(); got != 3 {
 			t.Fatalf("stale errors = %d, want 3", got)
 		}
+		// The gate's refusal: division_by_zero's SQLSTATE field; the bare number is not one.
+		roundTrip(t, c, "SERROR\x00C2201")
+		roundTrip(t, c, "2\x00Mdivision by zero 22012")
+		if got := p.StaleErrors(); got != 4 {
+			t.Fatalf("stale errors = %d, want 4", got)
+		}
 	})
 
 	t.Run("CleanupClosesConnections", func(t *testing.T) {

@@ -104,7 +104,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	fenced := r.pg.StaleErrors()
 	snap := d.snapshot()
 	tl.mark(raiseTime(snap, next.token), "fence raised to %d by %s", next.token, next.node)
-	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001)", old.node, fenced)
+	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001, or the gate's division by zero)", old.node, fenced)
 	tl.figure("writes_fenced_wire", fenced)
 	if fenced < 1 {
 		t.Errorf("no write of %s was refused by the fence: want its in-flight writes refused", old.node)
