@@ -60,37 +60,47 @@ func (noRuns) SlotRuns(context.Context, string, time.Time, time.Time) ([]schedul
 }
 func (noRuns) Running(context.Context, string) ([]scheduler.Run, error) { return nil, nil }
 
+// servePrefix is the election prefix of the requests TestLeader_Serve writes.
+const servePrefix = "/test/election"
+
+// serveFixture returns a context for one case, a client of a fresh etcd, the control state on
+// it under servePrefix, and the schedule of the table's one job.
+func serveFixture(t *testing.T) (context.Context, *clientv3.Client, *control.Store, *schedule.Schedule) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	cli := testenv.MustEtcd(t).Client(t)
+	st, err := control.New(cli, servePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schedule.Parse("@yearly", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cli, st, sch
+}
+
 // TestLeader_Serve: requests written into etcd by hand are checked as `scheduler backfill`
 // checks them, retention included, and each refusal is recorded once on the key it was read
 // from, however that key spells the id; a value that does not parse is logged once.
 func TestLeader_Serve(t *testing.T) {
 	t.Run("RefusesHandWrittenRequestsOnceOnTheirKeys", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cli := testenv.MustEtcd(t).Client(t)
-		const prefix = "/test/election"
-		st, err := control.New(cli, prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch, err := schedule.Parse("@yearly", time.UTC)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctx, cli, st, sch := serveFixture(t)
 		refused := map[string]string{ // key -> what its refusal says
-			prefix + ":backfill/yearly/4":    `overlap "bogus"`,
-			prefix + ":backfill/nosuchjob/5": "no such job",
-			prefix + ":backfill/yearly/2":    "no range",
-			prefix + ":backfill/yearly/09":   "history.max_age",
-			prefix + ":backfill/yearly/10":   "no range",
+			servePrefix + ":backfill/yearly/4":    `overlap "bogus"`,
+			servePrefix + ":backfill/nosuchjob/5": "no such job",
+			servePrefix + ":backfill/yearly/2":    "no range",
+			servePrefix + ":backfill/yearly/09":   "history.max_age",
+			servePrefix + ":backfill/yearly/10":   "no range",
 		}
 		values := map[string]string{
-			prefix + ":backfill/yearly/4":    `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z","overlap":"bogus"}`,
-			prefix + ":backfill/nosuchjob/5": `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z"}`,
-			prefix + ":backfill/yearly/2":    `{"from":"0001-01-01T00:00:00Z","to":"9999-01-01T00:00:00Z"}`,
-			prefix + ":backfill/yearly/09":   `{"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z"}`,
-			prefix + ":backfill/yearly/10":   `{"to":"2021-06-01T00:00:00Z"}`,
-			prefix + ":backfill/yearly/1":    `[]`,
+			servePrefix + ":backfill/yearly/4":    `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z","overlap":"bogus"}`,
+			servePrefix + ":backfill/nosuchjob/5": `{"from":"2020-01-01T00:00:00Z","to":"2024-12-31T00:00:00Z"}`,
+			servePrefix + ":backfill/yearly/2":    `{"from":"0001-01-01T00:00:00Z","to":"9999-01-01T00:00:00Z"}`,
+			servePrefix + ":backfill/yearly/09":   `{"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z"}`,
+			servePrefix + ":backfill/yearly/10":   `{"to":"2021-06-01T00:00:00Z"}`,
+			servePrefix + ":backfill/yearly/1":    `[]`,
 		}
 		for k, v := range values {
 			if _, err := cli.Put(ctx, k, v); err != nil {
@@ -110,7 +120,7 @@ func TestLeader_Serve(t *testing.T) {
 		defer func() { stop(); <-done }()
 
 		stored := func() map[string]control.Backfill {
-			resp, err := cli.Get(ctx, prefix+":backfill/", clientv3.WithPrefix())
+			resp, err := cli.Get(ctx, servePrefix+":backfill/", clientv3.WithPrefix())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +160,7 @@ func TestLeader_Serve(t *testing.T) {
 			t.Errorf("%d refusals logged, want %d (one per request)", n, len(refused))
 		}
 		bad := logs.FilterMessage("ignoring backfill request").All()
-		if len(bad) != 1 || !strings.Contains(bad[0].ContextMap()["reason"].(string), prefix+":backfill/yearly/1") {
+		if len(bad) != 1 || !strings.Contains(bad[0].ContextMap()["reason"].(string), servePrefix+":backfill/yearly/1") {
 			t.Errorf("unreadable requests logged %v, want one line naming yearly/1", bad)
 		}
 		if len(runner.ran) != 0 {
@@ -160,19 +170,8 @@ func TestLeader_Serve(t *testing.T) {
 	// A request a leader started when its slots were within retention is carried on by the next
 	// leader, though its first slots have aged past it since.
 	t.Run("CarriesOnARunningRequest", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cli := testenv.MustEtcd(t).Client(t)
-		const prefix = "/test/election"
-		st, err := control.New(cli, prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch, err := schedule.Parse("@yearly", time.UTC)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := prefix + ":backfill/yearly/00000000000000000003"
+		ctx, cli, st, sch := serveFixture(t)
+		key := servePrefix + ":backfill/yearly/00000000000000000003"
 		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":3,"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","state":"running","total":2}`); err != nil {
 			t.Fatal(err)
 		}
