@@ -125,8 +125,10 @@ func TestEtcd_ThroughProxy(t *testing.T) {
 	}
 
 	p.Pause()
+	// The held put may still be applied after Resume, concurrently with
+	// the next one; a key of its own keeps it from racing the put of "3".
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err := cli.Put(short, "k", "2")
+	_, err := cli.Put(short, "paused", "2")
 	cancelShort()
 	if err == nil {
 		t.Fatalf("put through paused proxy succeeded")
