@@ -2,8 +2,11 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"scheduler/internal/fence/internal/verdict"
 )
 
 // rolePattern is the accepted form of FencedStatements' role, the form of
@@ -39,6 +42,12 @@ var rolePattern = schemaPattern
 //
 // A stale token returns a *scheduler.FenceError (errors.Is(err, ErrStale))
 // and nothing commits.
+//
+// A COMMIT that the server never answered (the connection broke after it
+// was sent) is not reported as a failure before the server has been asked
+// whether the transaction committed: a failure would have the runner run
+// the statements again, and they are not the runner's to repeat. See
+// resolveInDoubt.
 func (s *Store) FencedStatements(ctx context.Context, job string, token int64, role, text string) (int64, error) {
 	if err := checkJobToken(job, token); err != nil {
 		return 0, fmt.Errorf("fenced statements: %w", err)
@@ -49,5 +58,10 @@ func (s *Store) FencedStatements(ctx context.Context, job string, token int64, r
 	if role != "" && !rolePattern.MatchString(role) {
 		return 0, fmt.Errorf("fenced statements of job %q: role %q: want a lower-case identifier matching %s", job, role, rolePattern)
 	}
-	return retried(ctx, s, job, token, func() (int64, error) { return s.b.Statements(ctx, job, token, role, text) })
+	n, err := retried(ctx, s, job, token, func() (int64, error) { return s.b.Statements(ctx, job, token, role, text) })
+	var doubt *verdict.InDoubtError
+	if errors.As(err, &doubt) {
+		return s.resolveInDoubt(ctx, job, token, doubt)
+	}
+	return n, err
 }

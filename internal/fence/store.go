@@ -127,6 +127,9 @@ type backend interface {
 	// Statements runs a sql job's text, under role when set, in one
 	// transaction fenced with token for job and returns the rows it wrote.
 	Statements(ctx context.Context, job string, token int64, role, text string) (int64, error)
+	// XactStatus returns what the server knows of a transaction whose commit was in doubt:
+	// "committed", "aborted", "in progress", or "" when it cannot tell.
+	XactStatus(ctx context.Context, xid string) (string, error)
 	// ResetFence removes job's fence.
 	ResetFence(ctx context.Context, job string) error
 	// ResetHint says how an operator removes every fence of this store.

@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"scheduler"
 	"scheduler/internal/fence/internal/verdict"
@@ -90,10 +92,45 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	if err := p.enterOn(ctx, tx, job, token); err != nil {
 		return 0, err
 	}
+	// The transaction's id, so that a commit whose reply is lost can be resolved: the
+	// statements are no redo's to run twice (see fence.Store.FencedStatements).
+	var xid string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+		return 0, fmt.Errorf("read the transaction's id: %w", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, pgFenceErr(token, fmt.Errorf("commit: %w", err))
+		if !commitInDoubt(err) {
+			return 0, pgFenceErr(token, fmt.Errorf("commit: %w", err))
+		}
+		// Closed before the caller asks about the transaction: a server still waiting for
+		// the COMMIT then ends the transaction instead of keeping it in progress.
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return 0, &verdict.InDoubtError{Xid: xid, Rows: n, Err: fmt.Errorf("commit: %w", err)}
 	}
 	return n, nil
+}
+
+// commitInDoubt reports whether a failed COMMIT may have committed all the same: the server
+// did not answer it. An error of the server's own or a rollback it reported are certain
+// failures; anything else is asked about, even what pgconn.SafeToRetry calls never sent, since
+// a connection that broke while the COMMIT was read is reported as closed, which it also
+// calls safe.
+func commitInDoubt(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !errors.Is(err, pgx.ErrTxCommitRollback)
+}
+
+// XactStatus returns what the server knows of transaction xid: "committed", "aborted",
+// "in progress", or "" when it is too old for the server to tell.
+func (p *Backend) XactStatus(ctx context.Context, xid string) (string, error) {
+	var status *string
+	if err := p.pool.QueryRow(ctx, `SELECT pg_xact_status($1::xid8)`, xid).Scan(&status); err != nil {
+		return "", fmt.Errorf("status of transaction %s: %w", xid, err)
+	}
+	if status == nil {
+		return "", nil
+	}
+	return *status, nil
 }
 
 // enterOn enters job's fence with token in tx: with fence_verify on the

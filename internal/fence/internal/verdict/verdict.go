@@ -67,3 +67,18 @@ func (e stale) Error() string {
 }
 
 func (stale) Unwrap() error { return ErrStale }
+
+// InDoubtError is a commit whose reply never came: the connection broke after COMMIT was sent,
+// so the transaction may have committed or not. Xid is the transaction's id on the server, for
+// asking the server which (pg_xact_status); Rows is what the statements wrote if it committed.
+type InDoubtError struct {
+	Xid  string
+	Rows int64
+	Err  error
+}
+
+func (e *InDoubtError) Error() string {
+	return fmt.Sprintf("commit of transaction %s: no reply from the server, so it may have committed: %v", e.Xid, e.Err)
+}
+
+func (e *InDoubtError) Unwrap() error { return e.Err }
