@@ -295,6 +295,16 @@ func testOrphans(t *testing.T, open func(Config) *Store) {
 	if _, err := s.Complete(ctx, 20, scheduler.Completion{RunID: run.RunID, Job: "stock", Status: scheduler.StatusSucceeded}); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("second completion: err %v, want ErrNotRunning", err)
 	}
+	// A completion written again (its first write's answer lost) finds the run as that write
+	// left it: the runner tells its own earlier write by the status, token and attempt.
+	again, err := s.Complete(ctx, 20, scheduler.Completion{RunID: run.RunID, Job: "stock", Status: scheduler.StatusFailed, Error: "exit status 1", Attempt: fin.Attempt})
+	if !errors.Is(err, ErrNotRunning) || again.RunID != run.RunID || again.Status != scheduler.StatusFailed || again.Token != 20 || again.Attempt != fin.Attempt {
+		t.Fatalf("the same completion again = %+v (err %v), want ErrNotRunning with the run failed under token 20, attempt %d", again, err, fin.Attempt)
+	}
+	many, err := s.CompleteMany(ctx, 20, []scheduler.Completion{{RunID: run.RunID, Job: "stock", Status: scheduler.StatusFailed, Attempt: fin.Attempt}})
+	if err != nil || len(many) != 1 || many[0].Written || many[0].Run.Status != scheduler.StatusFailed || many[0].Run.Token != 20 || many[0].Run.Attempt != fin.Attempt {
+		t.Fatalf("CompleteMany of the same completion again = %+v (err %v), want it not written, the run failed under token 20", many, err)
+	}
 
 	// An orphan can also be closed as fenced instead of run again.
 	third, err := s.Claim(ctx, 20, "new-leader", scheduler.SlotKey{Job: "stock", At: slot.At.Add(2 * time.Hour)})

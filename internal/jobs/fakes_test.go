@@ -188,7 +188,7 @@ func (l *fakeLedger) Complete(_ context.Context, token int64, c scheduler.Comple
 	for _, r := range l.runs {
 		if r.RunID == c.RunID {
 			if r.Status != scheduler.StatusRunning {
-				return scheduler.Run{}, fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, scheduler.ErrNotRunning)
+				return *r, fmt.Errorf("run %d is %s: %w", c.RunID, r.Status, scheduler.ErrNotRunning)
 			}
 			r.Status = c.Status
 			r.Attempt = max(r.Attempt, c.Attempt)

@@ -26,6 +26,9 @@ type flakyLedger struct {
 	failing   atomic.Int32
 	down      atomic.Bool
 	completes atomic.Int32 // Complete and CompleteMany calls
+	// lost, while positive, makes outcome writes commit and then fail (each counts it down),
+	// as when the store goes away between a commit and its reply.
+	lost atomic.Int32
 }
 
 func (l *flakyLedger) fail() bool {
@@ -33,12 +36,17 @@ func (l *flakyLedger) fail() bool {
 	if l.down.Load() {
 		return true
 	}
+	return countDown(&l.failing)
+}
+
+// countDown decrements n if it is positive and reports whether it did.
+func countDown(n *atomic.Int32) bool {
 	for {
-		n := l.failing.Load()
-		if n <= 0 {
+		v := n.Load()
+		if v <= 0 {
 			return false
 		}
-		if l.failing.CompareAndSwap(n, n-1) {
+		if n.CompareAndSwap(v, v-1) {
 			return true
 		}
 	}
@@ -48,7 +56,11 @@ func (l *flakyLedger) Complete(ctx context.Context, token int64, c scheduler.Com
 	if l.fail() {
 		return scheduler.Run{}, errStoreDown
 	}
-	return l.fakeLedger.Complete(ctx, token, c)
+	r, err := l.fakeLedger.Complete(ctx, token, c)
+	if err == nil && countDown(&l.lost) {
+		return scheduler.Run{}, errStoreDown
+	}
+	return r, err
 }
 
 // batchFlakyLedger is a flakyLedger under another type. Every Ledger has CompleteMany and the
@@ -65,6 +77,9 @@ func (l *flakyLedger) CompleteMany(ctx context.Context, token int64, cs []schedu
 	for i, c := range cs {
 		r, err := l.fakeLedger.Complete(ctx, token, c)
 		done[i] = scheduler.Result{Run: r, Written: err == nil}
+	}
+	if countDown(&l.lost) {
+		return nil, errStoreDown
 	}
 	return done, nil
 }
@@ -156,6 +171,33 @@ func TestRunner_OutcomeWriteIsRetried(t *testing.T) {
 		}
 		if n := h.ledger.completes.Load(); n != failures+1 {
 			t.Fatalf("outcome writes=%d, want %d", n, failures+1)
+		}
+	})
+}
+
+// TestRunner_OutcomeWriteAnswerLost: an outcome write commits but its answer is lost, so the
+// runner writes it again and the ledger finds the run finished already. That is the outcome
+// written, under this term's token: the run finished once, and nothing says its outcome was
+// not recorded.
+func TestRunner_OutcomeWriteAnswerLost(t *testing.T) {
+	bothWrites(t, func(t *testing.T, batched bool) {
+		h := newOutcomeHarness(t, batched)
+		h.ledger.lost.Store(1)
+		stop := h.lead(token)
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "leading", func() bool { return h.clock.Pending() == 1 })
+		h.clock.Advance(time.Minute) // 12:01 fires
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "outcome backoff", func() bool { return h.ledger.completes.Load() == 1 && h.clock.Pending() == 2 })
+		h.clock.Advance(outcomes.MaxRetryDelay)
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "the outcome written again", func() bool { return h.ledger.completes.Load() == 2 })
+		if err := stop(); err != nil { // the term's lines are all written once it returns
+			t.Fatalf("Lead=%v", err)
+		}
+		rows := h.ledger.snapshot("job")
+		if len(rows) != 1 || rows[0].Status != scheduler.StatusSucceeded || rows[0].Attempt != 1 || h.runs.Load() != 1 {
+			t.Fatalf("rows=%+v after %d executions, want one run succeeded once, attempt 1", rows, h.runs.Load())
+		}
+		if errs := h.logs.FilterLevelExact(zapcore.ErrorLevel).All(); len(errs) != 0 {
+			t.Fatalf("error lines %+v: the second write of an outcome that was written is no error", errs)
 		}
 	})
 }

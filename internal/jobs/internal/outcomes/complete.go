@@ -18,11 +18,16 @@ type Ledger interface {
 // with CompleteMany. A batch refused by the fence is retried run by run, so that the runs of
 // jobs whose fences were not raised yet are still recorded. The errors follow cs; a run the
 // ledger did not finish (it was no longer running) has an error wrapping
-// scheduler.ErrNotRunning.
+// scheduler.ErrNotRunning, unless it is finished as c says under token: a write of c whose
+// answer was lost had committed, and this is its retry (rewritten).
 func Complete(ctx context.Context, l Ledger, token int64, cs []scheduler.Completion) []error {
 	errs := make([]error, len(cs))
 	if len(cs) == 1 {
-		_, errs[0] = l.Complete(ctx, token, cs[0])
+		run, err := l.Complete(ctx, token, cs[0])
+		if errors.Is(err, scheduler.ErrNotRunning) && rewritten(run, cs[0], token) {
+			err = nil
+		}
+		errs[0] = err
 		return errs
 	}
 	for lo := 0; lo < len(cs); lo += MaxBatch {
@@ -31,7 +36,7 @@ func Complete(ctx context.Context, l Ledger, token int64, cs []scheduler.Complet
 		switch {
 		case errors.Is(err, scheduler.ErrFenced):
 			for i, c := range part {
-				_, errs[lo+i] = l.Complete(ctx, token, c)
+				errs[lo+i] = Complete(ctx, l, token, []scheduler.Completion{c})[0]
 			}
 		case err == nil && len(done) != len(part):
 			err = fmt.Errorf("the ledger answered %d completions for %d runs", len(done), len(part))
@@ -42,11 +47,19 @@ func Complete(ctx context.Context, l Ledger, token int64, cs []scheduler.Complet
 			}
 		default:
 			for i := range part {
-				if !done[i].Written {
+				if !done[i].Written && !rewritten(done[i].Run, part[i], token) {
 					errs[lo+i] = fmt.Errorf("complete run %d of job %q: %w", part[i].RunID, part[i].Job, scheduler.ErrNotRunning)
 				}
 			}
 		}
 	}
 	return errs
+}
+
+// rewritten reports whether run, which the ledger did not complete, is finished as c would have
+// finished it, under token: an earlier write of c committed though its answer was lost (the
+// store went away between its commit and its reply), and only this term writes with token. A
+// completion without an attempt count leaves the ledger's, so any attempt matches it.
+func rewritten(run scheduler.Run, c scheduler.Completion, token int64) bool {
+	return run.RunID == c.RunID && run.Status == c.Status && run.Token == token && (c.Attempt == 0 || run.Attempt == c.Attempt)
 }
