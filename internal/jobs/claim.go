@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -223,7 +224,7 @@ func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, clai
 	t.retryHeld()
 	for _, c := range claimed {
 		switch {
-		case c.Written:
+		case c.Written || t.ownClaim(c.Run):
 			t.launch(nil, c.Run)
 		case c.Run.Status == scheduler.StatusRunning && c.Run.Token < t.token:
 			if err := t.reclaim(ctx, c.Run); err != nil {
@@ -238,3 +239,17 @@ func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, clai
 }
 
 func slotJob(s scheduler.SlotKey) string { return s.Job }
+
+// ownClaim reports whether run, found in a claim's way, is this term's own earlier claim of the
+// slot, which committed though its answer was lost: running under the term's token, yet not one
+// of its job's runs in progress. It is then run as claimed, not left running unrun.
+func (t *tenure) ownClaim(run scheduler.Run) bool {
+	js := t.jobs[run.Job]
+	if run.Status != scheduler.StatusRunning || run.Token != t.token || js == nil ||
+		slices.ContainsFunc(js.active, func(a activeRun) bool { return a.runID == run.RunID }) {
+		return false
+	}
+	t.lg.Warn("the slot's claim committed though its answer was lost; running the slot", zap.String("job", run.Job),
+		zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID), zap.Int64("token", run.Token))
+	return true
+}

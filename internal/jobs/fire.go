@@ -199,7 +199,7 @@ func (t *tenure) firing(e *fireEntry) (pending, bool) {
 		return p, true
 	}
 	switch {
-	case e.written:
+	case e.written || t.ownClaim(e.run.Run(e.slot)):
 		p.claimed = e.run.Ref(e.slot)
 	case e.run.Status == scheduler.StatusRunning && e.run.Token < t.token:
 		p.orphan = e.run.Ref(e.slot)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"scheduler"
@@ -70,31 +71,18 @@ func (s *Spec) catchupJob() catchup.Job {
 // validate checks what the runner relies on; the configuration layer reports user errors.
 func (s *Spec) validate() error {
 	var errs []error
-	if s.Name == "" {
-		errs = append(errs, errors.New("empty name"))
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
 	}
-	if s.Schedule == nil {
-		errs = append(errs, errors.New("no schedule"))
-	}
-	if s.Executor == nil {
-		errs = append(errs, errors.New("no executor"))
-	}
-	if s.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout %s: must be positive", s.Timeout))
-	}
-	if s.Retries < 0 || s.RetryBackoff < 0 || s.Catchup < 0 || s.Jitter < 0 {
-		errs = append(errs, errors.New("negative retries, retry backoff, catchup or jitter"))
-	}
-	switch s.Overlap {
-	case OverlapSkip, OverlapQueue, OverlapReplace, OverlapAllow:
-	default:
-		errs = append(errs, fmt.Errorf("overlap %q: unknown", s.Overlap))
-	}
-	switch s.Misfire {
-	case MisfireSkip, MisfireOnce, MisfireAll:
-	default:
-		errs = append(errs, fmt.Errorf("misfire %q: unknown", s.Misfire))
-	}
+	check(s.Name == "", "empty name")
+	check(s.Schedule == nil, "no schedule")
+	check(s.Executor == nil, "no executor")
+	check(s.Timeout <= 0, "timeout %s: must be positive", s.Timeout)
+	check(s.Retries < 0 || s.RetryBackoff < 0 || s.Catchup < 0 || s.Jitter < 0, "negative retries, retry backoff, catchup or jitter")
+	check(!slices.Contains([]Overlap{OverlapSkip, OverlapQueue, OverlapReplace, OverlapAllow}, s.Overlap), "overlap %q: unknown", s.Overlap)
+	check(!slices.Contains([]Misfire{MisfireSkip, MisfireOnce, MisfireAll}, s.Misfire), "misfire %q: unknown", s.Misfire)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("job %q: %w", s.Name, err)
 	}
