@@ -185,8 +185,8 @@ func (t *tenure) reclaimed(orphan, run scheduler.Run, err error) error {
 			return t.reclaim(t.claimCtx, orphan)
 		}
 		return t.refused(t.claimCtx, orphan.Job, err)
-	case err != nil:
-		t.lg.Warn("take over run", zap.String("job", orphan.Job), zap.Time("slot", orphan.ScheduledAt), zap.Int64("run_id", orphan.RunID), zap.Error(err))
+	case err != nil: // claimed again shortly: the claim finds what became of the run (ownClaim, reclaim)
+		t.retryLater([]scheduler.SlotKey{orphan.Key()}, fmt.Errorf("take over run %d of job %q: %w", orphan.RunID, orphan.Job, err))
 		return nil
 	}
 	t.lg.Info("run taken over", zap.String("job", run.Job), zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID),
