@@ -56,6 +56,22 @@ func (l *lostReplyStore) RecordDelivery(ctx context.Context, token int64, key st
 	return err
 }
 
+// lostClaimStore claims through the real store, and the first time a claim commits with
+// messages in it, it reports the claim failed, as when the connection breaks between a commit
+// and its reply.
+type lostClaimStore struct {
+	*fence.Store
+	lose atomic.Bool
+}
+
+func (l *lostClaimStore) ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error) {
+	msgs, err := l.Store.ClaimOutbox(ctx, token, limit, now)
+	if err == nil && len(msgs) > 0 && l.lose.CompareAndSwap(true, false) {
+		return nil, errors.New("unexpected EOF: the reply of the commit was lost")
+	}
+	return msgs, err
+}
+
 // restartCase is a store on its own Postgres server, a real SMTP receiver and a dispatcher.
 type restartCase struct {
 	pg    *testenv.Postgres
@@ -235,6 +251,34 @@ func TestDispatcher_PostgresRestart(t *testing.T) {
 		}
 		if ids := rc.smtp.MessageIDs(); len(ids) != 1 || ids["<invoice.restart.4@example.test>"] != 1 {
 			t.Fatalf("the receiver got %v, want the message once", ids)
+		}
+	})
+
+	// The claim commits but its answer is lost: the message is sending under the term's token,
+	// which nothing of the term sends. It is handed back and sent in the same term, once, its
+	// lost claim's attempt not counted.
+	t.Run("ReplyOfTheClaimLost", func(t *testing.T) {
+		rc := newRestartCase(t, ctx)
+		lc := &lostClaimStore{Store: rc.store}
+		lc.lose.Store(true)
+		rc.Store = lc
+		rc.enqueue(t, ctx, "invoice.restart.5")
+		end := rc.run(t, 4)
+		testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, "the message delivered in the same term", func() bool {
+			return rc.status(ctx, "invoice.restart.5") == scheduler.MessageDelivered
+		})
+		if err := end(); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if ids := rc.smtp.MessageIDs(); len(ids) != 1 || ids["<invoice.restart.5@example.test>"] != 1 {
+			t.Fatalf("the receiver got %v, want the message once", ids)
+		}
+		msgs, err := rc.store.Outbox(ctx, scheduler.MessageDelivered, 10)
+		if err != nil || len(msgs) != 1 || msgs[0].Attempts != 1 {
+			t.Fatalf("delivered messages %+v (err %v), want the message at attempt 1", msgs, err)
+		}
+		if n := rc.logs.FilterMessageSnippet("answer was lost").Len(); n != 1 {
+			t.Errorf("%d lines about the lost claim, want 1", n)
 		}
 	})
 

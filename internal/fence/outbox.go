@@ -45,6 +45,7 @@ type outbox interface {
 	Enqueue(ctx context.Context, tx scheduler.Tx, m scheduler.Message, now time.Time) (bool, error)
 	ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
 	RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
+	ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error)
 	Outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
 	RetryOutbox(ctx context.Context, key string, now time.Time) (bool, error)
 	SlotMessages(ctx context.Context, job string, at time.Time, manual bool) ([]scheduler.Message, error)
@@ -133,6 +134,25 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 	}
 	sortMessages(msgs)
 	return msgs, nil
+}
+
+// ReleaseOutbox hands every message sending under token back to pending,
+// due as it was, its claim's attempt not counted, in one transaction fenced
+// with token on OutboxFence, and returns how many. It is for a dispatcher
+// with no delivery in flight and every outcome recorded after a claim
+// failed: the messages still sending under its token can then only be
+// that claim's, committed though its answer was lost, and never sent.
+func (s *Store) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error) {
+	if err := checkJobToken(OutboxFence, token); err != nil {
+		return 0, fmt.Errorf("release outbox: %w", err)
+	}
+	n, err := retried(ctx, s, OutboxFence, token, func() (int64, error) {
+		return s.b.ReleaseOutbox(ctx, token, tables.NormTime(now))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release outbox messages claimed with token %d: %w", token, err)
+	}
+	return n, nil
 }
 
 // sortMessages orders claimed messages as they were due: the order of an

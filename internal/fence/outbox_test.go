@@ -261,6 +261,53 @@ func TestStore_ClaimOutbox(t *testing.T) {
 	})
 }
 
+// TestStore_ReleaseOutbox: the messages sending under a term's own token go back to pending,
+// due as they were and their claim's attempt not counted; those of other terms and the other
+// statuses are left alone, and a token older than the dispatcher's fence releases nothing.
+func TestStore_ReleaseOutbox(t *testing.T) {
+	eachStore(t, Config{Now: func() time.Time { return outboxNow }}, func(t *testing.T, ctx context.Context, s *Store) {
+		if err := s.RaiseAll(ctx, []string{"invoices"}, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := enqueueAll(ctx, s, 10, mail("inv/a", 10), mail("inv/b", 10), mail("inv/c", 10)); err != nil {
+			t.Fatal(err)
+		}
+		older, err := s.ClaimOutbox(ctx, 10, 1, outboxNow)
+		if err != nil || len(older) != 1 {
+			t.Fatalf("claim of term 10: %d (err %v)", len(older), err)
+		}
+		own, err := s.ClaimOutbox(ctx, 11, 1, outboxNow) // hands inv/a back, claims it again
+		if err != nil || len(own) != 1 {
+			t.Fatalf("claim of term 11: %d (err %v)", len(own), err)
+		}
+		if err := s.RecordDelivery(ctx, 11, own[0].Key, scheduler.Delivery{Outcome: scheduler.DeliveryOK, At: outboxNow}); err != nil {
+			t.Fatal(err)
+		}
+		mine, err := s.ClaimOutbox(ctx, 11, 1, outboxNow)
+		if err != nil || len(mine) != 1 {
+			t.Fatalf("second claim of term 11: %d (err %v)", len(mine), err)
+		}
+		if _, err := s.ReleaseOutbox(ctx, 9, outboxNow); !errors.Is(err, ErrStale) {
+			t.Fatalf("release with a stale token: err %v, want ErrStale", err)
+		}
+		n, err := s.ReleaseOutbox(ctx, 11, outboxNow)
+		if err != nil || n != 1 {
+			t.Fatalf("release of term 11: %d (err %v), want 1", n, err)
+		}
+		for _, m := range mustOutbox(t, ctx, s, "") {
+			switch {
+			case m.Key == mine[0].Key && (m.Status != scheduler.MessagePending || m.Attempts != 0 || !m.NextAttempt.Equal(outboxNow)):
+				t.Errorf("released message %+v, want pending, due as it was, no attempt counted", m)
+			case m.Key == own[0].Key && m.Status != scheduler.MessageDelivered:
+				t.Errorf("delivered message %+v released", m)
+			}
+		}
+		if again, err := s.ClaimOutbox(ctx, 11, 10, outboxNow); err != nil || len(again) != 2 {
+			t.Fatalf("claim after the release: %d (err %v), want the released message and the last one", len(again), err)
+		}
+	})
+}
+
 // TestStore_PruneOutbox: Prune deletes the delivered messages of the runs it deleted, and
 // keeps undelivered messages and those of remaining runs.
 func TestStore_PruneOutbox(t *testing.T) {

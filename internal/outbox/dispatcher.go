@@ -22,6 +22,9 @@ type Store interface {
 	ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
 	// RecordDelivery records the outcome of an attempt of the message key.
 	RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) error
+	// ReleaseOutbox hands the messages sending under token back to pending, their claim's
+	// attempt not counted, and returns how many.
+	ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error)
 }
 
 // Deliverer delivers messages of one kind. An error wrapped with Permanent
@@ -197,9 +200,21 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 		_ = d.recordLeft(rctx, lg, token, left)
 	}()
 	failures := 0
+	// A claim that failed may have committed all the same, its answer lost: its messages are
+	// then sending under token, and nothing of this term sends them. Once no delivery is in
+	// flight and every outcome is recorded, whatever is still sending under token is that
+	// claim's, and is handed back to pending.
+	doubt := false
 	for {
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
 			return err
+		}
+		if doubt {
+			wg.Wait()
+			var err error
+			if doubt, err = d.releaseOwn(ctx, lg, token, left); err != nil {
+				return err
+			}
 		}
 		msgs, err := d.cfg.Store.ClaimOutbox(ctx, token, d.cfg.Batch, d.cfg.Now())
 		switch {
@@ -209,6 +224,7 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			lg.Warn("outbox fenced", zap.Error(err))
 			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
 		case err != nil:
+			doubt = true
 			// Logged on the first failure and then every 60th, about once a
 			// minute at the default poll.
 			if failures%60 == 0 {
@@ -279,6 +295,28 @@ func (d *Dispatcher) recordLeft(ctx context.Context, lg *zap.Logger, token int64
 		}
 	}
 	return nil
+}
+
+// releaseOwn hands the messages sending under token back to pending once every outcome of the
+// term is recorded, when no delivery is in flight, and reports whether that is still to do. It
+// returns an error wrapping ErrFenced if the store refused token.
+func (d *Dispatcher) releaseOwn(ctx context.Context, lg *zap.Logger, token int64, left *unrecorded) (bool, error) {
+	left.mu.Lock()
+	pending := len(left.res)
+	left.mu.Unlock()
+	if pending > 0 {
+		return true, nil // the store is still away; what they hold is sent, not to be sent again
+	}
+	n, err := d.cfg.Store.ReleaseOutbox(ctx, token, d.cfg.Now())
+	switch {
+	case err != nil && d.cfg.Fenced(err):
+		return false, fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
+	case err != nil:
+		return true, nil
+	case n > 0:
+		lg.Warn("outbox claim committed though its answer was lost; its messages are handed back to pending", zap.Int64("messages", n))
+	}
+	return false, nil
 }
 
 // deliver sends m, claimed under token, and records the outcome; an

@@ -23,6 +23,9 @@ type fakeStore struct {
 	failing int          // the first failing records fail
 }
 
+// ReleaseOutbox hands nothing back: the store's claims never lose their answers.
+func (*fakeStore) ReleaseOutbox(context.Context, int64, time.Time) (int64, error) { return 0, nil }
+
 func (f *fakeStore) ClaimOutbox(_ context.Context, _ int64, limit int, _ time.Time) ([]scheduler.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -51,6 +51,19 @@ func (p *Backend) ClaimOutbox(ctx context.Context, token int64, limit int, now t
 	return msgs, err
 }
 
+// ReleaseOutbox hands the messages sending under token back to pending, in
+// one batch fenced with token on the outbox's fence.
+func (p *Backend) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error) {
+	var n int64
+	err := p.fencedBatch(ctx, []string{tables.OutboxFence}, token, func(b *pgx.Batch) {
+		b.Queue(p.outboxSQL(tables.OutboxReleaseOwnSQL), token, now).Exec(func(tag pgconn.CommandTag) error {
+			n = tag.RowsAffected()
+			return nil
+		})
+	})
+	return n, err
+}
+
 // RecordDelivery records an attempt of the message key claimed with token,
 // fenced with token on the outbox's fence; false when it is not sending
 // under token.

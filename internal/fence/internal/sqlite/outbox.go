@@ -62,6 +62,21 @@ func (l *Backend) ClaimOutbox(ctx context.Context, token int64, limit int, now t
 	return msgs, err
 }
 
+// ReleaseOutbox hands the messages sending under token back to pending, in
+// one IMMEDIATE transaction that entered the outbox's fence with token.
+func (l *Backend) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error) {
+	var n int64
+	err := l.fencedWrite(ctx, []string{tables.OutboxFence}, token, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, liteOutboxSQL(tables.OutboxReleaseOwnSQL), token, now.UnixMicro())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
 // RecordDelivery records, in one IMMEDIATE transaction that entered the
 // outbox's fence with token, an attempt of the message key claimed with
 // that token; false when the message is not sending under it.

@@ -19,6 +19,12 @@ const (
 	// pending. Placeholders: token, now.
 	OutboxReleaseSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2
 		WHERE status = 'sending' AND claim_token < $1`
+	// OutboxReleaseOwnSQL hands the messages sending under the dispatcher's
+	// own token back to pending, not counting the attempt their claim
+	// counted: they were never sent (see fence.Store.ReleaseOutbox).
+	// Placeholders: token, now.
+	OutboxReleaseOwnSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2, attempts = attempts - 1
+		WHERE status = 'sending' AND claim_token = $1`
 	// OutboxRecordSQL records an attempt. Placeholders: key, token, status,
 	// at, next (for pending), error. The same record made again by the same
 	// term matches as well: when the store went away after a record's commit
