@@ -3,8 +3,11 @@ package fence
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -82,6 +85,94 @@ func TestPostgres_FencedStatementsEndedTransaction(t *testing.T) {
 	}
 }
 
+// TestPostgres_FencedStatementsCopyFromStdin: COPY ... FROM STDIN in a text fails at once,
+// naming the reason, instead of waiting for data until the run's timeout.
+func TestPostgres_FencedStatementsCopyFromStdin(t *testing.T) {
+	js := mustJobSetup(t)
+	ctx, cancel := context.WithTimeout(testCtx(t), 20*time.Second)
+	defer cancel()
+	_, err := js.jobs.FencedStatements(ctx, "job", 10, js.role, `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); COPY stock_scans (sku, quantity) FROM STDIN`)
+	if ctx.Err() != nil || sqlState(err) != "57014" || !strings.Contains(err.Error(), "COPY FROM STDIN") {
+		t.Fatalf("COPY FROM STDIN: err %v (context %v), want it refused with 57014 and the reason", err, ctx.Err())
+	}
+	if got := js.skus(t, ctx); got != "" {
+		t.Fatalf("skus %q after the refused text, want none", got)
+	}
+	// COPY TO STDOUT is read and dropped like any other result.
+	if n, err := js.jobs.FencedStatements(ctx, "job", 10, js.role, `COPY (SELECT 1) TO STDOUT; INSERT INTO stock_scans (sku, quantity) VALUES ('b', 1)`); err != nil || n != 1 {
+		t.Fatalf("COPY TO STDOUT: %d rows, err %v; want 1 row", n, err)
+	}
+}
+
+// TestPostgres_FencedStatementsCancelledAtServer: a run whose context ends while the text's
+// statement runs (its timeout, the end of the term) cancels the statement at the server (pgx
+// sends a cancel request as it closes a connection whose context ended), even one that set
+// statement_timeout to 0: the backend does not go on holding the fence's shared lock, which a
+// new leader's raise waits for, nor a connection slot.
+func TestPostgres_FencedStatementsCancelledAtServer(t *testing.T) {
+	js := mustJobSetup(t)
+	ctx := testCtx(t)
+	runCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := js.jobs.FencedStatements(runCtx, "job", 10, js.role, `SET statement_timeout = 0; SELECT pg_sleep(3600)`)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the run's deadline", err)
+	}
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, "the text's statement to end at the server", func() bool {
+		var n int
+		if err := js.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE '%pg_sleep(3600)%' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if err := js.owner.RaiseAll(ctx, []string{"job"}, 20); err != nil {
+		t.Fatalf("the next leader's raise: %v", err)
+	}
+}
+
+// TestPostgres_FencedStatementsLargeResult: the rows a text returns are read one at a time and
+// dropped, not held: a text returning far more than the daemon should hold does not grow its
+// heap by that much. Before, every row was kept until the text ended.
+func TestPostgres_FencedStatementsLargeResult(t *testing.T) {
+	js := mustJobSetup(t)
+	ctx := testCtx(t)
+	const rows, size = 40, 10 << 20 // the text returns this many rows of this many bytes
+	var (
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+		peak uint64
+		ms   runtime.MemStats
+	)
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	wg.Go(func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	n, err := js.jobs.FencedStatements(ctx, "job", 10, js.role,
+		`SELECT repeat('x', 10485760) FROM generate_series(1, 40); INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1)`)
+	close(stop)
+	wg.Wait()
+	if err != nil || n != 1 {
+		t.Fatalf("%d rows, err %v; want 1 row", n, err)
+	}
+	if grown := peak - min(peak, base); grown > rows*size/2 {
+		t.Fatalf("the heap grew by %d MiB for a text returning %d MiB, want well below", grown>>20, rows*size>>20)
+	}
+}
+
 // TestPostgres_FencedStatementsSearchPath: the check before the commit runs the scheduler's
 // own functions with the session's own settings, whatever search_path, timeouts or functions
 // the text left behind (here on the store's own connection, whose role may create a schema).
@@ -98,5 +189,21 @@ func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 		INSERT INTO public.stock_scans (sku, quantity) VALUES ('a', 1)`)
 	if err != nil || n != 1 {
 		t.Fatalf("%d rows, err %v; want 1 row and the scheduler's own check", n, err)
+	}
+}
+
+// TestPostgres_FencedStatementsPrepareTransaction: on a server that allows prepared
+// transactions, a text that prepares one fails the run saying what it left behind and where to
+// find it: the prepared transaction outlives the session, holding the fence's shared lock.
+func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
+	dsn := testenv.MustPostgres(t, "max_prepared_transactions=2").CreateDatabase(t)
+	s := mustOpen(t, Config{DSN: dsn})
+	ctx := testCtx(t)
+	_, err := s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); PREPARE TRANSACTION 'left'`)
+	if !errors.Is(err, verdict.ErrTxEnded) || !strings.Contains(err.Error(), "pg_prepared_xacts") {
+		t.Fatalf("err %v, want %v naming the prepared transaction", err, verdict.ErrTxEnded)
+	}
+	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `ROLLBACK PREPARED 'left'`); err != nil {
+		t.Fatalf("roll back what the text prepared: %v", err)
 	}
 }

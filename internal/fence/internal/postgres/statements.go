@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"scheduler"
 	"scheduler/internal/fence/internal/verdict"
@@ -73,15 +75,9 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 			return 0, fmt.Errorf("set role %s: %w", role, err)
 		}
 	}
-	results, err := conn.PgConn().Exec(ctx, text).ReadAll()
+	n, err := runText(ctx, conn.PgConn(), text)
 	if err != nil {
 		return 0, err
-	}
-	var n int64
-	for _, r := range results {
-		if dmlTag.MatchString(r.CommandTag.String()) {
-			n += r.CommandTag.RowsAffected()
-		}
 	}
 	if conn.PgConn().TxStatus() != 'T' {
 		return 0, verdict.ErrTxEnded
@@ -124,6 +120,56 @@ func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	}
 	return nil
 }
+
+// noCopyData is the reason the server gives for a COPY ... FROM STDIN in
+// a text.
+const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends no data"
+
+// runText sends text as one message of the simple protocol, so that it may
+// hold several statements, and returns the rows its statements inserted,
+// updated or deleted. Rows the statements return are read one at a time
+// and dropped: only their count is the output, and a text returning more
+// than memory holds must not take the daemon down. A COPY ... FROM STDIN
+// would wait for data that never comes, as long as the run's timeout
+// allows (or forever): a CopyFail sent behind the text ends it at once
+// with an error, and the server ignores a CopyFail that no COPY reads.
+func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error) {
+	mrr := pgc.Exec(ctx, text)
+	pgc.Frontend().Send(&pgproto3.CopyFail{Message: noCopyData})
+	// A failed flush breaks the connection: the results say so.
+	_ = pgc.Frontend().Flush()
+	var (
+		n        int64
+		prepared bool
+	)
+	for mrr.NextResult() {
+		rr := mrr.ResultReader()
+		for rr.NextRow() {
+		}
+		tag, err := rr.Close()
+		switch {
+		case err != nil:
+		case dmlTag.MatchString(tag.String()):
+			n += tag.RowsAffected()
+		case tag.String() == "PREPARE TRANSACTION":
+			prepared = true
+		}
+	}
+	err := mrr.Close()
+	if prepared {
+		return 0, errors.Join(errPrepared, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// errPrepared reports a text that prepared a transaction (on a server
+// whose max_prepared_transactions is not 0): what it prepared outlives the
+// session, with the fence's shared lock if it was the fenced transaction,
+// until someone ends it.
+var errPrepared = fmt.Errorf("%w: it prepared a transaction (PREPARE TRANSACTION), which keeps its writes, unfenced, and its locks (the job's fence among them, making a new leader's raise wait) until COMMIT PREPARED or ROLLBACK PREPARED: find it in pg_prepared_xacts and roll it back", verdict.ErrTxEnded)
 
 // enterOn enters job's fence with token in tx: with fence_verify on the
 // job connection, whose role may not raise, or with the lock and the gate
