@@ -32,8 +32,8 @@ var rolePattern = schemaPattern
 // connection, whose role enters the fence with the check-only
 // fence_verify; otherwise it runs on the store's own connection, entering
 // the fence as Fenced does. The rows the statements return are read one
-// at a time and dropped, and a COPY FROM STDIN fails at once (the store
-// sends no data). Either way the fence is checked again right before the
+// at a time and dropped (a row or notice over 64 MiB fails the run), and a
+// COPY FROM STDIN fails at once (the store sends no data). Either way the fence is checked again right before the
 // commit, with the session's own role and settings (what the text set,
 // search_path and timeouts included, is reset first), and the session is
 // closed afterwards rather than reused, so nothing the statements set on

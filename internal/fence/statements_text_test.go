@@ -207,3 +207,23 @@ func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 		t.Fatalf("roll back what the text prepared: %v", err)
 	}
 }
+
+// TestPostgres_FencedStatementsLargeRow: a row (or a notice) larger than a text may return at
+// once fails the run, naming the bound, instead of being read whole into the daemon's memory;
+// rows below it pass.
+func TestPostgres_FencedStatementsLargeRow(t *testing.T) {
+	js := mustJobSetup(t)
+	ctx := testCtx(t)
+	for _, text := range []string{
+		`SELECT repeat('x', 100 << 20)`,
+		`DO $$ BEGIN RAISE NOTICE '%', repeat('x', 100 << 20); END $$`,
+	} {
+		_, err := js.jobs.FencedStatements(ctx, "job", 10, js.role, text)
+		if err == nil || !strings.Contains(err.Error(), "a sql job's text may return at once") {
+			t.Fatalf("%s: err %v, want the bound named", text, err)
+		}
+	}
+	if _, err := js.jobs.FencedStatements(ctx, "job", 10, js.role, `SELECT repeat('x', 10 << 20)`); err != nil {
+		t.Fatalf("a row of 10 MiB: %v", err)
+	}
+}

@@ -121,6 +121,10 @@ func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	return nil
 }
 
+// maxMessage bounds each message a text's results take, a row or a
+// notice, in bytes.
+const maxMessage = 64 << 20
+
 // noCopyData is the reason the server gives for a COPY ... FROM STDIN in
 // a text.
 const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends no data"
@@ -134,6 +138,10 @@ const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends
 // allows (or forever): a CopyFail sent behind the text ends it at once
 // with an error, and the server ignores a CopyFail that no COPY reads.
 func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error) {
+	// A row is read whole, however large: bound it, so that one value near
+	// the server's 1 GiB limit does not take that much of the daemon. The
+	// session is closed after the run, so the bound need not be undone.
+	pgc.Frontend().SetMaxBodyLen(maxMessage)
 	mrr := pgc.Exec(ctx, text)
 	pgc.Frontend().Send(&pgproto3.CopyFail{Message: noCopyData})
 	// A failed flush breaks the connection: the results say so.
@@ -156,6 +164,15 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 		}
 	}
 	err := mrr.Close()
+	tooLarge := (*pgproto3.ExceededMaxBodyLenErr)(nil)
+	switch {
+	case errors.As(err, &tooLarge):
+		err = fmt.Errorf("a row or notice of %d bytes is more than the %d a sql job's text may return at once (its rows are dropped anyway): %w", tooLarge.ActualBodyLen, maxMessage, err)
+	case err != nil && pgc.IsClosed() && ctx.Err() == nil:
+		// pgconn reports a message over the bound between two results
+		// only as the closed connection it leaves.
+		err = fmt.Errorf("the connection closed while the text's results were read (so does a row or notice of more than the %d bytes a sql job's text may return at once): %w", maxMessage, err)
+	}
 	if prepared {
 		return 0, errors.Join(errPrepared, err)
 	}
