@@ -227,3 +227,16 @@ func TestPostgres_FencedStatementsLargeRow(t *testing.T) {
 		t.Fatalf("a row of 10 MiB: %v", err)
 	}
 }
+
+// TestPostgres_FencedStatementsLongError: the error a text raises, which the runner logs, is
+// clipped: a RAISE EXCEPTION of a megabyte does not write a megabyte into the daemon's log with
+// each run. Its SQLSTATE is kept.
+func TestPostgres_FencedStatementsLongError(t *testing.T) {
+	js := mustJobSetup(t)
+	ctx := testCtx(t)
+	_, err := js.jobs.FencedStatements(ctx, "job", 10, js.role,
+		`DO $$ BEGIN RAISE EXCEPTION '%', repeat('é', 1 << 19) USING DETAIL = repeat('d', 1 << 20), ERRCODE = 'P0042'; END $$`)
+	if sqlState(err) != "P0042" || len(err.Error()) > 8<<10 || !strings.Contains(err.Error(), "bytes omitted") {
+		t.Fatalf("err of %d bytes with SQLSTATE %q, want P0042 and at most 8 KiB", len(err.Error()), sqlState(err))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -121,6 +122,26 @@ func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	return nil
 }
 
+// maxErrorText bounds each text field of a text's error, in bytes.
+const maxErrorText = 4096
+
+// clipPgError shortens the fields of pe that the text chose (RAISE
+// EXCEPTION with its DETAIL and HINT, and where it was raised): the error
+// is logged, and a text must not write megabytes into the daemon's log
+// with each run. The ledger keeps an excerpt of its own.
+func clipPgError(pe *pgconn.PgError) {
+	for _, f := range []*string{&pe.Message, &pe.Detail, &pe.Hint, &pe.Where, &pe.InternalQuery} {
+		if len(*f) <= maxErrorText {
+			continue
+		}
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart((*f)[cut]) {
+			cut--
+		}
+		*f = fmt.Sprintf("%s… [%d bytes omitted]", (*f)[:cut], len(*f)-cut)
+	}
+}
+
 // maxMessage bounds each message a text's results take, a row or a
 // notice, in bytes.
 const maxMessage = 64 << 20
@@ -165,7 +186,10 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 	}
 	err := mrr.Close()
 	tooLarge := (*pgproto3.ExceededMaxBodyLenErr)(nil)
+	var pe *pgconn.PgError
 	switch {
+	case errors.As(err, &pe):
+		clipPgError(pe)
 	case errors.As(err, &tooLarge):
 		err = fmt.Errorf("a row or notice of %d bytes is more than the %d a sql job's text may return at once (its rows are dropped anyway): %w", tooLarge.ActualBodyLen, maxMessage, err)
 	case err != nil && pgc.IsClosed() && ctx.Err() == nil:
