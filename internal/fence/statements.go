@@ -34,10 +34,11 @@ var rolePattern = schemaPattern
 // the fence as Fenced does. The rows the statements return are read one
 // at a time and dropped (a row or notice over 64 MiB fails the run), and a
 // COPY FROM STDIN fails at once (the store sends no data). Either way the fence is checked again right before the
-// commit, with the session's own role and settings (what the text set,
-// search_path and timeouts included, is reset first), and the session is
-// closed afterwards rather than reused, so nothing the statements set on
-// it (a role, a setting, a session lock) outlives the run. A fence below token is raised by the
+// commit, as the session's own role and with functions and operators named
+// with their schema (a search_path the text set cannot replace them), and
+// the session is closed afterwards rather than reused, so nothing the
+// statements set on it (a role, a setting, a session lock) outlives the
+// run. A fence below token is raised by the
 // store's own role, as in Fenced, and the statements run again. On SQLite
 // the text runs inside the single writer's transaction after the fence
 // check.

@@ -174,8 +174,8 @@ func TestPostgres_FencedStatementsLargeResult(t *testing.T) {
 }
 
 // TestPostgres_FencedStatementsSearchPath: the check before the commit runs the scheduler's
-// own functions with the session's own settings, whatever search_path, timeouts or functions
-// the text left behind (here on the store's own connection, whose role may create a schema).
+// own functions and operators, whatever search_path and functions the text left behind (here
+// on the store's own connection, whose role may create a schema).
 func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 	s, _ := mustPostgresStore(t, Config{})
 	ctx := testCtx(t)
@@ -183,9 +183,11 @@ func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 		CREATE SCHEMA shadow;
 		CREATE FUNCTION shadow.pg_advisory_xact_lock_shared(bigint) RETURNS void LANGUAGE plpgsql
 			AS $$ BEGIN RAISE EXCEPTION 'the text''s own function ran'; END $$;
+		CREATE FUNCTION shadow.eq(bigint, bigint) RETURNS boolean LANGUAGE plpgsql
+			AS $$ BEGIN RAISE EXCEPTION 'the text''s own operator ran'; END $$;
+		CREATE OPERATOR shadow.= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = shadow.eq);
 		CREATE FUNCTION shadow.txid_current() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint';
 		SET LOCAL search_path = shadow, pg_catalog;
-		SET idle_in_transaction_session_timeout = 0;
 		INSERT INTO public.stock_scans (sku, quantity) VALUES ('a', 1)`)
 	if err != nil || n != 1 {
 		t.Fatalf("%d rows, err %v; want 1 row and the scheduler's own check", n, err)

@@ -83,12 +83,12 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	if conn.PgConn().TxStatus() != 'T' {
 		return 0, verdict.ErrTxEnded
 	}
-	// Check again, as the session's own role and with its own settings,
-	// right before the commit: the lock taken now is held until the
-	// commit, whatever the text did to the transaction before. What the
-	// text set is undone first, so that the check runs the scheduler's own
-	// functions (a search_path of the text's could put a schema of its own
-	// before pg_catalog), with the session's timeouts.
+	// Check again, as the session's own role, right before the commit: the
+	// lock taken now is held until the commit, whatever the text did to the
+	// transaction before. The check names every function and operator with
+	// its schema, so that a search_path the text set cannot put its own in
+	// their place; the text's other settings stay for the commit (a
+	// deferred trigger of its tables may read them).
 	if err := sameTx(ctx, conn.PgConn(), xid); err != nil {
 		return 0, err
 	}
@@ -101,20 +101,20 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	return n, nil
 }
 
-// restore undoes what a text set on its session, then reads the id of the
-// transaction it is in. RESET ALL leaves the role alone, hence RESET ROLE.
-const restore = `RESET ROLE; RESET ALL; SET LOCAL search_path = pg_catalog, pg_temp; SELECT pg_catalog.txid_current()::text`
+// restore returns the session to its own role after a text, then reads
+// the id of the transaction it is in.
+const restore = `RESET ROLE; SELECT pg_catalog.txid_current()::text`
 
-// sameTx restores the session after a text (restore) and returns
+// sameTx restores the session's role after a text (restore) and returns
 // verdict.ErrTxEnded when the transaction is not the one whose id was xid.
 func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	results, err := pgc.Exec(ctx, restore).ReadAll()
 	if err != nil {
-		return fmt.Errorf("restore the session after the statements: %w", err)
+		return fmt.Errorf("reset role after the statements: %w", err)
 	}
 	last := results[len(results)-1]
 	if len(last.Rows) != 1 || len(last.Rows[0]) != 1 {
-		return fmt.Errorf("restore the session after the statements: %d rows for the transaction's id, want 1", len(last.Rows))
+		return fmt.Errorf("reset role after the statements: %d rows for the transaction's id, want 1", len(last.Rows))
 	}
 	if string(last.Rows[0][0]) != xid {
 		return verdict.ErrTxEnded
