@@ -196,7 +196,8 @@ func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 
 // TestPostgres_FencedStatementsPrepareTransaction: on a server that allows prepared
 // transactions, a text that prepares one fails the run saying what it left behind and where to
-// find it: the prepared transaction outlives the session, holding the fence's shared lock.
+// find it: the prepared transaction outlives the session, holding the fence's shared lock, and
+// the store names the job as held (its lock has no session's pid).
 func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 	dsn := testenv.MustPostgres(t, "max_prepared_transactions=2").CreateDatabase(t)
 	s := mustOpen(t, Config{DSN: dsn})
@@ -204,6 +205,10 @@ func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 	_, err := s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); PREPARE TRANSACTION 'left'`)
 	if !errors.Is(err, verdict.ErrTxEnded) || !strings.Contains(err.Error(), "pg_prepared_xacts") {
 		t.Fatalf("err %v, want %v naming the prepared transaction", err, verdict.ErrTxEnded)
+	}
+	// The prepared transaction holds the job's fence: a new leader's raise finds it held.
+	if held, err := s.HeldFences(ctx, []string{"job"}, 20); err != nil || len(held) != 1 {
+		t.Fatalf("held=%v (err %v) with the text's transaction prepared, want [job]", held, err)
 	}
 	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `ROLLBACK PREPARED 'left'`); err != nil {
 		t.Fatalf("roll back what the text prepared: %v", err)
