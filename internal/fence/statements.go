@@ -21,9 +21,11 @@ var rolePattern = schemaPattern
 //
 // text holds one or more statements separated by semicolons. It must not
 // end the transaction itself (BEGIN, COMMIT, ROLLBACK): a text that does
-// fails the run (on either store), yet what it ran before a COMMIT is
+// fails the run (on either store), also when it begins another transaction
+// (COMMIT AND CHAIN, COMMIT; BEGIN), yet what it ran before a COMMIT is
 // committed, and what it ran after one is not fenced (and on Postgres runs
-// without role). role, when set, is the Postgres role the statements run
+// without role) unless it ran in a transaction the text began, which is
+// rolled back. role, when set, is the Postgres role the statements run
 // under: after the fence is entered the transaction does SET LOCAL ROLE
 // role. It is not a boundary on its own (the statements can RESET ROLE);
 // see Config.JobDSN. SQLite has no roles and refuses it.
@@ -32,10 +34,14 @@ var rolePattern = schemaPattern
 // may hold several statements. With Config.JobDSN set it runs on that
 // connection, whose role enters the fence with the check-only
 // fence_verify; otherwise it runs on the store's own connection, entering
-// the fence as Fenced does. Either way the fence is checked again right
-// before the commit, and the session is closed afterwards rather than
-// reused, so nothing the statements set on it (a role, a setting, a
-// session lock) outlives the run. A fence below token is raised by the
+// the fence as Fenced does. The rows the statements return are read one
+// at a time and dropped (a row or notice over 64 MiB fails the run), and a
+// COPY FROM STDIN fails at once (the store sends no data). Either way the fence is checked again right before the
+// commit, as the session's own role and with functions and operators named
+// with their schema (a search_path the text set cannot replace them), and
+// the session is closed afterwards rather than reused, so nothing the
+// statements set on it (a role, a setting, a session lock) outlives the
+// run. A fence below token is raised by the
 // store's own role, as in Fenced, and the statements run again. On SQLite
 // the text runs inside the single writer's transaction after the fence
 // check.

@@ -58,14 +58,22 @@ func TestFencedStatements(t *testing.T) {
 			t.Fatalf("a stale token wrote: %d scans, want 1", got)
 		}
 		// A text that ends the transaction itself fails the run with ErrTxEnded, on
-		// either store.
+		// either store, also when it begins another one.
 		for _, text := range []string{
 			`INSERT INTO stock_scans (sku, quantity) VALUES ('e', 1); COMMIT`,
 			`ROLLBACK; INSERT INTO stock_scans (sku, quantity) VALUES ('f', 1)`,
+			// Ended and begun again: the transaction open at the end is not the fenced one.
+			`INSERT INTO stock_scans (sku, quantity) VALUES ('g', 1); COMMIT; BEGIN; INSERT INTO stock_scans (sku, quantity) VALUES ('h', 1)`,
+			`ROLLBACK; BEGIN; INSERT INTO stock_scans (sku, quantity) VALUES ('i', 1)`,
 		} {
 			if _, err := s.FencedStatements(ctx, "job", 20, "", text); !errors.Is(err, verdict.ErrTxEnded) {
 				t.Errorf("a text that ends the transaction (%s): err %v, want %v", text, err, verdict.ErrTxEnded)
 			}
+		}
+		// e and g were committed by the texts' COMMIT, f outside any transaction after the
+		// ROLLBACK; h and i, in transactions the texts began, were rolled back.
+		if got := scans(); got != 4 {
+			t.Errorf("%d scans after the texts that ended the transaction, want 4", got)
 		}
 		for _, st := range []struct{ Text, Role string }{{Text: " "}, {Text: "SELECT 1", Role: "Bad-Role"}, {Text: `SELECT 1`, Role: `x"; DROP TABLE runs; --`}} {
 			if _, err := s.FencedStatements(ctx, "job", 20, st.Role, st.Text); err == nil {

@@ -62,7 +62,10 @@ type pgStatements struct {
 	// advisory lock, then, in a new statement and so a new snapshot, a read
 	// of the fence that fails with division_by_zero unless it equals the
 	// token (and returns no row if the job has no fence). lockKey is the
-	// text whose hash is the lock key, the same as fence_check's.
+	// text whose hash is the lock key, the same as fence_check's. Their
+	// functions and operators are named with their schema: a sql job's text
+	// on the store's own connection runs in the transaction before the
+	// check again, and a search_path it set could put its own first.
 	lockShared, gate, lockKey string
 	// check, when set, is a function Fenced enters the fence with instead
 	// (fence_check's signature); tests use it to run fence variants.
@@ -152,9 +155,10 @@ func sessionParams(pc *pgxpool.Config, cfg Config, name string) {
 func pgSQL(schema string) pgStatements {
 	r := strings.NewReplacer("{s}", pgx.Identifier{schema}.Sanitize())
 	return pgStatements{
-		lockShared:       `SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))`,
-		lockKey:          schema + ".job_fence:",
-		gate:             r.Replace(`SELECT 1 / (token = $2)::int FROM {s}.job_fence WHERE job = $1`),
+		lockShared: `SELECT pg_catalog.pg_advisory_xact_lock_shared(pg_catalog.hashtextextended($1, 0))`,
+		lockKey:    schema + ".job_fence:",
+		gate: r.Replace(`SELECT 1 OPERATOR(pg_catalog./) (token OPERATOR(pg_catalog.=) $2)::int
+			FROM {s}.job_fence WHERE job OPERATOR(pg_catalog.=) $1`),
 		verify:           r.Replace(`SELECT {s}.fence_verify($1, $2)`),
 		checkAll:         r.Replace(`SELECT {s}.fence_check_all($1::text[], $2)`),
 		raise:            r.Replace(`SELECT fenced_job, fence FROM {s}.fence_raise($1::text[], $2)`),

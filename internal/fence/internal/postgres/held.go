@@ -11,12 +11,13 @@ import (
 // advisory lock on a bigint key is listed with the key's high half as classid, its low half as
 // objid and objsubid 1; the key is fence_check's, hashtextextended($3 || job, 0). Only granted
 // locks count: a session waiting for the lock is queued behind one that holds it. The locks are
-// read once, into a set, rather than once per job.
+// read once, into a set, rather than once per job. A prepared transaction's locks have no pid:
+// such a transaction holds the fence all the same, beyond its session.
 const heldSQL = `WITH held AS MATERIALIZED (
     SELECT DISTINCT (l.classid::int8 << 32) | l.objid::int8 AS key
     FROM pg_catalog.pg_locks AS l
     WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
-      AND l.pid <> pg_catalog.pg_backend_pid()
+      AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()))
 SELECT u.job
 FROM (SELECT DISTINCT x AS job FROM unnest($1::text[]) AS x) AS u

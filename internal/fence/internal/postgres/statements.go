@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"scheduler"
 	"scheduler/internal/fence/internal/verdict"
@@ -55,14 +57,18 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	// The text learns its job, token, slot and run secret from settings of the transaction, so
 	// that it can call outbox_enqueue (and fence_verify) with them. A text that changes them
 	// only hurts itself: the functions check what they are given against the fence and the run.
+	// The transaction's id, taken now, is how the check before the commit knows that it is
+	// still the transaction the fence was entered in: a text can end it and open another
+	// (COMMIT AND CHAIN, COMMIT; BEGIN), but cannot give the new one this id.
 	slot, manual := "", "false"
 	if at, m, ok := scheduler.SlotFrom(ctx); ok {
 		slot, manual = at.UTC().Format(time.RFC3339Nano), strconv.FormatBool(m)
 	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('scheduler.job', $1, true), set_config('scheduler.token', $2, true),
+	var xid string
+	if err := tx.QueryRow(ctx, `SELECT set_config('scheduler.job', $1, true), set_config('scheduler.token', $2, true),
 		set_config('scheduler.slot', $3, true), set_config('scheduler.manual', $4, true),
-		set_config('scheduler.run_secret', $5, true)`,
-		job, strconv.FormatInt(token, 10), slot, manual, scheduler.RunSecretFrom(ctx)); err != nil {
+		set_config('scheduler.run_secret', $5, true), pg_catalog.txid_current()::text`,
+		job, strconv.FormatInt(token, 10), slot, manual, scheduler.RunSecretFrom(ctx)).Scan(nil, nil, nil, nil, nil, &xid); err != nil {
 		return 0, fmt.Errorf("set the job's settings: %w", err)
 	}
 	if role != "" {
@@ -70,34 +76,27 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 			return 0, fmt.Errorf("set role %s: %w", role, err)
 		}
 	}
-	results, err := conn.PgConn().Exec(ctx, text).ReadAll()
+	n, err := runText(ctx, conn.PgConn(), text)
 	if err != nil {
 		return 0, err
-	}
-	var n int64
-	for _, r := range results {
-		if dmlTag.MatchString(r.CommandTag.String()) {
-			n += r.CommandTag.RowsAffected()
-		}
 	}
 	if conn.PgConn().TxStatus() != 'T' {
 		return 0, verdict.ErrTxEnded
 	}
 	// Check again, as the session's own role, right before the commit: the
-	// lock taken now is held until the commit, whatever the text did to
-	// the transaction before.
-	if _, err := tx.Exec(ctx, `RESET ROLE`); err != nil {
-		return 0, fmt.Errorf("reset role: %w", err)
+	// lock taken now is held until the commit, whatever the text did to the
+	// transaction before. The check names every function and operator with
+	// its schema, so that a search_path the text set cannot put its own in
+	// their place; the text's other settings stay for the commit (a
+	// deferred trigger of its tables may read them).
+	if err := sameTx(ctx, conn.PgConn(), xid); err != nil {
+		return 0, err
 	}
 	if err := p.enterOn(ctx, tx, job, token); err != nil {
 		return 0, err
 	}
-	// The transaction's id, so that a commit whose reply is lost can be resolved: the
-	// statements are no redo's to run twice (see fence.Store.FencedStatements).
-	var xid string
-	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
-		return 0, fmt.Errorf("read the transaction's id: %w", err)
-	}
+	// The transaction's id (checked by sameTx) also resolves a commit whose reply is lost:
+	// the statements are no redo's to run twice (see fence.Store.FencedStatements).
 	if err := tx.Commit(ctx); err != nil {
 		if !commitInDoubt(err) {
 			return 0, pgFenceErr(token, fmt.Errorf("commit: %w", err))
@@ -132,6 +131,117 @@ func (p *Backend) XactStatus(ctx context.Context, xid string) (string, error) {
 	}
 	return *status, nil
 }
+
+// restore returns the session to its own role after a text, then reads
+// the id of the transaction it is in.
+const restore = `RESET ROLE; SELECT pg_catalog.txid_current()::text`
+
+// sameTx restores the session's role after a text (restore) and returns
+// verdict.ErrTxEnded when the transaction is not the one whose id was xid.
+func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
+	results, err := pgc.Exec(ctx, restore).ReadAll()
+	if err != nil {
+		return fmt.Errorf("reset role after the statements: %w", err)
+	}
+	last := results[len(results)-1]
+	if len(last.Rows) != 1 || len(last.Rows[0]) != 1 {
+		return fmt.Errorf("reset role after the statements: %d rows for the transaction's id, want 1", len(last.Rows))
+	}
+	if string(last.Rows[0][0]) != xid {
+		return verdict.ErrTxEnded
+	}
+	return nil
+}
+
+// maxErrorText bounds each text field of a text's error, in bytes.
+const maxErrorText = 4096
+
+// clipPgError shortens the fields of pe that the text chose (RAISE
+// EXCEPTION with its DETAIL and HINT, and where it was raised): the error
+// is logged, and a text must not write megabytes into the daemon's log
+// with each run. The ledger keeps an excerpt of its own.
+func clipPgError(pe *pgconn.PgError) {
+	for _, f := range []*string{&pe.Message, &pe.Detail, &pe.Hint, &pe.Where, &pe.InternalQuery} {
+		if len(*f) <= maxErrorText {
+			continue
+		}
+		cut := maxErrorText
+		for cut > 0 && !utf8.RuneStart((*f)[cut]) {
+			cut--
+		}
+		*f = fmt.Sprintf("%s… [%d bytes omitted]", (*f)[:cut], len(*f)-cut)
+	}
+}
+
+// maxMessage bounds each message a text's results take, a row or a
+// notice, in bytes.
+const maxMessage = 64 << 20
+
+// noCopyData is the reason the server gives for a COPY ... FROM STDIN in
+// a text.
+const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends no data"
+
+// runText sends text as one message of the simple protocol, so that it may
+// hold several statements, and returns the rows its statements inserted,
+// updated or deleted. Rows the statements return are read one at a time
+// and dropped: only their count is the output, and a text returning more
+// than memory holds must not take the daemon down. A COPY ... FROM STDIN
+// would wait for data that never comes, as long as the run's timeout
+// allows (or forever): a CopyFail sent behind the text ends it at once
+// with an error, and the server ignores a CopyFail that no COPY reads.
+func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error) {
+	// A row is read whole, however large: bound it, so that one value near
+	// the server's 1 GiB limit does not take that much of the daemon. The
+	// session is closed after the run, so the bound need not be undone.
+	pgc.Frontend().SetMaxBodyLen(maxMessage)
+	mrr := pgc.Exec(ctx, text)
+	pgc.Frontend().Send(&pgproto3.CopyFail{Message: noCopyData})
+	// A failed flush breaks the connection: the results say so.
+	_ = pgc.Frontend().Flush()
+	var (
+		n        int64
+		prepared bool
+	)
+	for mrr.NextResult() {
+		rr := mrr.ResultReader()
+		for rr.NextRow() {
+		}
+		tag, err := rr.Close()
+		switch {
+		case err != nil:
+		case dmlTag.MatchString(tag.String()):
+			n += tag.RowsAffected()
+		case tag.String() == "PREPARE TRANSACTION":
+			prepared = true
+		}
+	}
+	err := mrr.Close()
+	tooLarge := (*pgproto3.ExceededMaxBodyLenErr)(nil)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe):
+		clipPgError(pe)
+	case errors.As(err, &tooLarge):
+		err = fmt.Errorf("a row or notice of %d bytes is more than the %d a sql job's text may return at once (its rows are dropped anyway): %w", tooLarge.ActualBodyLen, maxMessage, err)
+	case err != nil && pgc.IsClosed() && ctx.Err() == nil:
+		// pgconn reports a message over the bound between two results
+		// only as the closed connection it leaves.
+		err = fmt.Errorf("the connection closed while the text's results were read (so does a row or notice of more than the %d bytes a sql job's text may return at once): %w", maxMessage, err)
+	}
+	if prepared {
+		return 0, errors.Join(errPrepared, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// errPrepared reports a text that prepared a transaction (on a server
+// whose max_prepared_transactions is not 0): what it prepared outlives the
+// session, with the fence's shared lock if it was the fenced transaction,
+// until someone ends it.
+var errPrepared = fmt.Errorf("%w: it prepared a transaction (PREPARE TRANSACTION), which keeps its writes, unfenced, and its locks (the job's fence among them, making a new leader's raise wait) until COMMIT PREPARED or ROLLBACK PREPARED: find it in pg_prepared_xacts and roll it back", verdict.ErrTxEnded)
 
 // enterOn enters job's fence with token in tx: with fence_verify on the
 // job connection, whose role may not raise, or with the lock and the gate

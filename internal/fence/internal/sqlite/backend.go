@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -270,10 +272,14 @@ func (l *Backend) Statements(ctx context.Context, job string, token int64, role,
 		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
 			return err
 		}
+		mark, err := markTx(ctx, tx)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, text); err != nil {
 			return err
 		}
-		if err := l.stillInTx(ctx, tx); err != nil {
+		if err := stillInTx(ctx, tx, mark); err != nil {
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
@@ -285,16 +291,31 @@ func (l *Backend) Statements(ctx context.Context, job string, token int64, role,
 	return n, err
 }
 
-// stillInTx returns verdict.ErrTxEnded when the statements ended the transaction themselves (a COMMIT
-// or ROLLBACK in the text): the connection is then in autocommit, where a BEGIN succeeds (and
-// the caller's rollback ends it); inside the transaction SQLite refuses it.
-func (l *Backend) stillInTx(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `BEGIN`)
+// markTx opens a savepoint of a random name in tx, by which stillInTx
+// knows the transaction again after a text: a text can end the transaction
+// and begin another (COMMIT; BEGIN), but cannot name the savepoint.
+func markTx(ctx context.Context, tx *sql.Tx) (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("mark the statements' transaction: %w", err)
+	}
+	mark := `"s` + hex.EncodeToString(b) + `"`
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT `+mark); err != nil {
+		return "", fmt.Errorf("mark the statements' transaction: %w", err)
+	}
+	return mark, nil
+}
+
+// stillInTx returns verdict.ErrTxEnded when the statements ended the transaction themselves (a
+// COMMIT or ROLLBACK in the text, whether or not they began another): the savepoint of markTx
+// is then gone.
+func stillInTx(ctx context.Context, tx *sql.Tx, mark string) error {
+	_, err := tx.ExecContext(ctx, `RELEASE `+mark)
 	switch {
 	case err == nil:
-		return verdict.ErrTxEnded
-	case strings.Contains(err.Error(), "within a transaction"):
 		return nil
+	case strings.Contains(err.Error(), "no such savepoint"):
+		return verdict.ErrTxEnded
 	}
 	return fmt.Errorf("check that the statements kept the transaction: %w", err)
 }

@@ -32,7 +32,7 @@ var (
 	ErrNotRunning error = &sentinel{"fence: run is not running", scheduler.ErrNotRunning}
 	// ErrTxEnded reports a sql job's statements that ended the fenced
 	// transaction themselves.
-	ErrTxEnded = errors.New("the statements ended the fenced transaction themselves (BEGIN, COMMIT or ROLLBACK in the text); what ran before a COMMIT is committed, and what ran after it was not fenced")
+	ErrTxEnded = errors.New("the statements ended the fenced transaction themselves (COMMIT, ROLLBACK, END or PREPARE TRANSACTION in the text, AND CHAIN or not); what ran before a COMMIT is committed, what ran after it in a transaction the text began is rolled back, and what ran after it outside one was committed unfenced")
 )
 
 // StaleErrorCode is the SQLSTATE that the fence's SQL functions raise for a

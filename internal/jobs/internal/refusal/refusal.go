@@ -30,7 +30,8 @@ func HeldReason(job string, token int64) string {
 	return fmt.Sprintf("job %q is blocked: its fence cannot be raised to the leader's token %d, because a "+
 		"transaction that entered it with an older token is still open: a frozen earlier leader's write, "+
 		"or a job's database role inside fence_verify('%s', ...) or holding the fence's advisory lock. "+
-		"Find it in pg_stat_activity and pg_locks (locktype advisory) and end it (pg_terminate_backend), "+
+		"Find it in pg_stat_activity and pg_locks (locktype advisory) and end it (pg_terminate_backend; "+
+		"a prepared transaction, listed in pg_prepared_xacts, with ROLLBACK PREPARED), "+
 		"or let idle_in_transaction_session_timeout end it. The other jobs keep running; this one runs "+
 		"again by itself once that transaction ends", job, token, job)
 }
