@@ -99,6 +99,8 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
 	dumpErr := harden.NonDumpable()
+	// Before the first job starts: files the daemon was started with stay out of its jobs.
+	filesErr := harden.CloseOnExec()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
 	l, err := config.LoadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
@@ -119,6 +121,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if dumpErr != nil {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
+	}
+	if filesErr != nil {
+		lg.Error("cannot keep the files the daemon inherited from its jobs", zap.Error(filesErr))
 	}
 	m, err := newMetrics(cfg)
 	if err != nil {
