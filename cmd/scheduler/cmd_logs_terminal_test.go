@@ -65,22 +65,7 @@ func TestLogs_TerminalEscapes(t *testing.T) {
 // returns what the terminal received.
 func logsOnTerminal(t *testing.T, config, job string) string {
 	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open a pseudo-terminal: %v", err)
-	}
-	defer func() { _ = ptmx.Close() }()
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlock the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("pseudo-terminal number: %v", err)
-	}
-	tty, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the terminal side: %v", err)
-	}
+	ptmx, tty := mustPty(t)
 	read := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(ptmx) // ends with EIO once the terminal side is closed
@@ -101,4 +86,27 @@ func logsOnTerminal(t *testing.T, config, job string) string {
 		t.Fatal("the terminal's output did not end")
 		return ""
 	}
+}
+
+// mustPty opens a pseudo-terminal: its controlling side, and the terminal a program is given.
+// The controlling side is closed at the end of the test.
+func mustPty(t *testing.T) (ptmx, tty *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { _ = ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("pseudo-terminal number: %v", err)
+	}
+	tty, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open the terminal side: %v", err)
+	}
+	return ptmx, tty
 }
