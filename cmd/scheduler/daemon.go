@@ -125,6 +125,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if filesErr != nil {
 		lg.Error("cannot keep the files the daemon inherited from its jobs", zap.Error(filesErr))
 	}
+	if mode := redact.Exposed(c.configPath, cfg.Secrets()); mode != 0 {
+		lg.Warn("the configuration file holds a secret and every local user, exec jobs included, may read it: chmod o-r it, or move the secret to a *_file key",
+			zap.String("file", c.configPath), zap.String("mode", fmt.Sprintf("%04o", mode)))
+	}
 	m, err := newMetrics(cfg)
 	if err != nil {
 		return err
