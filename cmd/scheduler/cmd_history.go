@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/logs"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +82,8 @@ func newHistoryCmd(c *cli) *cobra.Command {
 				if note == "" {
 					note = r.Reason
 				}
+				// A job's SQL or receiver words its errors: shown, never acted on by the terminal.
+				note = logs.Escape(note)
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", slot, r.Status, r.Token, r.Node, r.Attempt, started, took, note)
 			}
 			return tw.Flush()

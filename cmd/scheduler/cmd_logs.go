@@ -44,10 +44,16 @@ func newLogsCmd(c *cli) *cobra.Command {
 				return err
 			}
 			defer s.close()
+			stdout := c.stdout
+			if isTerminal(stdout) { // a job's escape sequences must not act on the operator's terminal
+				tw := logs.NewTerminalWriter(stdout)
+				defer func() { _ = tw.Flush() }()
+				stdout = tw
+			}
 			lc := logs.Command{Job: args[0], Store: s.store, Jobs: jobNames(s.cfg.Jobs),
 				NoRun:  func(err error) bool { return errors.Is(err, fence.ErrNoRun) },
 				Usage:  func(err error) error { return &usageError{err} },
-				Leader: s.leaderHTTP, Poll: 500 * time.Millisecond, Stdout: c.stdout, Stderr: c.stderr}
+				Leader: s.leaderHTTP, Poll: 500 * time.Millisecond, Stdout: stdout, Stderr: c.stderr}
 			run, err := lc.Find(ctx, at, runID)
 			if err != nil {
 				return err

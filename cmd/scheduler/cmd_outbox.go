@@ -14,6 +14,7 @@ import (
 
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/cmd/scheduler/internal/logs"
 	"scheduler/internal/fence"
 )
 
@@ -150,8 +151,9 @@ func printMessages(w io.Writer, msgs []scheduler.Message) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tJOB\tSLOT\tKIND\tDESTINATION\tSTATUS\tATTEMPTS\tUPDATED\tLAST ERROR")
 	for _, m := range msgs {
+		// A job chose the destination, a receiver worded the error: shown, never acted on.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Key, m.Job, m.ScheduledAt.UTC().Format(time.RFC3339),
-			m.Kind, m.Destination, m.Status, m.Attempts, m.Updated.UTC().Format(time.RFC3339), m.LastError)
+			m.Kind, logs.Escape(m.Destination), m.Status, m.Attempts, m.Updated.UTC().Format(time.RFC3339), logs.Escape(m.LastError))
 	}
 	return tw.Flush()
 }

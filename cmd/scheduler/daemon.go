@@ -99,6 +99,8 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	// Before anything reads a secret (the config, its secret files, the environment into
 	// memory): from here on no process of the daemon's uid can read its environ or memory.
 	dumpErr := harden.NonDumpable()
+	// Before the first job starts: files the daemon was started with stay out of its jobs.
+	filesErr := harden.CloseOnExec()
 	// The whole table is built before anything connects, as `validate` builds it, so that a
 	// configuration validate refuses is refused here before anything starts.
 	l, err := config.LoadForRun(c.configPath, c.environ, kinds.CurrentUserSwitch())
@@ -119,6 +121,13 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if dumpErr != nil {
 		// Going on is the lesser harm: the jobs are as exposed as they were before this check.
 		lg.Error("cannot hide the daemon's memory from its jobs", zap.Error(dumpErr))
+	}
+	if filesErr != nil {
+		lg.Error("cannot keep the files the daemon inherited from its jobs", zap.Error(filesErr))
+	}
+	if mode := redact.Exposed(c.configPath, cfg.Secrets()); mode != 0 {
+		lg.Warn("the configuration file holds a secret and every local user, exec jobs included, may read it: chmod o-r it, or move the secret to a *_file key",
+			zap.String("file", c.configPath), zap.String("mode", fmt.Sprintf("%04o", mode)))
 	}
 	m, err := newMetrics(cfg)
 	if err != nil {

@@ -43,8 +43,14 @@ func logFormat(format string, w io.Writer) string {
 	if format != "auto" {
 		return format
 	}
-	if f, ok := w.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	if isTerminal(w) {
 		return "console"
 	}
 	return "json"
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

@@ -32,12 +32,27 @@ const (
 	// server inside the data directory, for other processes using the same
 	// data directory (e.g. a status command).
 	embeddedEndpointFile = "etcd.endpoint"
+	// embeddedSocket is the unix socket the embedded server serves its
+	// clients on, inside the data directory.
+	embeddedSocket = "etcd.sock"
+	// socketPathMax is the longest unix socket path Linux takes (sun_path
+	// less its terminating NUL).
+	socketPathMax = 107
 )
 
 // StartEmbedded starts a single-member etcd with its data in dir/etcd,
-// listening on random loopback ports, and waits until it serves clients or
-// ctx is done. It records the client URL in dir/etcd.endpoint (see
-// EmbeddedEndpoints). etcd logs at warning level and above through lg.
+// serving its clients on the unix socket dir/etcd.sock (mode 0600), and
+// waits until it serves clients or ctx is done. It records the client URL in
+// dir/etcd.endpoint (see EmbeddedEndpoints). etcd logs at warning level and
+// above through lg.
+//
+// The embedded etcd has no authentication: on a loopback port every local
+// user, and every exec job whatever its user, could pause, trigger or hold
+// the election. The socket is reached only by those who may enter dir, as
+// the SQLite store beside it. A dir too long for a socket path falls back
+// to a random loopback port, with a warning that says so. The peer port,
+// which a single member never dials and which serves no keys, stays on
+// loopback.
 func StartEmbedded(ctx context.Context, dir string, lg *zap.Logger) (*Embedded, error) {
 	if lg == nil {
 		return nil, errors.New("election: nil logger")
@@ -52,8 +67,12 @@ func StartEmbedded(ctx context.Context, dir string, lg *zap.Logger) (*Embedded, 
 	// up front. The data directory keeps the member's identity, so a
 	// restart on other ports is still the same one-member cluster.
 	local := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls = []url.URL{local}
-	cfg.AdvertiseClientUrls = []url.URL{local}
+	client, private, err := embeddedClientURL(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
 	cfg.ListenPeerUrls = []url.URL{local}
 	cfg.AdvertisePeerUrls = []url.URL{local}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
@@ -76,6 +95,18 @@ func StartEmbedded(ctx context.Context, dir string, lg *zap.Logger) (*Embedded, 
 		return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.Dir, ctx.Err())
 	}
 	ep := "http://" + e.Clients[0].Addr().String()
+	if private {
+		// Before the endpoint is published: the socket's mode comes from the
+		// umask, and a data directory made beforehand may be open to others.
+		if err := os.Chmod(client.Path, 0o600); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.Dir, err)
+		}
+		ep = "unix://" + client.Path
+	} else {
+		lg.Warn("embedded etcd: data directory path too long for a unix socket; every local user can reach the embedded etcd on its loopback port",
+			zap.String("dir", dir), zap.Int("max_socket_path", socketPathMax))
+	}
 	emb := &Embedded{etcd: e, endpoints: []string{ep}, file: filepath.Join(dir, embeddedEndpointFile), level: level}
 	if err := writeFileAtomic(emb.file, ep+"\n"); err != nil {
 		e.Close()
@@ -83,6 +114,20 @@ func StartEmbedded(ctx context.Context, dir string, lg *zap.Logger) (*Embedded, 
 	}
 	lg.Warn("embedded etcd: development only, not highly available", zap.String("endpoint", ep), zap.String("dir", cfg.Dir))
 	return emb, nil
+}
+
+// embeddedClientURL is where the embedded server in dir serves clients: its
+// socket (private), or a random loopback port when the socket's path would be
+// too long.
+func embeddedClientURL(dir string) (u url.URL, private bool, err error) {
+	sock, err := filepath.Abs(filepath.Join(dir, embeddedSocket))
+	if err != nil {
+		return url.URL{}, false, fmt.Errorf("embedded etcd socket in %s: %w", dir, err)
+	}
+	if len(sock) > socketPathMax {
+		return url.URL{Scheme: "http", Host: "127.0.0.1:0"}, false, nil
+	}
+	return url.URL{Scheme: "unix", Path: sock}, true, nil
 }
 
 // Endpoints returns the client URLs of the embedded server.

@@ -3,8 +3,9 @@
 // params.clients): the one check of that kind's settings, which the configuration check calls and
 // the kind's constructor calls again before it builds. Each kind implements scheduler.Executor:
 //
-//   - exec runs a command (no shell), in its own process group, as the configured user and group
-//     (looked up here; UserSwitch says whether the process may switch), with the run's identity
+//   - exec runs a command (no shell), in a session and process group of its own, without a
+//     controlling terminal, as the configured user and group (looked up here; UserSwitch says
+//     whether the process may switch), with the run's identity
 //     in its environment and its output captured to a bounded excerpt;
 //   - http sends one request carrying the run's identity and fencing token in its headers, and
 //     follows redirects only as its policy allows;

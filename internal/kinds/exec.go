@@ -80,11 +80,12 @@ type ExecConfig struct {
 //
 // # Processes
 //
-// The program leads a new process group, and the run owns the whole group. When ctx is done the
-// group gets SIGTERM, and SIGKILL once KillGrace has passed unless all of it has ended. When the
-// program exits by itself, processes it left running in the group get the same treatment, so
-// nothing of a run outlives it; a program that means to leave a daemon behind must detach it into
-// a session of its own (setsid). Execute returns once the group is gone (a process stuck in an
+// The program leads a new session, without a controlling terminal, and so a new process group;
+// the run owns the whole group. When ctx is done the group gets SIGTERM, and SIGKILL once
+// KillGrace has passed unless all of it has ended. When the program exits by itself, processes it
+// left running in the group get the same treatment, so nothing of the group outlives the run; a
+// process that leaves the group (setsid, setpgid) leaves the run: it is neither waited for nor
+// stopped, and the job's overlap policy does not see it. Execute returns once the group is gone (a process stuck in an
 // uninterruptible wait is given up on 5s after SIGKILL); a killed process that nothing reaps yet
 // (the daemon running as PID 1 without an init) counts as gone.
 //
@@ -216,13 +217,16 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		return "", fmt.Errorf("run %s: output pipe: %w", name, err)
 	}
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        j.argv,
-		Env:         j.environ(run, secret),
-		Dir:         j.dir,
-		Stdout:      pw, // an *os.File: the child writes to it directly, no copying goroutine
-		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: j.cred},
+		Path:   path,
+		Args:   j.argv,
+		Env:    j.environ(run, secret),
+		Dir:    j.dir,
+		Stdout: pw, // an *os.File: the child writes to it directly, no copying goroutine
+		Stderr: pw,
+		// A session of its own, not only a process group: a job in the daemon's session would
+		// share its controlling terminal, and could open /dev/tty to read it or type into the
+		// shell of whoever started the daemon (TIOCSTI), whatever user the job runs as.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Credential: j.cred},
 	}
 	if err := cmd.Start(); err != nil {
 		_ = pr.Close()

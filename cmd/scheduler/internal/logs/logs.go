@@ -156,7 +156,7 @@ func (c Command) Follow(ctx context.Context, run scheduler.Run) error {
 			}
 			msg := ""
 			if cur.Error != "" {
-				msg = ": " + cur.Error
+				msg = ": " + Escape(cur.Error)
 			}
 			fmt.Fprintf(c.Stderr, "run %d ended %s, attempt %d%s\n", cur.RunID, cur.Status, cur.Attempt, msg)
 			return nil
