@@ -57,5 +57,9 @@
 // without following redirects, with a bounded time and a bounded read of
 // the response. An SMTP session ends with its send (Config.SendTimeout or
 // the term): its connection is closed then, whatever the server does, and
-// with STARTTLS required a server that does not offer it gets nothing.
+// with STARTTLS required a server that does not offer it gets nothing. A
+// session reads at most 1 MiB of the server's replies, so a server that
+// never ends a reply cannot fill the daemon's memory. A message the server
+// accepted (its reply to the end of DATA) is delivered, whatever the server
+// does with the rest of the session (the RSET or QUIT after it).
 package outbox

@@ -107,6 +107,15 @@ func (s *SMTP) Deliver(ctx context.Context, m scheduler.Message, _ int64) error 
 		return Permanent(fmt.Errorf("smtp client: %w", err))
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		if msg.IsDelivered() {
+			// The server accepted the message (its reply to the end of DATA); what failed came
+			// after it (the RSET or QUIT that close the session) and changes nothing for the
+			// recipient: a retry would send the message again.
+			return nil
+		}
+		if conn.flooded() {
+			return fmt.Errorf("smtp server %s sent more than %d bytes in one session: %w", s.cfg.Addr, maxSessionRead, err)
+		}
 		if ctx.Err() != nil {
 			// The connection was closed under the library: the cause is the end of ctx.
 			return fmt.Errorf("smtp session to %s cut short: %w: %w", s.cfg.Addr, context.Cause(ctx), err)
