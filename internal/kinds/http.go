@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"scheduler"
 )
@@ -152,7 +153,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	if re := (*redirectError)(nil); errors.As(err, &re) {
 		output := ""
 		if resp != nil {
-			output = resp.Status
+			output = statusLine(resp.Status)
 		}
 		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
 	}
@@ -162,7 +163,8 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	body := NewCapture(j.limit)
 	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
 	_ = resp.Body.Close()
-	output := resp.Status
+	status := statusLine(resp.Status)
+	output := status
 	if n > 0 {
 		output += "\n" + body.String()
 	}
@@ -171,7 +173,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	}
 
 	code := resp.StatusCode
-	what := fmt.Sprintf("%s %s: %s", j.method, j.url.Redacted(), resp.Status)
+	what := fmt.Sprintf("%s %s: %s", j.method, j.url.Redacted(), status)
 	failure := errors.New(what)
 	switch {
 	case code >= 200 && code < 300:
@@ -188,6 +190,23 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		return output, scheduler.Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
 	}
 	return output, scheduler.Permanent(failure)
+}
+
+// maxStatusLine is how much of a response's status (code and reason phrase) goes into a run's
+// output and error. The receiver chooses the phrase, which net/http reads up to the transport's
+// header limit: megabytes in every log line and notification of the run.
+const maxStatusLine = 256
+
+// statusLine is status cut to maxStatusLine bytes of whole characters, "…" marking a cut.
+func statusLine(status string) string {
+	if len(status) <= maxStatusLine {
+		return status
+	}
+	cut := maxStatusLine
+	for cut > 0 && !utf8.RuneStart(status[cut]) {
+		cut--
+	}
+	return status[:cut] + "…"
 }
 
 // isRunHeader reports whether the header name k is one of those set for each run.
