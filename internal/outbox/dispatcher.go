@@ -108,6 +108,7 @@ type Dispatcher struct {
 	cfg    Config
 	policy policy
 	lg     *zap.Logger
+	gate   *gate // the deliveries in flight, for Drain
 }
 
 // New validates cfg, fills in its defaults and returns a Dispatcher.
@@ -171,6 +172,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:    cfg,
 		policy: policy{maxAttempts: cfg.MaxAttempts, backoff: cfg.RetryBackoff, maxBackoff: cfg.MaxBackoff, jitter: cfg.Jitter},
 		lg:     lg.Named("outbox"),
+		gate:   newGate(),
 	}, nil
 }
 
@@ -201,6 +203,10 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
 			return err
 		}
+		if d.gate.isClosed() {
+			<-ctx.Done() // drained: the term's end is all that is left
+			return nil
+		}
 		msgs, err := d.cfg.Store.ClaimOutbox(ctx, token, d.cfg.Batch, d.cfg.Now())
 		switch {
 		case ctx.Err() != nil:
@@ -224,10 +230,15 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			case <-ctx.Done():
 				return nil
 			}
+			if !d.gate.enter() {
+				<-sem
+				break // drained: what is left of the batch stays sending, for the next term
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
+				defer d.gate.leave()
 				d.deliver(ctx, lg, token, m, left)
 			}()
 		}

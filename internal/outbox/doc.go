@@ -36,8 +36,9 @@
 // recorded when the store is back, within the term; the message is not
 // sent again meanwhile. It is
 // delivered twice only when a dispatcher stops (crash, freeze, lost
-// leadership) after the receiver accepted the message and before the
-// fenced record of that acceptance committed: the next term then finds the
+// leadership, a shutdown whose grace (Drain) ran out) after the receiver
+// accepted the message and before the fenced record of that acceptance
+// committed: the next term then finds the
 // message sending under an older token and sends it again. The same
 // happens when a dispatcher claimed a message and then froze past its
 // leadership before sending it; Run narrows that case by not starting a
