@@ -153,7 +153,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	if re := (*redirectError)(nil); errors.As(err, &re) {
 		output := ""
 		if resp != nil {
-			output = statusLine(resp.Status)
+			output = shorten(resp.Status, maxStatusLine)
 		}
 		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
 	}
@@ -163,7 +163,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	body := NewCapture(j.limit)
 	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
 	_ = resp.Body.Close()
-	status := statusLine(resp.Status)
+	status := shorten(resp.Status, maxStatusLine)
 	output := status
 	if n > 0 {
 		output += "\n" + body.String()
@@ -192,21 +192,24 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	return output, scheduler.Permanent(failure)
 }
 
-// maxStatusLine is how much of a response's status (code and reason phrase) goes into a run's
-// output and error. The receiver chooses the phrase, which net/http reads up to the transport's
-// header limit: megabytes in every log line and notification of the run.
-const maxStatusLine = 256
+// maxStatusLine and maxLocation are how much of a response's status (code and reason phrase)
+// and of a redirect's target go into a run's output and error. The receiver chooses both, which
+// net/http reads up to the transport's header limit: megabytes in every log line of the run.
+const (
+	maxStatusLine = 256
+	maxLocation   = 512
+)
 
-// statusLine is status cut to maxStatusLine bytes of whole characters, "…" marking a cut.
-func statusLine(status string) string {
-	if len(status) <= maxStatusLine {
-		return status
+// shorten is s cut to n bytes of whole characters, "…" marking a cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	cut := maxStatusLine
-	for cut > 0 && !utf8.RuneStart(status[cut]) {
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return status[:cut] + "…"
+	return s[:cut] + "…"
 }
 
 // isRunHeader reports whether the header name k is one of those set for each run.

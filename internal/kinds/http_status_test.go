@@ -15,6 +15,12 @@ import (
 // hugeReason serves every request with a status line of code and a reason phrase of n bytes,
 // as net/http reads it up to its header limit; it returns the server's URL.
 func hugeReason(t *testing.T, code string, n int) string {
+	return hugeReply(t, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\n")
+}
+
+// hugeReply serves every request with head (a status line and headers), an empty body, and
+// closes the connection; it returns the server's URL.
+func hugeReply(t *testing.T, head string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +37,7 @@ func hugeReason(t *testing.T, code string, n int) string {
 				break
 			}
 		}
-		_, _ = io.WriteString(c, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		_, _ = io.WriteString(c, head+"Content-Length: 0\r\nConnection: close\r\n\r\n")
 	})
 	return "http://" + addr + "/"
 }
@@ -54,6 +60,26 @@ func TestHTTPJob_HugeStatusLine(t *testing.T) {
 			}
 			if !strings.HasPrefix(out, code+" éé") || !strings.Contains(out, "é…") {
 				t.Fatalf("output = %q, want the status cut at a character, marked", out)
+			}
+		})
+	}
+}
+
+// TestHTTPJob_HugeRedirect: a redirect whose reason phrase and Location are megabytes long,
+// followed or not, fails the run with an error that names its target cut short.
+func TestHTTPJob_HugeRedirect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+	defer cancel()
+	far := "http://elsewhere.example.test/" + strings.Repeat("p", 4<<20)
+	for _, follow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "NotFollowed", true: "Followed"}[follow], func(t *testing.T) {
+			u := hugeReply(t, "HTTP/1.1 307 "+strings.Repeat("r", 2<<20)+"\r\nLocation: "+far+"\r\n")
+			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u, FollowRedirects: follow}).Execute(ctx, testRun())
+			if err == nil {
+				t.Fatal("Execute succeeded on a redirect elsewhere")
+			}
+			if len(out) > 1024 || len(err.Error()) > 2048 || !strings.Contains(err.Error(), "elsewhere.example.test/ppp") {
+				t.Fatalf("output of %d bytes, error of %d bytes (%.200s): want the target named, cut short", len(out), len(err.Error()), err)
 			}
 		})
 	}
