@@ -87,3 +87,20 @@ func TestSMTP_ServerFloods(t *testing.T) {
 		})
 	}
 }
+
+// TestSMTP_LongRefusal: a refusal whose text is most of a session's bound still makes the
+// message dead at once, with an error (what the log line and the record carry) cut short.
+func TestSMTP_LongRefusal(t *testing.T) {
+	srv := smtpfault.Start(t, smtpfault.Options{Fault: smtpfault.LongRefusal, Flood: 900 << 10})
+	dl, err := NewSMTP(SMTPConfig{Addr: srv.Addr, From: "billing@example.test", TLS: NoTLS, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := dispatchOne(t, email("k.refused", "client-1@example.test"), dl, time.Minute)
+	if len(recs) != 1 || recs[0].Outcome != scheduler.DeliveryDead {
+		t.Fatalf("%d records, first %.300v; want one, dead", len(recs), recs)
+	}
+	if n := len(recs[0].Error); n > 2048 || !strings.Contains(recs[0].Error, "550") {
+		t.Fatalf("error of %d bytes: %.300s; want the refusal, cut short", n, recs[0].Error)
+	}
+}

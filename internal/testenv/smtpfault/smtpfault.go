@@ -48,6 +48,8 @@ const (
 	// FloodEHLO greets normally and answers EHLO with Options.Flood bytes of "250-" lines
 	// that never end, then waits for the client to close.
 	FloodEHLO
+	// LongRefusal answers RCPT with a 550 whose text is one line of Options.Flood bytes.
+	LongRefusal
 )
 
 // Options configure Start.
@@ -141,6 +143,12 @@ func (s *Server) session(c net.Conn) {
 			s.accepted = append(s.accepted, id)
 			s.mu.Unlock()
 			s.reply(c, "250 queued")
+		case "RCPT":
+			if s.opts.Fault == LongRefusal {
+				s.reply(c, "550 "+strings.Repeat("n", s.opts.Flood))
+				continue
+			}
+			s.reply(c, "250 ok")
 		case "RSET":
 			switch s.opts.Fault {
 			case DropAtRset:
