@@ -88,7 +88,8 @@ func usesDataDir(cfg *config.Config) bool {
 // down in this order:
 //  1. stop firing new slots; running jobs get up to shutdown_grace to finish, and the writes
 //     of their outcomes are retried within it, then they are cancelled (their ledger rows stay
-//     running, so the next leader takes them over);
+//     running, so the next leader takes them over); the outbox claims nothing more, and its
+//     deliveries in flight get what is left of the grace to end and be recorded;
 //  2. end the leadership term: lead returns and the campaigner resigns, so a follower takes
 //     over at once instead of waiting out the lease;
 //  3. stop the watchers, the replica registration and the HTTP server;
@@ -279,9 +280,11 @@ func (d *daemon) serve(ctx context.Context) error {
 	case cause = <-failed:
 		d.lg.Error("shutting down after a failure", zap.Error(cause))
 	}
-	// 1. Stop firing; let running jobs finish within the grace, then cancel them.
+	// 1. Stop firing; let running jobs finish within the grace, then cancel them; let the
+	// deliveries in flight end, so that the next leader does not send them again.
 	grace, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace)
 	d.runner.Drain(grace)
+	d.outbox.Drain(grace)
 	cancel()
 	// 2. End the term; the campaigner resigns for an immediate handover.
 	endTerm()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"scheduler"
 )
@@ -152,7 +153,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	if re := (*redirectError)(nil); errors.As(err, &re) {
 		output := ""
 		if resp != nil {
-			output = resp.Status
+			output = shorten(resp.Status, maxStatusLine)
 		}
 		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
 	}
@@ -162,7 +163,8 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	body := NewCapture(j.limit)
 	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
 	_ = resp.Body.Close()
-	output := resp.Status
+	status := shorten(resp.Status, maxStatusLine)
+	output := status
 	if n > 0 {
 		output += "\n" + body.String()
 	}
@@ -171,7 +173,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	}
 
 	code := resp.StatusCode
-	what := fmt.Sprintf("%s %s: %s", j.method, j.url.Redacted(), resp.Status)
+	what := fmt.Sprintf("%s %s: %s", j.method, j.url.Redacted(), status)
 	failure := errors.New(what)
 	switch {
 	case code >= 200 && code < 300:
@@ -188,6 +190,26 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		return output, scheduler.Permanent(fmt.Errorf("%s: %s", what, unfollowed(resp)))
 	}
 	return output, scheduler.Permanent(failure)
+}
+
+// maxStatusLine and maxLocation are how much of a response's status (code and reason phrase)
+// and of a redirect's target go into a run's output and error. The receiver chooses both, which
+// net/http reads up to the transport's header limit: megabytes in every log line of the run.
+const (
+	maxStatusLine = 256
+	maxLocation   = 512
+)
+
+// shorten is s cut to n bytes of whole characters, "…" marking a cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // isRunHeader reports whether the header name k is one of those set for each run.

@@ -32,15 +32,15 @@ func (j *HTTPJob) checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	status := ""
 	if req.Response != nil {
-		status = req.Response.Status
+		status = shorten(req.Response.Status, maxStatusLine)
 	}
 	switch {
 	case len(via) >= maxRedirects:
-		return &redirectError{to: req.URL.Redacted(), reason: fmt.Sprintf("%d redirects in a row", len(via))}
+		return &redirectError{to: shorten(req.URL.Redacted(), maxLocation), reason: fmt.Sprintf("%d redirects in a row", len(via))}
 	case !sameOrigin(first.URL, req.URL):
-		return &redirectError{to: req.URL.Redacted(), reason: fmt.Sprintf("%s leads to another origin than %s", status, origin(first.URL))}
+		return &redirectError{to: shorten(req.URL.Redacted(), maxLocation), reason: fmt.Sprintf("%s leads to another origin than %s", status, origin(first.URL))}
 	case req.Method != first.Method:
-		return &redirectError{to: req.URL.Redacted(), reason: fmt.Sprintf("%s would turn the %s into a %s (only 307 and 308 keep the method)", status, first.Method, req.Method)}
+		return &redirectError{to: shorten(req.URL.Redacted(), maxLocation), reason: fmt.Sprintf("%s would turn the %s into a %s (only 307 and 308 keep the method)", status, first.Method, req.Method)}
 	}
 	return nil
 }
@@ -76,5 +76,5 @@ func unfollowed(resp *http.Response) string {
 			loc = u.Redacted()
 		}
 	}
-	return "redirect to " + loc + " not followed (the job does not follow redirects)"
+	return "redirect to " + shorten(loc, maxLocation) + " not followed (the job does not follow redirects)"
 }

@@ -34,6 +34,12 @@ const KeyPrefix = "notify."
 // MaxOutputTail is how much of the end of a run's output a notification carries, in bytes.
 const MaxOutputTail = 2048
 
+// MaxText is how much of a run's error and reason a notification carries, in bytes. A receiver
+// or a job chooses that text (an http job's status line, a SQL error), and a notification must
+// stay within the outbox's bound of a message: one above it could not be queued, and neither
+// could the outcome it is written with.
+const MaxText = 4096
+
 // Policy is a job's notifications: on which events, to whom.
 type Policy struct {
 	// Job is the job's name.
@@ -84,7 +90,7 @@ func (p Policy) Notice(r scheduler.Run) *scheduler.Notice {
 	}
 	return p.notice(ev, report{
 		Event: ev, Job: r.Job, Slot: r.ScheduledAt.UTC(), Manual: r.Manual, Status: r.Status,
-		Reason: clean(r.Reason), Error: clean(r.Error), Attempt: r.Attempt, Token: r.Token, Node: r.Node, RunID: r.RunID,
+		Reason: head(r.Reason), Error: head(r.Error), Attempt: r.Attempt, Token: r.Token, Node: r.Node, RunID: r.RunID,
 		OutputTail: Tail(r.Output),
 	}, r.Key())
 }
@@ -99,8 +105,8 @@ func (p Policy) DeadNotice(m scheduler.Message, lastErr string, token int64, nod
 	}
 	return p.notice(Dead, report{
 		Event: Dead, Job: m.Job, Slot: m.ScheduledAt.UTC(), Manual: m.Manual,
-		Reason: clean(fmt.Sprintf("message %s to %s went dead after %d attempts", m.Key, m.Destination, m.Attempts)),
-		Error:  clean(lastErr), Token: token, Node: node, Message: m.Key,
+		Reason: head(fmt.Sprintf("message %s to %s went dead after %d attempts", m.Key, m.Destination, m.Attempts)),
+		Error:  head(lastErr), Token: token, Node: node, Message: m.Key,
 	}, scheduler.SlotKey{Job: m.Job, At: m.ScheduledAt, Manual: m.Manual})
 }
 
@@ -202,6 +208,20 @@ func Tail(output string) string {
 		}
 	}
 	return clean(output)
+}
+
+// head returns the start of s, at most MaxText bytes of whole characters ("…" marking a cut),
+// as storable text.
+func head(s string) string {
+	s = clean(s)
+	if len(s) <= MaxText {
+		return s
+	}
+	cut := MaxText - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // clean makes s storable as message text: valid UTF-8, without NUL.

@@ -157,3 +157,33 @@ func TestPolicy_DeadNotice(t *testing.T) {
 		t.Fatal("dead notified while not listed")
 	}
 }
+
+// TestPolicy_NoticeBoundsItsText: an error or reason of megabytes (an http job's status line, a
+// SQL error, a dead message's last reply) is cut to MaxText at a character, so that the notice
+// stays within the outbox's bound of a message body and the outcome it is written with can be
+// recorded.
+func TestPolicy_NoticeBoundsItsText(t *testing.T) {
+	huge := strings.Repeat("é", 2<<20)
+	r := failedRun()
+	r.Error, r.Reason = huge, huge
+	m := scheduler.Message{Key: "backup.1", Job: "backup", Kind: scheduler.MessageWebhook, Destination: "https://x.example.test/",
+		ScheduledAt: slot, Attempts: 3}
+	dead := Policy{Job: "backup", On: []Event{Dead}, Email: []string{"ops@example.test"}, Webhook: "https://hooks.example.test/x"}
+	// The error and the reason, each cut to 4 KiB, with the rest of the report.
+	const bound = 3 * 4096
+	for name, n := range map[string]*scheduler.Notice{"Failed": policy.Notice(r), "Dead": dead.DeadNotice(m, huge, 42, "n1")} {
+		t.Run(name, func(t *testing.T) {
+			for _, msg := range n.Messages {
+				if len(msg.Body) > bound {
+					t.Fatalf("%s body of %d bytes, want at most %d", msg.Kind, len(msg.Body), bound)
+				}
+				if !strings.Contains(msg.Body, "é…") {
+					t.Fatalf("%s body lacks the cut mark after a whole character:\n%.300s", msg.Kind, msg.Body)
+				}
+				if msg.Kind == scheduler.MessageWebhook && !json.Valid([]byte(msg.Body)) {
+					t.Fatalf("webhook body is not JSON")
+				}
+			}
+		})
+	}
+}

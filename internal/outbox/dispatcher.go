@@ -111,6 +111,7 @@ type Dispatcher struct {
 	cfg    Config
 	policy policy
 	lg     *zap.Logger
+	gate   *gate // the deliveries in flight, for Drain
 }
 
 // New validates cfg, fills in its defaults and returns a Dispatcher.
@@ -174,6 +175,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:    cfg,
 		policy: policy{maxAttempts: cfg.MaxAttempts, backoff: cfg.RetryBackoff, maxBackoff: cfg.MaxBackoff, jitter: cfg.Jitter},
 		lg:     lg.Named("outbox"),
+		gate:   newGate(),
 	}, nil
 }
 
@@ -209,6 +211,10 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
 			return err
 		}
+		if d.gate.isClosed() {
+			<-ctx.Done() // drained: the term's end is all that is left
+			return nil
+		}
 		if doubt {
 			wg.Wait()
 			var err error
@@ -240,10 +246,15 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			case <-ctx.Done():
 				return nil
 			}
+			if !d.gate.enter() {
+				<-sem
+				break // drained: what is left of the batch stays sending, for the next term
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
+				defer d.gate.leave()
 				d.deliver(ctx, lg, token, m, left)
 			}()
 		}

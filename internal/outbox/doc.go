@@ -36,8 +36,9 @@
 // recorded when the store is back, within the term; the message is not
 // sent again meanwhile. It is
 // delivered twice only when a dispatcher stops (crash, freeze, lost
-// leadership) after the receiver accepted the message and before the
-// fenced record of that acceptance committed: the next term then finds the
+// leadership, a shutdown whose grace (Drain) ran out) after the receiver
+// accepted the message and before the fenced record of that acceptance
+// committed: the next term then finds the
 // message sending under an older token and sends it again. The same
 // happens when a dispatcher claimed a message and then froze past its
 // leadership before sending it; Run narrows that case by not starting a
@@ -57,5 +58,9 @@
 // without following redirects, with a bounded time and a bounded read of
 // the response. An SMTP session ends with its send (Config.SendTimeout or
 // the term): its connection is closed then, whatever the server does, and
-// with STARTTLS required a server that does not offer it gets nothing.
+// with STARTTLS required a server that does not offer it gets nothing. A
+// session reads at most 1 MiB of the server's replies, so a server that
+// never ends a reply cannot fill the daemon's memory. A message the server
+// accepted (its reply to the end of DATA) is delivered, whatever the server
+// does with the rest of the session (the RSET or QUIT after it).
 package outbox

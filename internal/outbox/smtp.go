@@ -107,17 +107,49 @@ func (s *SMTP) Deliver(ctx context.Context, m scheduler.Message, _ int64) error 
 		return Permanent(fmt.Errorf("smtp client: %w", err))
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		if msg.IsDelivered() {
+			// The server accepted the message (its reply to the end of DATA); what failed came
+			// after it (the RSET or QUIT that close the session) and changes nothing for the
+			// recipient: a retry would send the message again.
+			return nil
+		}
+		if conn.flooded() {
+			return fmt.Errorf("smtp server %s sent more than %d bytes in one session: %w", s.cfg.Addr, maxSessionRead, cut(err))
+		}
 		if ctx.Err() != nil {
 			// The connection was closed under the library: the cause is the end of ctx.
-			return fmt.Errorf("smtp session to %s cut short: %w: %w", s.cfg.Addr, context.Cause(ctx), err)
+			return fmt.Errorf("smtp session to %s cut short: %w: %w", s.cfg.Addr, context.Cause(ctx), cut(err))
 		}
 		var se *gomail.SendError
 		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
-			return Permanent(err)
+			return Permanent(cut(err))
 		}
-		return err
+		return cut(err)
 	}
 	return nil
+}
+
+// maxErrorText is how much of a failed session's error is kept. The error quotes the server's
+// replies, which the server writes (up to maxSessionRead), and it goes into the log line and
+// the record of every attempt.
+const maxErrorText = 1024
+
+// cutError is an error whose text is cut to maxErrorText; it wraps the whole error.
+type cutError struct {
+	text string
+	err  error
+}
+
+func (e *cutError) Error() string { return e.text }
+func (e *cutError) Unwrap() error { return e.err }
+
+// cut returns err, its text cut to maxErrorText bytes when it is longer.
+func cut(err error) error {
+	text := err.Error()
+	if len(text) <= maxErrorText {
+		return err
+	}
+	return &cutError{text: strings.ToValidUTF8(text[:maxErrorText], "") + "…", err: err}
 }
 
 // message builds the e-mail of m.

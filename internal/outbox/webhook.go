@@ -78,7 +78,7 @@ func CheckWebhookHost(h string) error {
 	return nil
 }
 
-// maxReplyExcerpt is how much of a refusal's body goes into the error.
+// maxReplyExcerpt is how much of a refusal's status and of its body go into the error.
 const maxReplyExcerpt = 512
 
 // Deliver posts m.
@@ -114,7 +114,13 @@ func (w *Webhook) Deliver(ctx context.Context, m scheduler.Message, token int64)
 	if code >= 200 && code < 300 {
 		return nil
 	}
-	err = fmt.Errorf("reply %s: %s", resp.Status, strings.TrimSpace(strings.ToValidUTF8(string(excerpt), "?")))
+	status := resp.Status
+	if len(status) > maxReplyExcerpt {
+		// The receiver chooses the phrase, up to the transport's header limit: keep the error,
+		// and each log line and dead notice that carries it, small.
+		status = strings.ToValidUTF8(status[:maxReplyExcerpt], "") + "…"
+	}
+	err = fmt.Errorf("reply %s: %s", status, strings.TrimSpace(strings.ToValidUTF8(string(excerpt), "?")))
 	if code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 {
 		return err
 	}

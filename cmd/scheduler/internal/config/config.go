@@ -37,8 +37,8 @@ type Config struct {
 	Metrics MetricsConfig `mapstructure:"metrics"`
 	// Log configures the logger.
 	Log LogConfig `mapstructure:"log"`
-	// ShutdownGrace is how long running jobs may finish after SIGTERM before they are cancelled.
-	// Default: 30s.
+	// ShutdownGrace is how long running jobs, then the outbox's deliveries in flight, may finish
+	// after SIGTERM before they are cancelled. Default: 30s.
 	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
 	// History is the run ledger's retention for every job (under defaults and per job a job's
 	// own limits win) and how the leader prunes it.

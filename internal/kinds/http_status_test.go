@@ -1,0 +1,86 @@
+package kinds
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"scheduler/internal/testenv"
+)
+
+// hugeReason serves every request with a status line of code and a reason phrase of n bytes,
+// as net/http reads it up to its header limit; it returns the server's URL.
+func hugeReason(t *testing.T, code string, n int) string {
+	return hugeReply(t, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\n")
+}
+
+// hugeReply serves every request with head (a status line and headers), an empty body, and
+// closes the connection; it returns the server's URL.
+func hugeReply(t *testing.T, head string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := testenv.Serve(t, ln, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
+				break
+			}
+		}
+		_, _ = io.WriteString(c, head+"Content-Length: 0\r\nConnection: close\r\n\r\n")
+	})
+	return "http://" + addr + "/"
+}
+
+// TestHTTPJob_HugeStatusLine: a receiver's reason phrase of megabytes reaches neither the
+// run's output nor its error (and so no log line or notification) beyond a short excerpt, cut
+// at a character.
+func TestHTTPJob_HugeStatusLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+	defer cancel()
+	for _, code := range []string{"500", "302"} {
+		t.Run(code, func(t *testing.T) {
+			u := hugeReason(t, code, 4<<20)
+			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u}).Execute(ctx, testRun())
+			if err == nil {
+				t.Fatalf("Execute succeeded on %s", code)
+			}
+			if len(out) > 1024 || len(err.Error()) > 1024 {
+				t.Fatalf("output of %d bytes, error of %d bytes: want the status line cut short", len(out), len(err.Error()))
+			}
+			if !strings.HasPrefix(out, code+" éé") || !strings.Contains(out, "é…") {
+				t.Fatalf("output = %q, want the status cut at a character, marked", out)
+			}
+		})
+	}
+}
+
+// TestHTTPJob_HugeRedirect: a redirect whose reason phrase and Location are megabytes long,
+// followed or not, fails the run with an error that names its target cut short.
+func TestHTTPJob_HugeRedirect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
+	defer cancel()
+	far := "http://elsewhere.example.test/" + strings.Repeat("p", 4<<20)
+	for _, follow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "NotFollowed", true: "Followed"}[follow], func(t *testing.T) {
+			u := hugeReply(t, "HTTP/1.1 307 "+strings.Repeat("r", 2<<20)+"\r\nLocation: "+far+"\r\n")
+			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u, FollowRedirects: follow}).Execute(ctx, testRun())
+			if err == nil {
+				t.Fatal("Execute succeeded on a redirect elsewhere")
+			}
+			if len(out) > 1024 || len(err.Error()) > 2048 || !strings.Contains(err.Error(), "elsewhere.example.test/ppp") {
+				t.Fatalf("output of %d bytes, error of %d bytes (%.200s): want the target named, cut short", len(out), len(err.Error()), err)
+			}
+		})
+	}
+}
