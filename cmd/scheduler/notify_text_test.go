@@ -1,38 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"testing"
 
 	"scheduler"
-	"scheduler/internal/testenv"
+	"scheduler/internal/testenv/rawhttp"
 )
 
 // hugeReasonServer answers every request 500 with a reason phrase of n bytes; it returns its URL.
 func hugeReasonServer(t *testing.T, n int) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + testenv.Serve(t, ln, func(c net.Conn) {
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line == "\r\n" {
-				break
-			}
-		}
-		_, _ = io.WriteString(c, "HTTP/1.1 500 "+strings.Repeat("x", n)+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-	}) + "/"
+	return rawhttp.Serve(t, "HTTP/1.1 500 "+strings.Repeat("x", n)+"\r\n")
 }
 
 // TestDaemon_HugeReasonIsNotified: an http job's receiver answering 500 with a reason phrase of

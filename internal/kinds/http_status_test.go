@@ -1,45 +1,18 @@
 package kinds
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
-	"scheduler/internal/testenv"
+	"scheduler/internal/testenv/rawhttp"
 )
 
 // hugeReason serves every request with a status line of code and a reason phrase of n bytes,
 // as net/http reads it up to its header limit; it returns the server's URL.
 func hugeReason(t *testing.T, code string, n int) string {
-	return hugeReply(t, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\n")
-}
-
-// hugeReply serves every request with head (a status line and headers), an empty body, and
-// closes the connection; it returns the server's URL.
-func hugeReply(t *testing.T, head string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := testenv.Serve(t, ln, func(c net.Conn) {
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if line == "\r\n" {
-				break
-			}
-		}
-		_, _ = io.WriteString(c, head+"Content-Length: 0\r\nConnection: close\r\n\r\n")
-	})
-	return "http://" + addr + "/"
+	return rawhttp.Serve(t, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\n")
 }
 
 // TestHTTPJob_HugeStatusLine: a receiver's reason phrase of megabytes reaches neither the
@@ -73,7 +46,7 @@ func TestHTTPJob_HugeRedirect(t *testing.T) {
 	far := "http://elsewhere.example.test/" + strings.Repeat("p", 4<<20)
 	for _, follow := range []bool{false, true} {
 		t.Run(map[bool]string{false: "NotFollowed", true: "Followed"}[follow], func(t *testing.T) {
-			u := hugeReply(t, "HTTP/1.1 307 "+strings.Repeat("r", 2<<20)+"\r\nLocation: "+far+"\r\n")
+			u := rawhttp.Serve(t, "HTTP/1.1 307 "+strings.Repeat("r", 2<<20)+"\r\nLocation: "+far+"\r\n")
 			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u, FollowRedirects: follow}).Execute(ctx, testRun())
 			if err == nil {
 				t.Fatal("Execute succeeded on a redirect elsewhere")

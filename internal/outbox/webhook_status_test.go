@@ -1,15 +1,12 @@
 package outbox
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"scheduler"
-	"scheduler/internal/testenv"
+	"scheduler/internal/testenv/rawhttp"
 )
 
 // TestWebhook_HugeStatusLine: a receiver answering 503 or 400 with a reason phrase of
@@ -24,28 +21,12 @@ func TestWebhook_HugeStatusLine(t *testing.T) {
 		{"400", scheduler.DeliveryDead},
 	} {
 		t.Run(c.code, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := testenv.Serve(t, ln, func(conn net.Conn) {
-				r := bufio.NewReader(conn)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if line == "\r\n" {
-						break
-					}
-				}
-				_, _ = io.WriteString(conn, "HTTP/1.1 "+c.code+" "+strings.Repeat("x", 4<<20)+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			})
+			u := rawhttp.Serve(t, "HTTP/1.1 "+c.code+" "+strings.Repeat("x", 4<<20)+"\r\n")
 			dl, err := NewWebhook(WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := dispatchOne(t, hook("k.huge"+c.code, "http://"+addr+"/"), dl, time.Minute)
+			recs := dispatchOne(t, hook("k.huge"+c.code, u), dl, time.Minute)
 			if len(recs) != 1 || recs[0].Outcome != c.want {
 				t.Fatalf("records = %d, first %.200v; want one, %s", len(recs), recs, c.want)
 			}
