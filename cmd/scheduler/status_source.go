@@ -154,6 +154,9 @@ func (v statusView) Blocked() []string {
 	for i, b := range bs {
 		out[i] = b.Reason
 	}
+	if r := v.d.outbox.Blocked(); r != "" {
+		out = append(out, r)
+	}
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -108,10 +109,11 @@ type Config struct {
 
 // Dispatcher delivers the outbox's messages for one term at a time.
 type Dispatcher struct {
-	cfg    Config
-	policy policy
-	lg     *zap.Logger
-	gate   *gate // the deliveries in flight, for Drain
+	cfg     Config
+	policy  policy
+	lg      *zap.Logger
+	gate    *gate                  // the deliveries in flight, for Drain
+	blocked atomic.Pointer[string] // why the outbox is blocked in this term (RunConfirmed); nil: it is not
 }
 
 // New validates cfg, fills in its defaults and returns a Dispatcher.
@@ -239,6 +241,7 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			failures++
 		default:
 			failures = 0
+			d.unblocked(lg)
 		}
 		for _, m := range msgs {
 			select {

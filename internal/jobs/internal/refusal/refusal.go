@@ -16,7 +16,9 @@ func BlockReason(job string, token, fence int64) string {
 		above = fmt.Sprintf("at %d, above", fence)
 	}
 	return fmt.Sprintf("job %q is blocked: its fence is %s the leader's token %d, and etcd confirms that term, "+
-		"so no newer leader raised it. Either etcd's revisions went backwards (etcd restored from a snapshot "+
+		"so no newer leader of this election raised it. Either another deployment with an election of its own shares "+
+		"this store and schema (each replica with its own embedded etcd, another election.prefix, backend or etcd "+
+		"cluster): give every replica of the store the same election, then stop the other; or etcd's revisions went backwards (etcd restored from a snapshot "+
 		"without --bump-revision): restore it again with --bump-revision past the highest fence "+
 		"(SELECT max(token) FROM job_fence), or reset the fence; or something outside the scheduler raised it "+
 		"(a job's database role allowed to call a raising fence function): revoke the raising functions from "+
