@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,6 +300,11 @@ func (d *daemon) serve(ctx context.Context) error {
 // lead is one leadership term: publish nothing but metrics here; the runner does the work.
 func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
+	// A fence that holds the new token already was raised by another election's term.
+	if err := coord.TokenTaken(ctx, d.store, t.Token, slices.Collect(maps.Keys(*d.names.Load()))); err != nil {
+		d.lg.Error("term refused", zap.Int64("token", t.Token), zap.Error(err))
+		return err
+	}
 	// Fire nothing before the paused set is known, or a paused job could run once.
 	select {
 	case <-d.watcher.Ready():
