@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,7 +299,12 @@ func (d *daemon) serve(ctx context.Context) error {
 func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
 	// A fence that holds the new token already was raised by another election's term.
-	if err := coord.TokenTaken(ctx, d.store, t.Token, slices.Collect(maps.Keys(*d.names.Load()))); err != nil {
+	table, _ := d.table()
+	names := make([]string, len(table))
+	for i, j := range table {
+		names[i] = j.Name
+	}
+	if err := coord.TokenTaken(ctx, d.store, t.Token, names); err != nil {
 		d.lg.Error("term refused", zap.Int64("token", t.Token), zap.Error(err))
 		return err
 	}
