@@ -28,7 +28,8 @@ func TokenTaken(ctx context.Context, store *fence.Store, token int64, jobs []str
 			return fmt.Errorf("the fence of %q already holds this term's token %d, which no other term of this election "+
 				"can hold: another deployment with an election of its own shares this store and schema (each replica "+
 				"with its own embedded etcd, another election.prefix, backend or etcd cluster); give every replica of "+
-				"the store the same election, then stop the other", n, token)
+				"the store the same election, then stop the other; or etcd's revisions went backwards (restored from a snapshot without "+
+				"--bump-revision), and a later term's token passes the fences", n, token)
 		}
 	}
 	return nil
