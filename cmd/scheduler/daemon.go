@@ -280,8 +280,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	case cause = <-failed:
 		d.lg.Error("shutting down after a failure", zap.Error(cause))
 	}
-	// 1. Stop firing; let running jobs finish within the grace, then cancel them; let the
-	// deliveries in flight end, so that the next leader does not send them again.
+	// 1. Stop firing; let running jobs and deliveries in flight end within the grace (see above).
 	grace, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace)
 	d.runner.Drain(grace)
 	d.outbox.Drain(grace)
@@ -299,12 +298,7 @@ func (d *daemon) serve(ctx context.Context) error {
 func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	d.lg.Info("leading", zap.Int64("token", t.Token), zap.Time("since", t.Since))
 	// A fence that holds the new token already was raised by another election's term.
-	table, _ := d.table()
-	names := make([]string, len(table))
-	for i, j := range table {
-		names[i] = j.Name
-	}
-	if err := coord.TokenTaken(ctx, d.store, t.Token, names); err != nil {
+	if err := coord.TokenTaken(ctx, d.store, t.Token, d.names.Load()); err != nil {
 		d.lg.Error("term refused", zap.Int64("token", t.Token), zap.Error(err))
 		return err
 	}

@@ -3,20 +3,25 @@ package coord
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"scheduler/internal/fence"
 )
 
-// TokenTaken returns an error when one of the fences of jobs, or the outbox's, already holds the
+// TokenTaken returns an error when one of the fences of jobs (the names of the table), or the outbox's, already holds the
 // new term's token before the term raised any. Under one election a token belongs to one term,
 // so another election shares the store: a replica on an embedded etcd of its own, or on another
 // election.prefix, backend or etcd cluster, was handed the same token, and the fence cannot tell
 // the two terms apart. The caller refuses the term: the next one has a newer token, which fences
 // the other out (and the other, its election confirming its term, blocks its jobs and says why).
 // A store that does not answer returns nil: the runner's takeover waits for it.
-func TokenTaken(ctx context.Context, store *fence.Store, token int64, jobs []string) error {
-	names := append([]string{fence.OutboxFence}, jobs...)
+func TokenTaken(ctx context.Context, store *fence.Store, token int64, jobs *map[string]bool) error {
+	names := []string{fence.OutboxFence}
+	if jobs != nil {
+		names = slices.AppendSeq(names, maps.Keys(*jobs))
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	fences, err := store.Fences(cctx, names...)

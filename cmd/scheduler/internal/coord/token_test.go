@@ -19,13 +19,13 @@ func TestTokenTaken(t *testing.T) {
 		if err := store.RaiseAll(ctx, []string{"x", "y"}, 7); err != nil {
 			t.Fatal(err)
 		}
-		if err := TokenTaken(ctx, store, 8, []string{"x", "y"}); err != nil {
+		if err := TokenTaken(ctx, store, 8, jobs("x", "y")); err != nil {
 			t.Fatalf("TokenTaken(8) = %v, want nil: the fences are below the token", err)
 		}
-		if err := TokenTaken(ctx, store, 6, []string{"x"}); err != nil {
+		if err := TokenTaken(ctx, store, 6, jobs("x")); err != nil {
 			t.Fatalf("TokenTaken(6) = %v, want nil: a fence above the token blocks the job, it does not refuse the term", err)
 		}
-		err := TokenTaken(ctx, store, 7, []string{"z", "y"})
+		err := TokenTaken(ctx, store, 7, jobs("z", "y"))
 		if err == nil || !strings.Contains(err.Error(), `"y"`) || !strings.Contains(err.Error(), "election of its own") {
 			t.Fatalf("TokenTaken(7) = %v, want the fence of y and the accident named", err)
 		}
@@ -37,8 +37,17 @@ func TestTokenTaken(t *testing.T) {
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := TokenTaken(cctx, store, 7, []string{"x"}); err != nil {
+		if err := TokenTaken(cctx, store, 7, jobs("x")); err != nil {
 			t.Fatalf("TokenTaken with the store unanswered = %v, want nil", err)
 		}
 	})
+}
+
+// jobs is a table's names, as the daemon keeps them.
+func jobs(names ...string) *map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return &m
 }
