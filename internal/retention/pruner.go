@@ -105,7 +105,7 @@ func New(cfg Config) (*Pruner, error) {
 
 // Run prunes every job once per Interval with token until ctx ends, and returns nil then. It
 // returns an error wrapping scheduler.ErrFenced as soon as a delete is fenced out: the term has ended.
-// Other errors of a delete are logged and the pass goes on with the next job.
+// Other errors of a delete are logged, one line a pass, and the pass goes on with the next job.
 func (p *Pruner) Run(ctx context.Context, token int64) error {
 	for p.wait(ctx, p.cfg.Interval) {
 		if _, err := p.Pass(ctx, token); err != nil {
@@ -120,11 +120,15 @@ func (p *Pruner) Run(ctx context.Context, token int64) error {
 func (p *Pruner) Pass(ctx context.Context, token int64) (int, error) {
 	start := p.cfg.Now()
 	total := 0
+	// A store that does not answer fails every job's deletes alike: one line for the pass,
+	// naming the first, not one per job.
+	var failed failures
+	defer failed.log(ctx, p.lg, token)
 	for _, pol := range p.cfg.Policies() {
 		if pol.MaxAge <= 0 && pol.MaxRuns <= 0 {
 			continue
 		}
-		n, err := p.prune(ctx, token, pol)
+		n, err := p.prune(ctx, token, pol, &failed)
 		total += n
 		if err != nil {
 			return total, err
@@ -141,7 +145,7 @@ func (p *Pruner) Pass(ctx context.Context, token int64) (int, error) {
 }
 
 // prune deletes pol.Job's runs batch by batch until a batch comes back short.
-func (p *Pruner) prune(ctx context.Context, token int64, pol Policy) (int, error) {
+func (p *Pruner) prune(ctx context.Context, token int64, pol Policy, failed *failures) (int, error) {
 	now := p.cfg.Now()
 	b := scheduler.Retention{Job: pol.Job, Keep: pol.MaxRuns, Protect: now.Add(-pol.Catchup), Limit: p.cfg.Batch}
 	if pol.MaxAge > 0 {
@@ -154,9 +158,7 @@ func (p *Pruner) prune(ctx context.Context, token int64, pol Policy) (int, error
 		case errors.Is(err, scheduler.ErrFenced):
 			return total, fmt.Errorf("prune runs of job %q: %w", pol.Job, err)
 		case err != nil:
-			if ctx.Err() == nil {
-				p.lg.Warn("prune failed", zap.String("job", pol.Job), zap.Int64("token", token), zap.Error(err))
-			}
+			failed.add(pol.Job, err)
 			return total, nil
 		}
 		total += n
@@ -181,5 +183,26 @@ func (p *Pruner) wait(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// failures are the jobs whose deletes failed in a pass, other than by the fence.
+type failures struct {
+	jobs  int
+	first string
+	err   error
+}
+
+func (f *failures) add(job string, err error) {
+	if f.jobs == 0 {
+		f.first, f.err = job, err
+	}
+	f.jobs++
+}
+
+// log writes the pass's failures as one line, unless the pass ended with ctx.
+func (f *failures) log(ctx context.Context, lg *zap.Logger, token int64) {
+	if f.jobs > 0 && ctx.Err() == nil {
+		lg.Warn("prune failed", zap.Int("jobs", f.jobs), zap.String("job", f.first), zap.Int64("token", token), zap.Error(f.err))
 	}
 }

@@ -3,12 +3,16 @@ package retention
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler"
 )
@@ -110,6 +114,27 @@ func TestPruner_Pass(t *testing.T) {
 		n, err := p.Pass(ctx, 7)
 		if err != nil || n != 4 {
 			t.Fatalf("pass = %d, %v; want job b pruned after a's error", n, err)
+		}
+	})
+	// A store that does not answer: one line for the pass, naming how many jobs failed, not a
+	// line per job (a thousand lines a pass at a thousand jobs).
+	t.Run("OneLineAPassForAStoreAway", func(t *testing.T) {
+		down := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+		many := make([]Policy, 50)
+		errs := map[string]error{}
+		for i := range many {
+			many[i] = Policy{Job: fmt.Sprintf("j%02d", i), MaxRuns: 10}
+			errs[many[i].Job] = down
+		}
+		core, logs := observer.New(zapcore.WarnLevel)
+		p := mustPruner(t, Config{Ledger: &fakeLedger{errs: errs}, Policies: func() []Policy { return many }, Now: clock})
+		p.lg = zap.New(core)
+		if _, err := p.Pass(ctx, 7); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+		lines := logs.FilterMessage("prune failed").All()
+		if len(lines) != 1 || lines[0].ContextMap()["jobs"] != int64(50) || lines[0].ContextMap()["job"] != "j00" {
+			t.Fatalf("%d prune failure lines (%v), want one naming 50 jobs and the first", len(lines), lines)
 		}
 	})
 }
