@@ -35,6 +35,7 @@ type backlog struct {
 func (t *tenure) retryLater(slots []scheduler.SlotKey, err error) {
 	at, in := t.heldRetry()
 	t.lg.Warn("claim slots; retrying", zap.Int("slots", len(slots)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
+	t.doubted.Add(slots...)
 	for _, s := range slots {
 		p := pending{slot: s, held: true}
 		e := &fireEntry{at: at, slot: s, js: t.jobs[s.Job], retry: &p}

@@ -141,6 +141,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 	}
 	if b.err != nil {
 		t.lg.Warn("claim slots ahead; claiming them when they fire", zap.Int("slots", len(b.entries)), zap.Error(b.err))
+		t.doubted.Add(slotsOf(b.entries)...)
 	} else {
 		t.retryHeld() // the store is back
 		t.queue.Measure(len(b.entries), b.took)
@@ -240,13 +241,12 @@ func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, clai
 
 func slotJob(s scheduler.SlotKey) string { return s.Job }
 
-// ownClaim reports whether run, found in a claim's way, is this term's own earlier claim of the
-// slot, which committed though its answer was lost: running under the term's token, yet not one
-// of its job's runs in progress. It is then run as claimed, not left running unrun.
+// ownClaim reports whether run, found in a claim's way, is the term's own claim of a doubted slot,
+// committed with its answer lost (running under the token, not in progress): then it is run, once.
 func (t *tenure) ownClaim(run scheduler.Run) bool {
 	js := t.jobs[run.Job]
 	if run.Status != scheduler.StatusRunning || run.Token != t.token || js == nil ||
-		slices.ContainsFunc(js.active, func(a activeRun) bool { return a.runID == run.RunID }) {
+		slices.ContainsFunc(js.active, func(a activeRun) bool { return a.runID == run.RunID }) || !t.doubted.Take(run.Key()) {
 		return false
 	}
 	t.lg.Warn("the slot's claim committed though its answer was lost; running the slot", zap.String("job", run.Job),

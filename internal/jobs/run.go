@@ -12,10 +12,9 @@ import (
 	"scheduler/internal/jobs/internal/attempts"
 )
 
-// launchYield is how many runs the loop starts before it lets them run. The yield is about
-// memory, not time: in a herd of short runs the loop would otherwise create every goroutine
-// before the first one ran, and a herd's memory would grow with its size instead of with the
-// runs in progress (BENCHMARKS.md, "Fire precision and scale").
+// launchYield is how many runs the loop starts before it lets them run, for memory, not time: in
+// a herd of short runs every goroutine would exist before the first ran, and a herd's memory would
+// grow with its size, not with the runs in progress (BENCHMARKS.md, "Fire precision and scale").
 const launchYield = 64
 
 // launch starts the run's goroutine. Everything the goroutine reads of the job is taken here, on

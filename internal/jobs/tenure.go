@@ -65,8 +65,8 @@ type tenure struct {
 	draining  bool
 	drainIdle chan struct{} // closed when draining and no run is left
 	exited    chan struct{} // closed when the loop has returned
-
-	blocked []*jobState // jobs whose fence is above the token (blocked.go)
+	blocked   []*jobState   // jobs whose fence is above the token (blocked.go)
+	doubted   runkey.Slots  // slots whose claim or takeover failed on the store: maybe committed (ownClaim)
 }
 
 // jobState is what the loop knows of one job in this tenure.
