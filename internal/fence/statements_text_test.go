@@ -28,7 +28,13 @@ type jobSetup struct {
 
 func mustJobSetup(t *testing.T) jobSetup {
 	t.Helper()
-	owner, dsn := mustPostgresStore(t, Config{})
+	return jobSetupOn(t, testenv.MustDatabase(t))
+}
+
+// jobSetupOn is mustJobSetup on the database dsn names.
+func jobSetupOn(t *testing.T, dsn string) jobSetup {
+	t.Helper()
+	owner := mustOpen(t, Config{DSN: dsn})
 	jobDSN := testenv.MustRole(t, dsn, "scheduler_jobs",
 		`ALTER ROLE {role} NOINHERIT`,
 		`GRANT USAGE ON SCHEMA scheduler TO {role}`,

@@ -49,7 +49,10 @@ type Backend struct {
 	pool *pgxpool.Pool
 	// jobPool, when Config.JobDSN is set, is where sql jobs' statements
 	// run (see Statements).
-	jobPool      *pgxpool.Pool
+	jobPool *pgxpool.Pool
+	// jobConns bounds the connections sql jobs' statements hold at once
+	// (see jobConn).
+	jobConns     chan struct{}
 	schema       string // plain schema name (validated)
 	raiseTimeout time.Duration
 	q            pgStatements
@@ -117,13 +120,15 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
 	}
-	b := &Backend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q}
+	b := &Backend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q,
+		jobConns: make(chan struct{}, pc.MaxConns)}
 	if jc != nil {
 		// Not pinged: commands that never run a job do not connect with it.
 		if b.jobPool, err = pgxpool.NewWithConfig(ctx, jc); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("connect to postgres %s for jobs: %w", jc.ConnConfig.Host, err)
 		}
+		b.jobConns = make(chan struct{}, jc.MaxConns)
 	}
 	return b, nil
 }

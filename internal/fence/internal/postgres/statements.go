@@ -33,19 +33,11 @@ func (p *Backend) Statements(ctx context.Context, job string, token int64, role,
 }
 
 func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, role, text string) (int64, error) {
-	pool := p.pool
-	if p.jobPool != nil {
-		pool = p.jobPool
-	}
-	c, err := pool.Acquire(ctx)
+	conn, done, err := p.jobConn(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("connect for the statements: %w", err)
+		return 0, err
 	}
-	// The statements may have changed the session (SET ROLE, a setting, a
-	// session advisory lock, a temporary table): it must not serve anyone
-	// after them, so it is closed instead of going back to the pool.
-	conn := c.Hijack()
-	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	defer done()
 
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
