@@ -41,7 +41,14 @@ var rolePattern = schemaPattern
 // with their schema (a search_path the text set cannot replace them), and
 // the session is closed afterwards rather than reused, so nothing the
 // statements set on it (a role, a setting, a session lock) outlives the
-// run. A fence below token is raised by the
+// run. A text that prepares the fenced transaction (PREPARE TRANSACTION, on
+// a server whose max_prepared_transactions is not 0) fails the run like one
+// that commits it, and the store rolls the prepared transaction back as
+// its owner (found by the fenced transaction's id) before it answers, on
+// a new session when the text's broke: it would outlive the session with
+// the job's fence and its writes. A transaction the text prepared after
+// the fenced one ended is left, counted in the error, since nothing tells
+// it from another session's. A fence below token is raised by the
 // store's own role, as in Fenced, and the statements run again. On SQLite
 // the text runs inside the single writer's transaction after the fence
 // check.

@@ -28,7 +28,13 @@ type jobSetup struct {
 
 func mustJobSetup(t *testing.T) jobSetup {
 	t.Helper()
-	owner, dsn := mustPostgresStore(t, Config{})
+	return jobSetupOn(t, testenv.MustDatabase(t))
+}
+
+// jobSetupOn is mustJobSetup on the fresh database of dsn.
+func jobSetupOn(t *testing.T, dsn string) jobSetup {
+	t.Helper()
+	owner := mustOpen(t, Config{DSN: dsn})
 	jobDSN := testenv.MustRole(t, dsn, "scheduler_jobs",
 		`ALTER ROLE {role} NOINHERIT`,
 		`GRANT USAGE ON SCHEMA scheduler TO {role}`,
@@ -47,8 +53,14 @@ func mustJobSetup(t *testing.T) jobSetup {
 // skus returns the skus of stock_scans.
 func (js jobSetup) skus(t *testing.T, ctx context.Context) string {
 	t.Helper()
+	return js.list(t, ctx, "sku", "stock_scans")
+}
+
+// list returns the values of column in table (or view), in order, comma-separated.
+func (js jobSetup) list(t *testing.T, ctx context.Context, column, table string) string {
+	t.Helper()
 	var s string
-	if err := js.pool.QueryRow(ctx, `SELECT coalesce(string_agg(sku, ',' ORDER BY sku), '') FROM stock_scans`).Scan(&s); err != nil {
+	if err := js.pool.QueryRow(ctx, `SELECT coalesce(string_agg(`+column+`, ',' ORDER BY `+column+`), '') FROM `+table).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -191,27 +203,6 @@ func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 		INSERT INTO public.stock_scans (sku, quantity) VALUES ('a', 1)`)
 	if err != nil || n != 1 {
 		t.Fatalf("%d rows, err %v; want 1 row and the scheduler's own check", n, err)
-	}
-}
-
-// TestPostgres_FencedStatementsPrepareTransaction: on a server that allows prepared
-// transactions, a text that prepares one fails the run saying what it left behind and where to
-// find it: the prepared transaction outlives the session, holding the fence's shared lock, and
-// the store names the job as held (its lock has no session's pid).
-func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
-	dsn := testenv.MustPostgres(t, "max_prepared_transactions=2").CreateDatabase(t)
-	s := mustOpen(t, Config{DSN: dsn})
-	ctx := testCtx(t)
-	_, err := s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); PREPARE TRANSACTION 'left'`)
-	if !errors.Is(err, verdict.ErrTxEnded) || !strings.Contains(err.Error(), "pg_prepared_xacts") {
-		t.Fatalf("err %v, want %v naming the prepared transaction", err, verdict.ErrTxEnded)
-	}
-	// The prepared transaction holds the job's fence: a new leader's raise finds it held.
-	if held, err := s.HeldFences(ctx, []string{"job"}, 20); err != nil || len(held) != 1 {
-		t.Fatalf("held=%v (err %v) with the text's transaction prepared, want [job]", held, err)
-	}
-	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `ROLLBACK PREPARED 'left'`); err != nil {
-		t.Fatalf("roll back what the text prepared: %v", err)
 	}
 }
 

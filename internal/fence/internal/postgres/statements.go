@@ -76,7 +76,10 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 			return 0, fmt.Errorf("set role %s: %w", role, err)
 		}
 	}
-	n, err := runText(ctx, conn.PgConn(), text)
+	n, prepares, err := runText(ctx, conn.PgConn(), text)
+	if prepares > 0 || conn.PgConn().IsClosed() && mayPrepare(text) {
+		return 0, unprepare(ctx, pool, conn.PgConn(), xid, prepares, err)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -189,7 +192,9 @@ const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends
 // would wait for data that never comes, as long as the run's timeout
 // allows (or forever): a CopyFail sent behind the text ends it at once
 // with an error, and the server ignores a CopyFail that no COPY reads.
-func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error) {
+// prepares is how many PREPARE TRANSACTIONs the session reported (see
+// unprepare), whatever err says.
+func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (n int64, prepares int, err error) {
 	// A row is read whole, however large: bound it, so that one value near
 	// the server's 1 GiB limit does not take that much of the daemon. The
 	// session is closed after the run, so the bound need not be undone.
@@ -198,24 +203,20 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 	pgc.Frontend().Send(&pgproto3.CopyFail{Message: noCopyData})
 	// A failed flush breaks the connection: the results say so.
 	_ = pgc.Frontend().Flush()
-	var (
-		n        int64
-		prepared bool
-	)
 	for mrr.NextResult() {
 		rr := mrr.ResultReader()
 		for rr.NextRow() {
 		}
-		tag, err := rr.Close()
+		tag, tagErr := rr.Close()
 		switch {
-		case err != nil:
+		case tagErr != nil:
 		case dmlTag.MatchString(tag.String()):
 			n += tag.RowsAffected()
 		case tag.String() == "PREPARE TRANSACTION":
-			prepared = true
+			prepares++
 		}
 	}
-	err := mrr.Close()
+	err = mrr.Close()
 	tooLarge := (*pgproto3.ExceededMaxBodyLenErr)(nil)
 	var pe *pgconn.PgError
 	switch {
@@ -228,20 +229,11 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 		// only as the closed connection it leaves.
 		err = fmt.Errorf("the connection closed while the text's results were read (so does a row or notice of more than the %d bytes a sql job's text may return at once): %w", maxMessage, err)
 	}
-	if prepared {
-		return 0, errors.Join(errPrepared, err)
-	}
 	if err != nil {
-		return 0, err
+		return 0, prepares, err
 	}
-	return n, nil
+	return n, prepares, nil
 }
-
-// errPrepared reports a text that prepared a transaction (on a server
-// whose max_prepared_transactions is not 0): what it prepared outlives the
-// session, with the fence's shared lock if it was the fenced transaction,
-// until someone ends it.
-var errPrepared = fmt.Errorf("%w: it prepared a transaction (PREPARE TRANSACTION), which keeps its writes, unfenced, and its locks (the job's fence among them, making a new leader's raise wait) until COMMIT PREPARED or ROLLBACK PREPARED: find it in pg_prepared_xacts and roll it back", verdict.ErrTxEnded)
 
 // enterOn enters job's fence with token in tx: with fence_verify on the
 // job connection, whose role may not raise, or with the lock and the gate
