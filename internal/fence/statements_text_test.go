@@ -69,7 +69,9 @@ func (js jobSetup) list(t *testing.T, ctx context.Context, column, table string)
 // TestPostgres_FencedStatementsEndedTransaction: a text that ends the fenced transaction and
 // opens another one (COMMIT AND CHAIN, ROLLBACK AND CHAIN, COMMIT; BEGIN) fails the run, as a
 // bare COMMIT does, and what it wrote in the new transaction is not committed. It succeeded
-// before, its run reported the rows of a transaction rolled back, or ran outside the fence.
+// before, its run reported the rows of a transaction rolled back, or ran outside the fence. A
+// text that fails with a serialization failure after its COMMIT is not run again by the store,
+// which committed what ran before the COMMIT once per attempt before.
 func TestPostgres_FencedStatementsEndedTransaction(t *testing.T) {
 	js := mustJobSetup(t)
 	ctx := testCtx(t)
@@ -82,6 +84,10 @@ func TestPostgres_FencedStatementsEndedTransaction(t *testing.T) {
 		{"RollbackAndChain", ins("c") + `; ROLLBACK AND CHAIN; ` + setRole + `; ` + ins("d"), ""},
 		{"CommitThenBegin", ins("e") + `; COMMIT; BEGIN; ` + setRole + `; ` + ins("f"), "e"},
 		{"EndThenStartTransaction", ins("g") + `; END; START TRANSACTION; ` + setRole + `; ` + ins("h"), "g"},
+		// A serialization failure or deadlock after the COMMIT does not have the store run the
+		// text again: what ran before it would commit once more with each run.
+		{"CommitThenSerializationFailure", ins("i") + `; COMMIT; DO $$ BEGIN RAISE EXCEPTION 'again' USING ERRCODE = '40001'; END $$`, "i"},
+		{"CommitBeginThenDeadlock", ins("j") + `; COMMIT; BEGIN; DO $$ BEGIN RAISE EXCEPTION 'again' USING ERRCODE = '40P01'; END $$`, "j"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := js.skus(t, ctx)
