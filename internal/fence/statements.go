@@ -25,8 +25,9 @@ var rolePattern = schemaPattern
 // (COMMIT AND CHAIN, COMMIT; BEGIN), yet what it ran before a COMMIT is
 // committed, and what it ran after one is not fenced (and on Postgres runs
 // without role) unless it ran in a transaction the text began, which is
-// rolled back; the store does not run such a text again on a serialization
-// failure or deadlock. role, when set, is the Postgres role the statements run
+// rolled back; a serialization failure or deadlock after a COMMIT or
+// PREPARE TRANSACTION of the text does not have the store run it again.
+// role, when set, is the Postgres role the statements run
 // under: after the fence is entered the transaction does SET LOCAL ROLE
 // role. It is not a boundary on its own (the statements can RESET ROLE);
 // see Config.JobDSN. SQLite has no roles and refuses it.
