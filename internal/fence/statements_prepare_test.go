@@ -59,6 +59,19 @@ func (js jobSetup) freeFence(t *testing.T, ctx context.Context, token int64) {
 	}
 }
 
+// awaitSleep returns once a session of the database is in pg_sleep, when asleep, or none is,
+// when not; or once ctx ended.
+func (js jobSetup) awaitSleep(ctx context.Context, asleep bool) {
+	for ctx.Err() == nil {
+		var n int
+		if err := js.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&n); err == nil && (n > 0) == asleep {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestPostgres_FencedStatementsPrepareTransaction: on a server that allows prepared
 // transactions, a text that prepares the fenced transaction fails the run, and the store rolls
 // the prepared transaction back before it answers (found by the fenced transaction's id, rolled
@@ -79,9 +92,9 @@ func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 	long := `it's \ a "gid" é ` + strings.Repeat("x", 199-len(`it's \ a "gid" é `)) // the longest gid, in bytes
 	for _, c := range []struct {
 		name, text string
-		runFor     time.Duration // the run's timeout, when the text is to outlast it
-		kept, left string        // the skus the run committed, the gids it left prepared
-		textErr    string        // the text's error the run's names, if any
+		endAsleep  bool   // the run's context ends while the text sleeps
+		kept, left string // the skus the run committed, the gids it left prepared
+		textErr    string // the text's error the run's names, if any
 	}{
 		{name: "Plain", text: ins("a") + `; PREPARE TRANSACTION 'g'`},
 		{name: "LongOddGid", text: ins("a") + `; PREPARE TRANSACTION '` + strings.ReplaceAll(long, "'", "''") + `'`},
@@ -102,7 +115,7 @@ func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 		{name: "NotRetried", text: ins("a") + `; PREPARE TRANSACTION 'g'; SET ROLE ` + js.role + `; ` + ins("b") +
 			`; COMMIT; DO $$ BEGIN RAISE EXCEPTION 'again' USING ERRCODE = '40001'; END $$`, kept: "b", textErr: "40001"},
 		{name: "SessionEnded", text: ins("a") + `; PREPARE TRANSACTION 'g'; SELECT pg_terminate_backend(pg_backend_pid())`},
-		{name: "RunTimedOut", text: ins("a") + `; PREPARE TRANSACTION 'g'; SELECT pg_sleep(3600)`, runFor: time.Second},
+		{name: "RunEnded", text: ins("a") + `; PREPARE TRANSACTION 'g'; SELECT pg_sleep(3600)`, endAsleep: true},
 		// The second PREPARE prepares the implicit transaction the first one left the rest of
 		// the text in.
 		{name: "TwoPrepares", text: ins("a") + `; PREPARE TRANSACTION 'g'; PREPARE TRANSACTION 'h'`, left: "h"},
@@ -121,11 +134,15 @@ func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
 			t.Run(c.name+"/"+conn.name, func(t *testing.T) {
 				t.Cleanup(func() { js.rollbackPrepared(t, ctx) }) // so that a failure stays this case's
 				before := js.skus(t, ctx)
-				runCtx, cancel := ctx, context.CancelFunc(func() {})
-				if c.runFor > 0 {
-					runCtx, cancel = context.WithTimeout(ctx, c.runFor)
-				}
+				runCtx, cancel := context.WithCancel(ctx)
 				defer cancel()
+				if c.endAsleep {
+					js.awaitSleep(ctx, false) // the last case's run, cancelled at the server
+					go func() {
+						defer cancel()
+						js.awaitSleep(ctx, true)
+					}()
+				}
 				n, err := conn.store.FencedStatements(runCtx, "job", token, conn.role, c.text)
 				if !errors.Is(err, verdict.ErrTxEnded) || !strings.Contains(err.Error(), "which the scheduler rolled back") {
 					t.Fatalf("%d rows, err %v; want ErrTxEnded saying that the prepared transaction was rolled back", n, err)
@@ -167,14 +184,7 @@ func TestPostgres_FencedStatementsPrepareTransactionRollbackFails(t *testing.T) 
 	}{
 		{name: "BeforeTheLookup", text: `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); PREPARE TRANSACTION 'g'; SELECT pg_sleep(60)`,
 			cut: func(t *testing.T, p *testenv.Proxy) {
-				testenv.Eventually(t, 20*time.Second, 10*time.Millisecond, "the text to sleep", func() bool {
-					var n int
-					if err := js.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-						WHERE datname = current_database() AND wait_event = 'PgSleep'`).Scan(&n); err != nil {
-						t.Fatal(err)
-					}
-					return n == 1
-				})
+				js.awaitSleep(ctx, true)
 				p.Cut()
 			},
 			says: "SELECT gid, owner FROM pg_prepared_xacts WHERE transaction = '"},
