@@ -25,7 +25,9 @@ var rolePattern = schemaPattern
 // (COMMIT AND CHAIN, COMMIT; BEGIN), yet what it ran before a COMMIT is
 // committed, and what it ran after one is not fenced (and on Postgres runs
 // without role) unless it ran in a transaction the text began, which is
-// rolled back. role, when set, is the Postgres role the statements run
+// rolled back; a serialization failure or deadlock after a COMMIT or
+// PREPARE TRANSACTION of the text does not have the store run it again.
+// role, when set, is the Postgres role the statements run
 // under: after the fence is entered the transaction does SET LOCAL ROLE
 // role. It is not a boundary on its own (the statements can RESET ROLE);
 // see Config.JobDSN. SQLite has no roles and refuses it.
@@ -41,7 +43,14 @@ var rolePattern = schemaPattern
 // with their schema (a search_path the text set cannot replace them), and
 // the session is closed afterwards rather than reused, so nothing the
 // statements set on it (a role, a setting, a session lock) outlives the
-// run. A fence below token is raised by the
+// run. A text that prepares the fenced transaction (PREPARE TRANSACTION, on
+// a server whose max_prepared_transactions is not 0) fails the run like one
+// that commits it, and the store rolls the prepared transaction back as
+// its owner (found by the fenced transaction's id) before it answers, on
+// a new session when the text's broke: it would outlive the session with
+// the job's fence and its writes. A transaction the text prepared after
+// the fenced one ended is left, counted in the error, since nothing tells
+// it from another session's. A fence below token is raised by the
 // store's own role, as in Fenced, and the statements run again. On SQLite
 // the text runs inside the single writer's transaction after the fence
 // check.

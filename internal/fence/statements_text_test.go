@@ -31,7 +31,7 @@ func mustJobSetup(t *testing.T) jobSetup {
 	return jobSetupOn(t, testenv.MustDatabase(t))
 }
 
-// jobSetupOn is mustJobSetup on the database dsn names.
+// jobSetupOn is mustJobSetup on the fresh database of dsn.
 func jobSetupOn(t *testing.T, dsn string) jobSetup {
 	t.Helper()
 	owner := mustOpen(t, Config{DSN: dsn})
@@ -53,8 +53,14 @@ func jobSetupOn(t *testing.T, dsn string) jobSetup {
 // skus returns the skus of stock_scans.
 func (js jobSetup) skus(t *testing.T, ctx context.Context) string {
 	t.Helper()
+	return js.list(t, ctx, "sku", "stock_scans")
+}
+
+// list returns the values of column in table (or view), in order, comma-separated.
+func (js jobSetup) list(t *testing.T, ctx context.Context, column, table string) string {
+	t.Helper()
 	var s string
-	if err := js.pool.QueryRow(ctx, `SELECT coalesce(string_agg(sku, ',' ORDER BY sku), '') FROM stock_scans`).Scan(&s); err != nil {
+	if err := js.pool.QueryRow(ctx, `SELECT coalesce(string_agg(`+column+`, ',' ORDER BY `+column+`), '') FROM `+table).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -63,7 +69,9 @@ func (js jobSetup) skus(t *testing.T, ctx context.Context) string {
 // TestPostgres_FencedStatementsEndedTransaction: a text that ends the fenced transaction and
 // opens another one (COMMIT AND CHAIN, ROLLBACK AND CHAIN, COMMIT; BEGIN) fails the run, as a
 // bare COMMIT does, and what it wrote in the new transaction is not committed. It succeeded
-// before, its run reported the rows of a transaction rolled back, or ran outside the fence.
+// before, its run reported the rows of a transaction rolled back, or ran outside the fence. A
+// text that fails with a serialization failure after its COMMIT is not run again by the store,
+// which committed what ran before the COMMIT once per attempt before.
 func TestPostgres_FencedStatementsEndedTransaction(t *testing.T) {
 	js := mustJobSetup(t)
 	ctx := testCtx(t)
@@ -76,6 +84,10 @@ func TestPostgres_FencedStatementsEndedTransaction(t *testing.T) {
 		{"RollbackAndChain", ins("c") + `; ROLLBACK AND CHAIN; ` + setRole + `; ` + ins("d"), ""},
 		{"CommitThenBegin", ins("e") + `; COMMIT; BEGIN; ` + setRole + `; ` + ins("f"), "e"},
 		{"EndThenStartTransaction", ins("g") + `; END; START TRANSACTION; ` + setRole + `; ` + ins("h"), "g"},
+		// A serialization failure or deadlock after the COMMIT does not have the store run the
+		// text again: what ran before it would commit once more with each run.
+		{"CommitThenSerializationFailure", ins("i") + `; COMMIT; DO $$ BEGIN RAISE EXCEPTION 'again' USING ERRCODE = '40001'; END $$`, "i"},
+		{"CommitBeginThenDeadlock", ins("j") + `; COMMIT; BEGIN; DO $$ BEGIN RAISE EXCEPTION 'again' USING ERRCODE = '40P01'; END $$`, "j"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := js.skus(t, ctx)
@@ -197,27 +209,6 @@ func TestPostgres_FencedStatementsSearchPath(t *testing.T) {
 		INSERT INTO public.stock_scans (sku, quantity) VALUES ('a', 1)`)
 	if err != nil || n != 1 {
 		t.Fatalf("%d rows, err %v; want 1 row and the scheduler's own check", n, err)
-	}
-}
-
-// TestPostgres_FencedStatementsPrepareTransaction: on a server that allows prepared
-// transactions, a text that prepares one fails the run saying what it left behind and where to
-// find it: the prepared transaction outlives the session, holding the fence's shared lock, and
-// the store names the job as held (its lock has no session's pid).
-func TestPostgres_FencedStatementsPrepareTransaction(t *testing.T) {
-	dsn := testenv.MustPostgres(t, "max_prepared_transactions=2").CreateDatabase(t)
-	s := mustOpen(t, Config{DSN: dsn})
-	ctx := testCtx(t)
-	_, err := s.FencedStatements(ctx, "job", 10, "", `INSERT INTO stock_scans (sku, quantity) VALUES ('a', 1); PREPARE TRANSACTION 'left'`)
-	if !errors.Is(err, verdict.ErrTxEnded) || !strings.Contains(err.Error(), "pg_prepared_xacts") {
-		t.Fatalf("err %v, want %v naming the prepared transaction", err, verdict.ErrTxEnded)
-	}
-	// The prepared transaction holds the job's fence: a new leader's raise finds it held.
-	if held, err := s.HeldFences(ctx, []string{"job"}, 20); err != nil || len(held) != 1 {
-		t.Fatalf("held=%v (err %v) with the text's transaction prepared, want [job]", held, err)
-	}
-	if _, err := s.b.(*postgres.Backend).Pool().Exec(ctx, `ROLLBACK PREPARED 'left'`); err != nil {
-		t.Fatalf("roll back what the text prepared: %v", err)
 	}
 }
 

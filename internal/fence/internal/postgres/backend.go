@@ -249,8 +249,12 @@ func gateRefused(err error) bool {
 }
 
 // Retryable reports a serialization failure or deadlock (SQLSTATE 40001,
-// 40P01), which the store retries.
-func (p *Backend) Retryable(err error) bool { return isCode(err, "40001") || isCode(err, "40P01") }
+// 40P01), which the store retries, unless the statements of a sql job ended
+// the fenced transaction: what they ran after it may have committed, and a
+// retry would run it again.
+func (p *Backend) Retryable(err error) bool {
+	return (isCode(err, "40001") || isCode(err, "40P01")) && !errors.Is(err, verdict.ErrTxEnded)
+}
 
 // isCode reports a Postgres error with SQLSTATE code.
 func isCode(err error, code string) bool {

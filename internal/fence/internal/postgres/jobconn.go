@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // jobConn returns a connection of its own for a sql job's statements and the function that
@@ -17,10 +18,7 @@ import (
 // store's own writes failed alike. A text beyond the bound waits for a place, under its run's
 // deadline.
 func (p *Backend) jobConn(ctx context.Context) (*pgx.Conn, func(), error) {
-	pool := p.pool
-	if p.jobPool != nil {
-		pool = p.jobPool
-	}
+	pool := p.statementsPool()
 	select {
 	case p.jobConns <- struct{}{}:
 	case <-ctx.Done():
@@ -36,6 +34,14 @@ func (p *Backend) jobConn(ctx context.Context) (*pgx.Conn, func(), error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		<-p.jobConns
 	}, nil
+}
+
+// statementsPool is the pool of sql jobs' connections: the job pool when there is one.
+func (p *Backend) statementsPool() *pgxpool.Pool {
+	if p.jobPool != nil {
+		return p.jobPool
+	}
+	return p.pool
 }
 
 // JobConns is how many connections sql jobs' statements may hold at once.

@@ -68,7 +68,15 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 			return 0, fmt.Errorf("set role %s: %w", role, err)
 		}
 	}
-	n, err := runText(ctx, conn.PgConn(), text)
+	out, err := runText(ctx, conn.PgConn(), text)
+	if out.prepares > 0 || conn.PgConn().IsClosed() && mayPrepare(text) {
+		return 0, unprepare(ctx, p.statementsPool(), conn.PgConn(), xid, out.prepares, err)
+	}
+	if err != nil && out.committed {
+		// What ran before the COMMIT stays committed, whatever failed after it: the store
+		// must not run the text again on a serialization failure (see Retryable).
+		return 0, fmt.Errorf("%w: %w", verdict.ErrTxEnded, err)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -96,9 +104,9 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 		// Closed before the caller asks about the transaction: a server still waiting for
 		// the COMMIT then ends the transaction instead of keeping it in progress.
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return 0, &verdict.InDoubtError{Xid: xid, Rows: n, Err: fmt.Errorf("commit: %w", err)}
+		return 0, &verdict.InDoubtError{Xid: xid, Rows: out.rows, Err: fmt.Errorf("commit: %w", err)}
 	}
-	return n, nil
+	return out.rows, nil
 }
 
 // commitInDoubt reports whether a failed COMMIT may have committed all the same: the server
@@ -181,7 +189,9 @@ const noCopyData = "a sql job's text cannot COPY FROM STDIN: the scheduler sends
 // would wait for data that never comes, as long as the run's timeout
 // allows (or forever): a CopyFail sent behind the text ends it at once
 // with an error, and the server ignores a CopyFail that no COPY reads.
-func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error) {
+// What the results said of the text's transaction control is returned
+// whatever err says.
+func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (out textOutcome, err error) {
 	// A row is read whole, however large: bound it, so that one value near
 	// the server's 1 GiB limit does not take that much of the daemon. The
 	// session is closed after the run, so the bound need not be undone.
@@ -190,24 +200,22 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 	pgc.Frontend().Send(&pgproto3.CopyFail{Message: noCopyData})
 	// A failed flush breaks the connection: the results say so.
 	_ = pgc.Frontend().Flush()
-	var (
-		n        int64
-		prepared bool
-	)
 	for mrr.NextResult() {
 		rr := mrr.ResultReader()
 		for rr.NextRow() {
 		}
-		tag, err := rr.Close()
+		tag, tagErr := rr.Close()
 		switch {
-		case err != nil:
+		case tagErr != nil:
 		case dmlTag.MatchString(tag.String()):
-			n += tag.RowsAffected()
+			out.rows += tag.RowsAffected()
 		case tag.String() == "PREPARE TRANSACTION":
-			prepared = true
+			out.prepares++
+		case tag.String() == "COMMIT":
+			out.committed = true
 		}
 	}
-	err := mrr.Close()
+	err = mrr.Close()
 	tooLarge := (*pgproto3.ExceededMaxBodyLenErr)(nil)
 	var pe *pgconn.PgError
 	switch {
@@ -220,20 +228,15 @@ func runText(ctx context.Context, pgc *pgconn.PgConn, text string) (int64, error
 		// only as the closed connection it leaves.
 		err = fmt.Errorf("the connection closed while the text's results were read (so does a row or notice of more than the %d bytes a sql job's text may return at once): %w", maxMessage, err)
 	}
-	if prepared {
-		return 0, errors.Join(errPrepared, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return out, err
 }
 
-// errPrepared reports a text that prepared a transaction (on a server
-// whose max_prepared_transactions is not 0): what it prepared outlives the
-// session, with the fence's shared lock if it was the fenced transaction,
-// until someone ends it.
-var errPrepared = fmt.Errorf("%w: it prepared a transaction (PREPARE TRANSACTION), which keeps its writes, unfenced, and its locks (the job's fence among them, making a new leader's raise wait) until COMMIT PREPARED or ROLLBACK PREPARED: find it in pg_prepared_xacts and roll it back", verdict.ErrTxEnded)
+// textOutcome is what the results of a text said.
+type textOutcome struct {
+	rows      int64 // inserted, updated or deleted
+	prepares  int   // PREPARE TRANSACTIONs that succeeded (see unprepare)
+	committed bool  // a COMMIT (or END) ended a transaction, the fenced one or one the text began
+}
 
 // enterOn enters job's fence with token in tx: with fence_verify on the
 // job connection, whose role may not raise, or with the lock and the gate
