@@ -28,6 +28,8 @@ type statusSource struct {
 	leader func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
 	ctl    controlState
 	store  *fence.Store
+	// storeProblem, in the daemon, says why it does not campaign: its store is not the deployment's.
+	storeProblem func() string
 }
 
 var _ status.Source = statusSource{}
@@ -43,6 +45,14 @@ func explainFor(cfg *config.Config) status.Explain {
 }
 
 func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
+	e, err := s.election(ctx, replicas)
+	if p := s.storeProblem; p != nil && p() != "" {
+		e.Problems = append(e.Problems, p())
+	}
+	return e, err
+}
+
+func (s statusSource) election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
 	if s.cli == nil {
 		return s.backendElection(ctx)
 	}
