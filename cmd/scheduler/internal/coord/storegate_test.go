@@ -173,3 +173,25 @@ func TestRecords_Backends(t *testing.T) {
 		})
 	}
 }
+
+// TestNew_EmbeddedEtcdNotJudged: with the embedded etcd (no etcd.endpoints) no store is
+// recorded: that etcd is the replica's alone, in its data_dir beside its SQLite store, so a
+// development store made again must not keep it from leading.
+func TestNew_EmbeddedEtcdNotJudged(t *testing.T) {
+	cfg, err := config.Load(configtest.Write(t, configtest.MinimalJob), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := status.NewMetrics(status.MetricsConfig{PerJob: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := testenv.MustEtcd(t).Client(t)
+	c, _, err := New(cfg, Deps{Etcd: cli, Logger: zaptest.NewLogger(t), Metrics: m, Store: scheduler.StoreID{ID: "x", Dialect: scheduler.SQLite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, judged := c.(*storeGate); judged {
+		t.Fatalf("New with the embedded etcd returned a store gate, want the campaigner alone")
+	}
+}

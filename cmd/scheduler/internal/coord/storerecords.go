@@ -19,10 +19,15 @@ import (
 // etcd's PREFIX:store, a ZooKeeper node beside the election's path, a Redis key beside the
 // lock. The postgres backend has none (nil): its election lives in the store itself, so a
 // replica with another store is in another election, with its own fences, and cannot be told
-// from another deployment.
+// from another deployment. Nor has the embedded etcd: it lives in the replica's data_dir beside
+// its SQLite store, and no other replica reaches it, so a record there would only get in the
+// way of a development store made again.
 func Records(cfg *config.Config, cli *clientv3.Client, rdb redis.UniversalClient) (StoreRecords, error) {
 	switch cfg.Election.Backend {
 	case config.BackendEtcd:
+		if len(cfg.Etcd.Endpoints) == 0 {
+			return nil, nil
+		}
 		s, err := control.New(cli, cfg.Election.Prefix)
 		if err != nil {
 			return nil, err
