@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"scheduler"
@@ -20,18 +22,26 @@ import (
 // returns it as a cluster of its own, so that its commands read its store.
 func splitReplica(t *testing.T, e *testenv.Etcd, dsn, schema string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, etcd: e, dsn: dsn, replicas: map[string]*replica{}}
+	election := fmt.Sprintf("single_node: %t\netcd: {endpoints: [%s]}\nelection: {prefix: /test/election, ttl: 2s}",
+		dsn == "", strings.Join(e.Endpoints(), ", "))
+	c := splitReplicaOn(t, election, dsn, schema)
+	c.etcd = e
+	return c
+}
+
+// splitReplicaOn is splitReplica with the election configured by the YAML election.
+func splitReplicaOn(t *testing.T, election, dsn, schema string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dsn: dsn, replicas: map[string]*replica{}}
 	c.path = filepath.Join(t.TempDir(), "scheduler.yaml")
 	body := fmt.Sprintf(`
-single_node: %t
 data_dir: %s
-etcd: {endpoints: [%s]}
-election: {prefix: /test/election, ttl: 2s}
+%s
 store: {dsn: %q, schema: %s}
 http: {addr: "127.0.0.1:0"}
 log: {level: debug}
 shutdown_grace: 2s
-%s`, dsn == "", t.TempDir(), strings.Join(e.Endpoints(), ", "), dsn, schema, testJobs)
+%s`, t.TempDir(), election, dsn, schema, testJobs)
 	if err := os.WriteFile(c.path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -125,3 +135,96 @@ func TestDaemon_StoreSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemon_StoreSplitBackends: the same split with the ZooKeeper and Redis backends, whose
+// replicas register in their stores, two databases here: the replica of the other store says
+// why it does not lead on /readyz, naming the node or key of the record and the command that
+// removes it, runs nothing after the leader stopped, and leads once the record is removed.
+func TestDaemon_StoreSplitBackends(t *testing.T) {
+	type backend struct {
+		section string
+		remove  func(t *testing.T)
+		remedy  string
+	}
+	backends := map[string]func(t *testing.T) backend{
+		"zookeeper": func(t *testing.T) backend {
+			addr := testenv.MustZooKeeper(t).Addr()
+			return backend{
+				section: fmt.Sprintf("election: {backend: zookeeper}\nzookeeper: {servers: [%s], session_timeout: 2s, path: /test/election}", addr),
+				remedy:  "zkCli.sh delete /test/election:store",
+				remove: func(t *testing.T) {
+					conn, _, err := zk.Connect([]string{addr}, 2*time.Second, zk.WithLogger(zkSilent{}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer conn.Close()
+					if err := conn.Delete("/test/election:store", -1); err != nil {
+						t.Fatal(err)
+					}
+				},
+			}
+		},
+		"redis": func(t *testing.T) backend {
+			addr := testenv.MustRedis(t).Addr()
+			return backend{
+				section: fmt.Sprintf("election: {backend: redis, ttl: 2s}\nredis: {addr: %s, key: 'test:leader'}", addr),
+				remedy:  "redis-cli DEL test:leader:store",
+				remove: func(t *testing.T) {
+					rdb := redis.NewClient(&redis.Options{Addr: addr})
+					defer rdb.Close()
+					if err := rdb.Del(context.Background(), "test:leader:store").Err(); err != nil {
+						t.Fatal(err)
+					}
+				},
+			}
+		},
+	}
+	for name, of := range backends {
+		t.Run(name, func(t *testing.T) {
+			b := of(t)
+			ca := splitReplicaOn(t, b.section, testenv.MustDatabase(t), "scheduler")
+			cb := splitReplicaOn(t, b.section, testenv.MustDatabase(t), "scheduler")
+			ca.start("a")
+			ca.wait("a to lead and run tick", func() bool {
+				l := ca.status().Leader
+				return l != nil && l.Node == "a" && countStatus(ca.history("tick"), scheduler.StatusSucceeded) >= 1
+			})
+			cb.start("b")
+			var addr string
+			cb.wait("b to register in its store", func() bool {
+				for _, r := range cb.status().Replicas {
+					if r.Node == "b" {
+						addr = r.HTTPAddr
+					}
+				}
+				return addr != ""
+			})
+			var code int
+			var body string
+			cb.wait("b to say why it does not lead", func() bool {
+				code, body = httpGet(t, "http://"+addr+"/readyz")
+				return strings.Contains(body, "not the deployment's store")
+			})
+			if code != 503 || !strings.Contains(body, b.remedy) {
+				t.Errorf("GET /readyz of b = %d, want 503 naming %q:\n%s", code, b.remedy, body)
+			}
+			if err := ca.replicas["a"].stop(t); err != nil {
+				t.Fatal(err)
+			}
+			cb.wait("no leader once a stopped", func() bool { return cb.status().Leader == nil })
+			if runs := cb.history("tick"); len(runs) != 0 {
+				t.Fatalf("b ran %d slots of tick into its own ledger, want none", len(runs))
+			}
+			b.remove(t)
+			cb.wait("b to lead on its own store once the record is gone", func() bool {
+				l := cb.status().Leader
+				return l != nil && l.Node == "b" && countStatus(cb.history("tick"), scheduler.StatusSucceeded) >= 1
+			})
+		})
+	}
+}
+
+// zkSilent drops the ZooKeeper client's log lines.
+type zkSilent struct{}
+
+func (zkSilent) Printf(string, ...any) {}
