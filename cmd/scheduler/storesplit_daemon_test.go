@@ -49,6 +49,35 @@ shutdown_grace: 2s
 	return c
 }
 
+// waitLeads waits until node leads c's election and c's ledger has a run of tick that
+// succeeded; when says at what point of the test.
+func (c *cluster) waitLeads(node, when string) {
+	c.t.Helper()
+	c.wait(node+" to lead and run tick "+when, func() bool {
+		l := c.status().Leader
+		return l != nil && l.Node == node && countStatus(c.history("tick"), scheduler.StatusSucceeded) >= 1
+	})
+}
+
+// startSplit starts replica a of ca until it leads, then replica b of cb, and returns b's HTTP
+// address once the registry that reg reads lists it.
+func startSplit(ca, cb, reg *cluster) string {
+	ca.t.Helper()
+	ca.start("a")
+	ca.waitLeads("a", "first")
+	cb.start("b")
+	var addr string
+	reg.wait("b to register", func() bool {
+		for _, r := range reg.status().Replicas {
+			if r.Node == "b" {
+				addr = r.HTTPAddr
+			}
+		}
+		return addr != ""
+	})
+	return addr
+}
+
 // TestDaemon_StoreSplit runs two replicas of one election on a real etcd whose stores differ by
 // mistake: two schemas of one Postgres database, two databases, two per-host SQLite files. The
 // replica of the deployment's store leads; the other says why it does not (/readyz 503 and its
@@ -71,21 +100,7 @@ func TestDaemon_StoreSplit(t *testing.T) {
 			e := testenv.MustEtcd(t)
 			dsnA, schemaA, dsnB, schemaB := stores(t)
 			ca, cb := splitReplica(t, e, dsnA, schemaA), splitReplica(t, e, dsnB, schemaB)
-			ca.start("a")
-			ca.wait("a to lead and run tick", func() bool {
-				l := ca.status().Leader
-				return l != nil && l.Node == "a" && countStatus(ca.history("tick"), scheduler.StatusSucceeded) >= 1
-			})
-			cb.start("b")
-			var addr string
-			ca.wait("b to register", func() bool {
-				for _, r := range ca.status().Replicas {
-					if r.Node == "b" {
-						addr = r.HTTPAddr
-					}
-				}
-				return addr != ""
-			})
+			addr := startSplit(ca, cb, ca)
 			for _, path := range []string{"/readyz", "/status"} {
 				var code int
 				var body string
@@ -128,10 +143,7 @@ func TestDaemon_StoreSplit(t *testing.T) {
 			if _, err := cli.Delete(ctx, "/test/election:store"); err != nil {
 				t.Fatal(err)
 			}
-			cb.wait("b to lead on its own store once the record is gone", func() bool {
-				l := cb.status().Leader
-				return l != nil && l.Node == "b" && countStatus(cb.history("tick"), scheduler.StatusSucceeded) >= 1
-			})
+			cb.waitLeads("b", "once the record is gone")
 		})
 	}
 }
@@ -184,21 +196,7 @@ func TestDaemon_StoreSplitBackends(t *testing.T) {
 			b := of(t)
 			ca := splitReplicaOn(t, b.section, testenv.MustDatabase(t), "scheduler")
 			cb := splitReplicaOn(t, b.section, testenv.MustDatabase(t), "scheduler")
-			ca.start("a")
-			ca.wait("a to lead and run tick", func() bool {
-				l := ca.status().Leader
-				return l != nil && l.Node == "a" && countStatus(ca.history("tick"), scheduler.StatusSucceeded) >= 1
-			})
-			cb.start("b")
-			var addr string
-			cb.wait("b to register in its store", func() bool {
-				for _, r := range cb.status().Replicas {
-					if r.Node == "b" {
-						addr = r.HTTPAddr
-					}
-				}
-				return addr != ""
-			})
+			addr := startSplit(ca, cb, cb)
 			var code int
 			var body string
 			cb.wait("b to say why it does not lead", func() bool {
@@ -216,10 +214,7 @@ func TestDaemon_StoreSplitBackends(t *testing.T) {
 				t.Fatalf("b ran %d slots of tick into its own ledger, want none", len(runs))
 			}
 			b.remove(t)
-			cb.wait("b to lead on its own store once the record is gone", func() bool {
-				l := cb.status().Leader
-				return l != nil && l.Node == "b" && countStatus(cb.history("tick"), scheduler.StatusSucceeded) >= 1
-			})
+			cb.waitLeads("b", "once the record is gone")
 		})
 	}
 }
