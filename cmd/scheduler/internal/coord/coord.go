@@ -1,7 +1,8 @@
 // Package coord builds the replica's leader election from its configuration, whichever backend
 // it names (etcd, postgres, zookeeper, redis), and reads who leads for the commands: each backend
 // reduced to what the daemon and the commands need of it, its terms handed over as the
-// scheduler's Term.
+// scheduler's Term. It also keeps a replica whose store is not the deployment's from leading
+// (see Records).
 package coord
 
 import (

@@ -143,8 +143,11 @@ func (g *storeGate) judge(rec control.StoreRecord, err error) bool {
 	}
 	g.problem.Store(&p)
 	if p != g.logged {
-		g.lg.Error("not campaigning: this replica's store is not the deployment's store", zap.String("store", g.own.String()),
-			zap.String("deployment_store", rec.Store.String()), zap.String("problem", p))
+		fields := []zap.Field{zap.String("store", g.own.String()), zap.String("problem", p)}
+		if err == nil {
+			fields = append(fields, zap.String("deployment_store", rec.Store.String()), zap.String("recorded_by", rec.By))
+		}
+		g.lg.Error("not campaigning: this replica's store is not the deployment's store", fields...)
 		g.logged = p
 	}
 	return false

@@ -66,8 +66,9 @@ func startGated(t *testing.T, cli *clientv3.Client, endpoints []string, node str
 // TestStoreGate_Etcd: on a real etcd, the first leader records its store; a replica of another
 // store then neither leads nor campaigns (no candidate key of its own), also once the leader is
 // gone, and says why, naming both stores and the remedy; a replica of the same store takes
-// over; after the record is removed (a deliberate move), the other store's replica leads. A
-// replica that publishes no identity (an older version) is not judged.
+// over; after the record is removed (a deliberate move), the other store's replica leads, and
+// steps down once a value no replica writes replaces the record. A replica that publishes no
+// identity (an older version) is not judged.
 func TestStoreGate_Etcd(t *testing.T) {
 	e := testenv.MustEtcd(t)
 	cli := e.Client(t)
@@ -119,6 +120,15 @@ func TestStoreGate_Etcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	within("b to lead after the record was removed", func() bool { return b.terms.Load() == 1 && b.c.StoreProblem() == "" })
+
+	if _, err := cli.Put(ctx, "/gate/election:store", "written by hand"); err != nil {
+		t.Fatal(err)
+	}
+	within("b to step down over a record written by hand", func() bool {
+		_, leads := b.c.Leading()
+		p := b.c.StoreProblem()
+		return !leads && strings.Contains(p, "does not parse") && strings.Contains(p, "etcdctl del /gate/election:store")
+	})
 }
 
 // TestRecords_Backends: the record beside a ZooKeeper or Redis election, on real servers: the
