@@ -23,13 +23,12 @@ import (
 // of the backend for a command) and the control state in the store. Either way, the fences and
 // the runs in the store.
 type statusSource struct {
-	cli    *clientv3.Client                          // etcd backend
-	prefix string                                    // etcd backend
-	leader func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
-	ctl    controlState
-	store  *fence.Store
-	// storeProblem, in the daemon, says why it does not campaign: its store is not the deployment's.
-	storeProblem func() string
+	cli          *clientv3.Client                          // etcd backend
+	prefix       string                                    // etcd backend
+	leader       func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
+	ctl          controlState
+	store        *fence.Store
+	storeProblem func() string // the daemon's: why it does not campaign (coord.Coordinator)
 }
 
 var _ status.Source = statusSource{}

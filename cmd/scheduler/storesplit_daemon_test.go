@@ -78,10 +78,20 @@ func startSplit(ca, cb, reg *cluster) string {
 	return addr
 }
 
+// checkStatusOf checks that `status` run with c's configuration, that of the replica of the
+// other store, says that its store is not the deployment's.
+func checkStatusOf(t *testing.T, c *cluster) {
+	t.Helper()
+	if w := strings.Join(c.status().Warnings, "\n"); !strings.Contains(w, "this configuration's store is not the deployment's store") {
+		t.Errorf("status warnings with the other store's configuration %q, want that its store is not the deployment's", w)
+	}
+}
+
 // TestDaemon_StoreSplit runs two replicas of one election on a real etcd whose stores differ by
 // mistake: two schemas of one Postgres database, two databases, two per-host SQLite files. The
 // replica of the deployment's store leads; the other says why it does not (/readyz 503 and its
-// /status naming both stores and the remedy, `status` warning of the split), does not campaign
+// /status naming both stores and the remedy, `status` warning of the split, and with its file
+// that its store is not the deployment's), does not campaign
 // even once the leader is gone, and runs nothing; once the record is removed, as after a
 // deliberate move, it leads on its own store.
 func TestDaemon_StoreSplit(t *testing.T) {
@@ -118,6 +128,7 @@ func TestDaemon_StoreSplit(t *testing.T) {
 			if w := strings.Join(ca.status().Warnings, "\n"); !strings.Contains(w, "replicas write to different stores") {
 				t.Errorf("status warnings %q, want the store split", w)
 			}
+			checkStatusOf(t, cb)
 
 			if err := ca.replicas["a"].stop(t); err != nil {
 				t.Fatal(err)
@@ -206,6 +217,7 @@ func TestDaemon_StoreSplitBackends(t *testing.T) {
 			if code != 503 || !strings.Contains(body, b.remedy) {
 				t.Errorf("GET /readyz of b = %d, want 503 naming %q:\n%s", code, b.remedy, body)
 			}
+			checkStatusOf(t, cb)
 			if err := ca.replicas["a"].stop(t); err != nil {
 				t.Fatal(err)
 			}

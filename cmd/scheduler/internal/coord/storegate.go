@@ -128,8 +128,7 @@ func (g *storeGate) judge(rec control.StoreRecord, err error) bool {
 	case err != nil:
 		p = fmt.Sprintf("%v: this replica does not lead until it is removed", err)
 	case !rec.Store.Same(g.own):
-		p = fmt.Sprintf("%v: it is %s; the deployment's store, recorded by %s at %s, is %s: this replica does not lead. Fix its store.dsn and store.schema; after a deliberate move of the deployment to this store, remove the record with: %s",
-			ErrOtherStore, g.own, rec.By, rec.At.Format(time.RFC3339), rec.Store, g.rec.Remove())
+		p = otherStore("this replica's", "this replica does not lead", g.own, rec, g.rec.Remove())
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -151,4 +150,11 @@ func (g *storeGate) judge(rec control.StoreRecord, err error) bool {
 		g.logged = p
 	}
 	return false
+}
+
+// otherStore words why whose store own is not the deployment's store of rec, and so what
+// follows, with the remedies; remove is the command that removes the record.
+func otherStore(whose, so string, own scheduler.StoreID, rec control.StoreRecord, remove string) string {
+	return fmt.Sprintf("%s store is not the deployment's store: it is %s; the deployment's store, recorded by %s at %s, is %s: %s. Fix store.dsn and store.schema; after a deliberate move of the deployment to this store, remove the record with: %s",
+		whose, own, rec.By, rec.At.Format(time.RFC3339), rec.Store, so, remove)
 }
