@@ -27,12 +27,10 @@ type gated struct {
 	stop  func()
 }
 
-// startGated runs the etcd coordinator of node with store id on cli until stop or the end of
-// the test; each term leads until its context ends.
-func startGated(t *testing.T, cli *clientv3.Client, endpoints []string, node string, id scheduler.StoreID) *gated {
+// coordinatorOf returns the coordinator New builds for the minimal configuration with the
+// variables env, on cli, for a replica of store id.
+func coordinatorOf(t *testing.T, env []string, cli *clientv3.Client, id scheduler.StoreID) Coordinator {
 	t.Helper()
-	env := []string{"SCHEDULER_ETCD_ENDPOINTS=" + strings.Join(endpoints, ","), "SCHEDULER_SINGLE_NODE=true",
-		"SCHEDULER_NODE=" + node, "SCHEDULER_ELECTION_TTL=2s", "SCHEDULER_ELECTION_PREFIX=/gate/election"}
 	cfg, err := config.Load(configtest.Write(t, configtest.MinimalJob), env)
 	if err != nil {
 		t.Fatal(err)
@@ -45,11 +43,20 @@ func startGated(t *testing.T, cli *clientv3.Client, endpoints []string, node str
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gated{c: c}
+	return c
+}
+
+// startGated runs the etcd coordinator of node with store id on cli until stop or the end of
+// the test; each term leads until its context ends.
+func startGated(t *testing.T, cli *clientv3.Client, endpoints []string, node string, id scheduler.StoreID) *gated {
+	t.Helper()
+	env := []string{"SCHEDULER_ETCD_ENDPOINTS=" + strings.Join(endpoints, ","), "SCHEDULER_SINGLE_NODE=true",
+		"SCHEDULER_NODE=" + node, "SCHEDULER_ELECTION_TTL=2s", "SCHEDULER_ELECTION_PREFIX=/gate/election"}
+	g := &gated{c: coordinatorOf(t, env, cli, id)}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := c.Run(ctx, func(ctx context.Context, _ scheduler.Term) error {
+		if err := g.c.Run(ctx, func(ctx context.Context, _ scheduler.Term) error {
 			g.terms.Add(1)
 			<-ctx.Done()
 			return nil
@@ -188,19 +195,7 @@ func TestRecords_Backends(t *testing.T) {
 // recorded: that etcd is the replica's alone, in its data_dir beside its SQLite store, so a
 // development store made again must not keep it from leading.
 func TestNew_EmbeddedEtcdNotJudged(t *testing.T) {
-	cfg, err := config.Load(configtest.Write(t, configtest.MinimalJob), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := status.NewMetrics(status.MetricsConfig{PerJob: "auto"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli := testenv.MustEtcd(t).Client(t)
-	c, _, err := New(cfg, Deps{Etcd: cli, Logger: zaptest.NewLogger(t), Metrics: m, Store: scheduler.StoreID{ID: "x", Dialect: scheduler.SQLite}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := coordinatorOf(t, nil, testenv.MustEtcd(t).Client(t), scheduler.StoreID{ID: "x", Dialect: scheduler.SQLite})
 	if _, judged := c.(*storeGate); judged {
 		t.Fatalf("New with the embedded etcd returned a store gate, want the campaigner alone")
 	}
