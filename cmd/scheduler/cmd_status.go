@@ -105,6 +105,7 @@ func newStatusCmd(c *cli) *cobra.Command {
 			table := s.table(ctx)
 			doc := status.Collect(ctx, s.statusSource(), explainFor(s.cfg), table.Entries(), time.Now())
 			doc.Warnings = append(table.Warnings, doc.Warnings...)
+			doc.Warnings = append(doc.Warnings, coord.CheckStore(ctx, s.cfg, s.cli, s.conns.Redis, s.store, storeName(s.cfg))...)
 			if asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")

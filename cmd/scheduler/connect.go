@@ -12,6 +12,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/redact"
+	"scheduler/internal/datadir"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
 )
@@ -72,26 +73,11 @@ func createStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fenc
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data_dir: %w", err)
 		}
-		if err := createPrivateFile(sqlitePath(cfg)); err != nil {
+		if err := datadir.CreatePrivate(sqlitePath(cfg)); err != nil {
 			return nil, fmt.Errorf("create the store %s: %w", sqlitePath(cfg), err)
 		}
 	}
 	return dialStore(ctx, cfg, lg)
-}
-
-// createPrivateFile creates path empty with mode 0600 unless it exists. SQLite would create the
-// database with 0666 less the umask, readable by every local user (and by exec jobs running as
-// another user) when data_dir itself is not private, and it gives the -wal and -shm files the
-// mode of the database file.
-func createPrivateFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }
 
 func dialStore(ctx context.Context, cfg *config.Config, lg *zap.Logger) (*fence.Store, error) {

@@ -43,6 +43,7 @@ type daemon struct {
 
 	cli      *clientv3.Client // etcd backend only
 	store    *fence.Store
+	storeID  scheduler.StoreID // published, and judged against the deployment's (coord.Records)
 	control  controlState
 	watcher  controlWatch
 	reg      registration // this replica's entry in etcd or the store; a reload republishes it
@@ -177,6 +178,9 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 		return err
 	}
 	defer d.store.Close()
+	if d.storeID, err = d.store.Identity(ctx, storeName(cfg)); err != nil {
+		return err
+	}
 	lg.Info("starting", zap.String("version", version), zap.String("store", storeName(cfg)),
 		zap.String("backend", cfg.Election.Backend), zap.Strings("etcd", endpoints), zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))
 	if cfg.Store.JobDSN != "" {
@@ -202,7 +206,7 @@ func (d *daemon) build() error {
 	if err = d.buildControl(); err != nil {
 		return err
 	}
-	d.camp, d.observer, err = coord.New(d.cfg, coord.Deps{Etcd: d.cli, Pool: d.conns.Pool, Redis: d.conns.Redis, Logger: d.base, Metrics: d.m})
+	d.camp, d.observer, err = coord.New(d.cfg, coord.Deps{Etcd: d.cli, Pool: d.conns.Pool, Redis: d.conns.Redis, Logger: d.base, Metrics: d.m, Store: d.storeID})
 	if err != nil {
 		return err
 	}
@@ -385,5 +389,5 @@ func (d *daemon) replica() control.Replica {
 		addr = d.http.Addr().String()
 	}
 	_, hash := d.table()
-	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started}
+	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started, Store: &d.storeID}
 }

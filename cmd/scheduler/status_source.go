@@ -23,11 +23,12 @@ import (
 // of the backend for a command) and the control state in the store. Either way, the fences and
 // the runs in the store.
 type statusSource struct {
-	cli    *clientv3.Client                          // etcd backend
-	prefix string                                    // etcd backend
-	leader func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
-	ctl    controlState
-	store  *fence.Store
+	cli          *clientv3.Client                          // etcd backend
+	prefix       string                                    // etcd backend
+	leader       func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
+	ctl          controlState
+	store        *fence.Store
+	storeProblem func() string // the daemon's: why it does not campaign (coord.Coordinator)
 }
 
 var _ status.Source = statusSource{}
@@ -43,6 +44,14 @@ func explainFor(cfg *config.Config) status.Explain {
 }
 
 func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
+	e, err := s.election(ctx, replicas)
+	if p := s.storeProblem; p != nil && p() != "" {
+		e.Problems = append(e.Problems, p())
+	}
+	return e, err
+}
+
+func (s statusSource) election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
 	if s.cli == nil {
 		return s.backendElection(ctx)
 	}

@@ -21,6 +21,8 @@
 //	PREFIX:replica/NODE               Replica as JSON; bound to the replica's lease
 //	PREFIX:backfill/JOB/ID            Backfill as JSON; no lease; ID is the request's id,
 //	                                  zero-padded to a fixed width
+//	PREFIX:store                      StoreRecord as JSON; no lease; the deployment's store,
+//	                                  written once by the first leader (ClaimStore)
 //
 // A job is paused while its key exists, whatever the value says, so an
 // operator can also pause with `etcdctl put PREFIX:paused/JOB ""`. A pause

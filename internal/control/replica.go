@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"scheduler"
 )
 
 // Replica is what a running replica publishes about itself.
@@ -27,6 +29,8 @@ type Replica struct {
 	HTTPAddr string `json:"http_addr"`
 	// StartedAt is when the replica started, by its clock.
 	StartedAt time.Time `json:"started_at"`
+	// Store is the store the replica writes to; nil from a version that does not publish it.
+	Store *scheduler.StoreID `json:"store,omitempty"`
 }
 
 // Register publishes r under its node name, bound to lease: the entry

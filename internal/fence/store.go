@@ -142,6 +142,9 @@ type backend interface {
 	// AppliedVersions returns the migration versions recorded as applied; no
 	// version table yields none.
 	AppliedVersions(ctx context.Context) ([]int64, error)
+	// Identity returns the random id the migrations created, and the database's name where the
+	// store has one.
+	Identity(ctx context.Context) (id, database string, err error)
 
 	ledger
 	backfill

@@ -127,6 +127,9 @@ func Collect(ctx context.Context, src Source, ex Explain, table []Entry, now tim
 	if p := tableSplit(doc.Replicas); p != "" {
 		warn("%s", p)
 	}
+	if p := storeSplit(doc.Replicas); p != "" {
+		warn("%s", p)
+	}
 	paused, err := src.Paused(ctx)
 	if err != nil {
 		warn("read paused jobs from %s: %v", controlAt, err)
@@ -185,4 +188,27 @@ func tableSplit(rs []Replica) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("replicas run different job tables (%s); deploy the same configuration everywhere", strings.Join(parts, "; "))
+}
+
+// storeSplit describes replicas that write to different stores, or returns "": each leader of
+// such replicas would see its own ledger only. Replicas that publish no store are left out.
+func storeSplit(rs []Replica) string {
+	groups := map[string][]string{}
+	for _, r := range rs {
+		if s := r.Store; s != nil {
+			// Not the name: replicas reach one store by different addresses.
+			key := fmt.Sprintf("%s store, database %q, schema %q, id %s", s.Dialect, s.Database, s.Schema, s.ID)
+			groups[key] = append(groups[key], r.Node)
+		}
+	}
+	if len(groups) < 2 {
+		return ""
+	}
+	parts := make([]string, 0, len(groups))
+	for store, nodes := range groups {
+		slices.Sort(nodes)
+		parts = append(parts, fmt.Sprintf("%s: %s", strings.Join(nodes, ","), store))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("replicas write to different stores (%s); only those of the deployment's store lead: give every replica the same store.dsn and store.schema", strings.Join(parts, "; "))
 }

@@ -31,6 +31,8 @@ type Replica struct {
 	TableHash string    `json:"table_hash"`
 	HTTPAddr  string    `json:"http_addr"`
 	StartedAt time.Time `json:"started_at"`
+	// Store is the store the replica writes to (absent from a version that does not publish it).
+	Store *scheduler.StoreID `json:"store,omitempty"`
 }
 
 // Job is one job of the table in the document.

@@ -105,6 +105,7 @@ func TestE2E(t *testing.T) {
 	t.Run("Outbox", s.outboxFaults)
 	t.Run("BackfillLeaderKilled", s.backfillKill)
 	t.Run("FailureNotifications", s.failureNotifications)
+	t.Run("StoreSplit", s.storeSplit)
 	t.Run("Backends", s.backends)
 	t.Run("ClusterView", s.clusterView)
 }

@@ -1,7 +1,8 @@
 // Package coord builds the replica's leader election from its configuration, whichever backend
 // it names (etcd, postgres, zookeeper, redis), and reads who leads for the commands: each backend
 // reduced to what the daemon and the commands need of it, its terms handed over as the
-// scheduler's Term.
+// scheduler's Term. It also keeps a replica whose store is not the deployment's from leading
+// (see Records).
 package coord
 
 import (
@@ -31,8 +32,15 @@ type LeadFunc = func(ctx context.Context, t scheduler.Term) error
 // Coordinator is what the daemon needs of a leader election: campaign and call lead once per
 // term won, with a context cancelled before the backend can grant the next term; confirm that
 // a term is still held when the store refuses its token for one job; say whether this replica
-// leads.
+// leads, and why it does not campaign when its store is not the deployment's ("" while it
+// may).
 type Coordinator interface {
+	backend
+	StoreProblem() string
+}
+
+// backend is a backend's campaigner, reduced to the scheduler's Term.
+type backend interface {
 	Run(ctx context.Context, lead LeadFunc) error
 	Confirm(ctx context.Context, token int64) error
 	Leading() (scheduler.Term, bool)
@@ -64,10 +72,37 @@ type Deps struct {
 	Redis   redis.UniversalClient
 	Logger  *zap.Logger // without the node field: each campaigner adds it
 	Metrics *status.Metrics
+	// Store is this replica's store; when set, the campaigner campaigns only while the store
+	// recorded beside the election (Records) is this one or none is.
+	Store scheduler.StoreID
 }
 
 // New builds the campaigner and the observer of cfg.Election.Backend.
 func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
+	b, v, err := newBackend(cfg, deps)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &storeGate{backend: b, own: deps.Store, node: cfg.Node, every: cfg.Election.TTL,
+		lg: deps.Logger.Named("store-check").With(zap.String("node", cfg.Node))}
+	if deps.Store.ID != "" {
+		if g.rec, err = Records(cfg, deps.Etcd, deps.Redis); err != nil {
+			return nil, nil, err
+		}
+	}
+	if g.rec == nil {
+		return passThrough{b}, v, nil
+	}
+	return g, v, nil
+}
+
+// passThrough is a backend whose replicas are not judged by their store.
+type passThrough struct{ backend }
+
+func (passThrough) StoreProblem() string { return "" }
+
+// newBackend builds the campaigner and the observer of cfg.Election.Backend.
+func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 	switch cfg.Election.Backend {
 	case config.BackendEtcd:
 		return newEtcd(cfg, deps)
@@ -121,7 +156,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 const LeaseName = "scheduler"
 
 // newEtcd builds the etcd campaigner and observer.
-func newEtcd(cfg *config.Config, deps Deps) (Coordinator, View, error) {
+func newEtcd(cfg *config.Config, deps Deps) (backend, View, error) {
 	c, err := election.New(deps.Etcd, election.Config{
 		Prefix: cfg.Election.Prefix, Node: cfg.Node, TTL: cfg.Election.TTL, Events: election.Events{
 			OnElected: func(t election.Term) { deps.Metrics.Elected(t.Token) },
@@ -267,10 +302,12 @@ func (v countedView) Run(ctx context.Context) error {
 }
 
 var (
-	_ Coordinator = etcdCoordinator{}
-	_ Coordinator = pgCoordinator{}
-	_ Coordinator = zkCoordinator{}
-	_ Coordinator = redisCoordinator{}
+	_ backend     = etcdCoordinator{}
+	_ backend     = pgCoordinator{}
+	_ backend     = zkCoordinator{}
+	_ backend     = redisCoordinator{}
+	_ Coordinator = (*storeGate)(nil)
+	_ Coordinator = passThrough{}
 	_ View        = etcdView{}
 	_ View        = pgView{}
 	_ View        = zkView{}

@@ -53,9 +53,22 @@ func ReadOnce(cfg *config.Config, conns Conns) func(context.Context) (Seen, erro
 
 // readZooKeeper reads the lowest candidate on a session that lives as long as the read.
 func readZooKeeper(ctx context.Context, z config.ZooKeeperConfig) (Seen, error) {
+	var l zkelection.Leader
+	err := withZooKeeper(ctx, z, func(conn *zk.Conn) (err error) {
+		l, err = zkelection.ReadLeader(conn, z.Path)
+		return err
+	})
+	if errors.Is(err, zkelection.ErrNoLeader) {
+		return Seen{}, ErrNoLeader
+	}
+	return Seen{Node: l.Node, Token: l.Token}, err // see Seen.Since
+}
+
+// withZooKeeper calls fn on a session of its own that lives as long as the call.
+func withZooKeeper(ctx context.Context, z config.ZooKeeperConfig, fn func(*zk.Conn) error) error {
 	conn, _, err := zk.Connect(z.Servers, z.SessionTimeout, zk.WithLogger(zkQuiet{}))
 	if err != nil {
-		return Seen{}, fmt.Errorf("connect to %v: %w", z.Servers, err)
+		return fmt.Errorf("connect to %v: %w", z.Servers, err)
 	}
 	// The client's calls take no context: closing the session ends them.
 	stop := context.AfterFunc(ctx, conn.Close)
@@ -63,11 +76,7 @@ func readZooKeeper(ctx context.Context, z config.ZooKeeperConfig) (Seen, error) 
 		stop()
 		conn.Close()
 	}()
-	l, err := zkelection.ReadLeader(conn, z.Path)
-	if errors.Is(err, zkelection.ErrNoLeader) {
-		return Seen{}, ErrNoLeader
-	}
-	return Seen{Node: l.Node, Token: l.Token}, err // see Seen.Since
+	return fn(conn)
 }
 
 // zkQuiet drops the ZooKeeper client's own log lines: a command reports its errors itself.

@@ -18,3 +18,8 @@ func (p *Backend) Migrate(ctx context.Context, lg *zap.Logger) error {
 func (p *Backend) AppliedVersions(ctx context.Context) ([]int64, error) {
 	return migrations.AppliedPostgres(ctx, p.pool, p.schema)
 }
+
+// Identity returns the store's random id and the database's name.
+func (p *Backend) Identity(ctx context.Context) (id, database string, err error) {
+	return migrations.IdentityPostgres(ctx, p.pool, p.schema)
+}

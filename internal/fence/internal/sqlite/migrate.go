@@ -38,6 +38,12 @@ func (l *Backend) AppliedVersions(ctx context.Context) ([]int64, error) {
 	return migrations.AppliedSQLite(ctx, l.r)
 }
 
+// Identity returns the store's random id; SQLite has no database name.
+func (l *Backend) Identity(ctx context.Context) (id, database string, err error) {
+	id, err = migrations.IdentitySQLite(ctx, l.r)
+	return id, "", err
+}
+
 // lockFile takes an exclusive lock on the file at path, creating it, and returns its release.
 // It waits for another holder until ctx ends.
 func lockFile(ctx context.Context, path string) (func(), error) {
