@@ -16,25 +16,6 @@ import (
 // this term from a later one of the same node, and observers read the
 // token and the node from it.
 
-// acquireScript takes the lock if nobody holds it, with a token one above
-// the larger of the counter and the floor, and returns {token, 0}; else
-// {0, the lock's PTTL}. KEYS: lock, counter. ARGV: holder, node, TTL in ms,
-// floor, channel. Redis runs a script atomically, so the counter moves only
-// with a successful SET NX.
-var acquireScript = redis.NewScript(`
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl ~= -2 then return {0, pttl} end
-local tok = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local floor = tonumber(ARGV[4])
-if tok < floor then tok = floor end
-tok = tok + 1
-local value = string.format('%d %s %s', tok, ARGV[1], ARGV[2])
-if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3]) then return {0, 0} end
-redis.call('SET', KEYS[2], string.format('%d', tok))
-redis.call('PUBLISH', ARGV[5], 'granted')
-return {tok, 0}
-`)
-
 // renewScript extends the lock only while it holds our value. KEYS: lock.
 // ARGV: value, TTL in ms.
 var renewScript = redis.NewScript(`
@@ -64,28 +45,6 @@ func eventsChannel(key string) string { return key + ":events" }
 // lockValue is the value of a lock held by holder on node with token.
 func lockValue(token int64, holder, node string) string {
 	return fmt.Sprintf("%d %s %s", token, holder, node)
-}
-
-// acquire tries to take the lock for holder above floor. ok is false when
-// someone else holds it; wait is then how long their lock still runs (Poll
-// for a lock without expiry, which no campaigner writes).
-func (c *Campaigner) acquire(ctx context.Context, holder string, floor int64) (token int64, ok bool, wait time.Duration, err error) {
-	res, err := acquireScript.Run(ctx, c.cli,
-		[]string{c.cfg.Key, counterKey(c.cfg.Key)},
-		holder, c.cfg.Node, c.cfg.TTL.Milliseconds(), floor, eventsChannel(c.cfg.Key)).Int64Slice()
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("take lock %s: %w", c.cfg.Key, err)
-	}
-	if len(res) != 2 {
-		return 0, false, 0, fmt.Errorf("take lock %s: script returned %v", c.cfg.Key, res)
-	}
-	switch {
-	case res[0] > 0:
-		return res[0], true, 0, nil
-	case res[1] < 0:
-		return 0, false, c.cfg.Poll, nil
-	}
-	return 0, false, time.Duration(res[1]) * time.Millisecond, nil
 }
 
 // renewFor returns the renewal of the lock holding value.
