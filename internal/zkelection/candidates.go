@@ -78,35 +78,96 @@ type Leader struct {
 }
 
 // ReadLeader reads who holds the election under parent on conn right now:
-// the candidate with the lowest sequence number. It returns ErrNoLeader
-// when there is none, or the parent node does not exist.
+// the ephemeral candidate with the lowest sequence number. It returns
+// ErrNoLeader when there is none, or the parent node does not exist.
 func ReadLeader(conn *zk.Conn, parent string) (Leader, error) {
-	for {
-		children, _, err := conn.Children(parent)
-		if errors.Is(err, zk.ErrNoNode) {
-			return Leader{}, ErrNoLeader
-		}
-		if err != nil {
-			return Leader{}, fmt.Errorf("list candidates under %s: %w", parent, err)
-		}
-		cs := ordered(children)
-		if len(cs) == 0 {
-			return Leader{}, ErrNoLeader
-		}
-		p := path.Join(parent, cs[0])
+	e, err := ReadElection(conn, parent)
+	if err == nil && !e.Leads {
+		err = ErrNoLeader
+	}
+	return e.Leader, err
+}
+
+// Election is the election's parent node as one read saw it.
+type Election struct {
+	// Leader holds the election; zero when Leads is false.
+	Leader Leader
+	// Leads says whether a candidate holds the election.
+	Leads bool
+	// Persistent are the nodes named like candidates but not ephemeral,
+	// ordered before the leader: no replica writes one (see Stray).
+	Persistent []Stray
+}
+
+// Stray is a node under the election's parent that is named like a
+// candidate but is persistent, written by someone else: no session owns
+// it, so it would stand before every candidate behind it for ever. A
+// campaigning replica whose predecessor it is removes it.
+type Stray struct {
+	Path string
+	// Data is the node's data, cut to what a log line shows.
+	Data    string
+	Version int32
+}
+
+// ReadElection reads the candidates under parent, as ReadLeader does, and
+// the persistent nodes before the leader. It fails only when the server
+// does not answer; an election nobody holds has Leads false.
+func ReadElection(conn *zk.Conn, parent string) (Election, error) {
+	children, _, err := conn.Children(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Election{}, nil
+	}
+	if err != nil {
+		return Election{}, fmt.Errorf("list candidates under %s: %w", parent, err)
+	}
+	var e Election
+	for _, c := range ordered(children) {
+		p := path.Join(parent, c)
 		data, stat, err := conn.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left between the two reads
 		}
 		if err != nil {
-			return Leader{}, fmt.Errorf("read candidate %s: %w", p, err)
+			return Election{}, fmt.Errorf("read candidate %s: %w", p, err)
 		}
-		return Leader{Node: string(data), Token: stat.Czxid, Created: time.UnixMilli(stat.Ctime), Path: p}, nil
+		if stat.EphemeralOwner == 0 {
+			e.Persistent = append(e.Persistent, Stray{Path: p, Data: shown(data), Version: stat.Version})
+			continue
+		}
+		e.Leader, e.Leads = Leader{Node: string(data), Token: stat.Czxid, Created: time.UnixMilli(stat.Ctime), Path: p}, true
+		return e, nil
 	}
+	return e, nil
+}
+
+// shownData is how much of a node's data a log line or a status page shows:
+// someone else may have written it, and it may be large.
+const shownData = 200
+
+// shown cuts data to shownData bytes.
+func shown(data []byte) string {
+	if len(data) > shownData {
+		return string(data[:shownData]) + "…"
+	}
+	return string(data)
+}
+
+// StrayProblem describes s for a status page or a readiness failure, with
+// the command that removes it.
+func StrayProblem(s Stray) string {
+	return fmt.Sprintf("persistent node %s (data %q) under the election path: no replica writes one, and it stands before "+
+		"every candidate behind it until it is removed (a campaigning replica removes it once it stands before its own "+
+		"node); remove it now with: zkCli.sh delete %s", s.Path, s.Data, s.Path)
 }
 
 // ensurePath creates p and its ancestors as persistent nodes when missing.
+// An existing p is not created again: an access list on an ancestor may
+// refuse the creation of a node that exists.
 func ensurePath(conn *zk.Conn, p string) error {
+	if ok, _, err := conn.Exists(p); err == nil && ok {
+		return nil
+	}
 	for i := 1; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
 			continue
