@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"scheduler/internal/lease"
+
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,7 +29,9 @@ func newQueries(schema string) queries {
 		// A free or expired row is taken, and its token raised above both
 		// its own last value and every fence in the store, in the one
 		// statement: the row lock of ON CONFLICT makes concurrent grants
-		// queue, and the later ones find the lease held. $1 name, $2 node,
+		// queue, and the later ones find the lease held. A row without a
+		// holder is free whatever its expiry: a grant always names one, and
+		// a release clears it, so only a hand-written row lacks one. $1 name, $2 node,
 		// $3 holder, $4 TTL in ms, $5 channel.
 		acquire: fmt.Sprintf(`WITH g AS (
     INSERT INTO %[1]s.leader_lease AS l (name, node, holder, token, since, expires_at)
@@ -34,7 +40,7 @@ func newQueries(schema string) queries {
     ON CONFLICT (name) DO UPDATE
     SET node = excluded.node, holder = excluded.holder, since = excluded.since, expires_at = excluded.expires_at,
         token = GREATEST(l.token, (SELECT max(f.token) FROM %[1]s.job_fence AS f)) + 1
-    WHERE l.expires_at <= clock_timestamp()
+    WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL
     RETURNING l.token
 )
 SELECT token, pg_notify($5, 'granted') FROM g`, s),
@@ -52,7 +58,7 @@ SELECT pg_notify($3, 'released') FROM r`, s),
 WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp())`, s),
 		// remaining is how long the lease still runs, zero when it has
 		// expired or was released.
-		read: fmt.Sprintf(`SELECT coalesce(node, ''), token, since,
+		read: fmt.Sprintf(`SELECT CASE WHEN holder IS NULL THEN '' ELSE coalesce(node, '') END, token, since,
     GREATEST(extract(epoch FROM expires_at - clock_timestamp()) * 1000, 0)::bigint
 FROM %s.leader_lease WHERE name = $1`, s),
 	}
@@ -106,6 +112,12 @@ func (c *Campaigner) acquire(ctx context.Context, holder string) (token int64, o
 	if err == nil {
 		return token, true, 0, nil
 	}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22003" { // numeric_value_out_of_range
+		return 0, false, 0, fmt.Errorf("acquire lease %q: %w: %w: the lease's token or the store's highest fence is the largest "+
+			"bigint, and no token is left above it; if the row's token was set by hand, set it back to the highest fence "+
+			"with: %s; if a fence is that high, reset the store's fences (fence_admin_reset) first",
+			c.cfg.Name, err, lease.ErrNeedsOperator, c.setBack(ctx))
+	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, 0, fmt.Errorf("acquire lease %q: %w", c.cfg.Name, err)
 	}
@@ -143,4 +155,18 @@ func (c *Campaigner) release(ctx context.Context, holder string) error {
 		return fmt.Errorf("release lease %q: %w", c.cfg.Name, err)
 	}
 	return nil
+}
+
+// setBack returns the statement that sets the lease's token back to the
+// store's highest fence, read now, or, when it cannot be read, one that
+// reads it itself.
+func (c *Campaigner) setBack(ctx context.Context) string {
+	s := pgx.Identifier{c.cfg.Schema}.Sanitize()
+	name := "'" + strings.ReplaceAll(c.cfg.Name, "'", "''") + "'"
+	var fence int64
+	q := fmt.Sprintf(`SELECT coalesce(max(token), 1) FROM %s.job_fence`, s)
+	if err := c.pool.QueryRow(ctx, q).Scan(&fence); err != nil {
+		return fmt.Sprintf("UPDATE %s.leader_lease SET token = (%s) WHERE name = %s", s, q, name)
+	}
+	return fmt.Sprintf("UPDATE %s.leader_lease SET token = %d WHERE name = %s", s, max(fence, 1), name)
 }
