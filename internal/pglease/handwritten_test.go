@@ -55,6 +55,17 @@ VALUES ('scheduler', 'intruder', NULL, 40, now(), now() + interval '1 day')`,
 		})
 	}
 
+	// Not a campaigner's, but not to be told from one: it is read as the leader, whatever its expiry.
+	t.Run("AnotherHolderForEver", func(t *testing.T) {
+		s := newServer(t)
+		exec(t, s, `INSERT INTO sched.leader_lease (name, node, holder, token, since, expires_at)
+VALUES ('scheduler', 'intruder', 'outsider', 40, now(), 'infinity')`)
+		l, err := ReadLeader(ctx, s.pool, testSchema, "scheduler")
+		if err != nil || l.Node != "intruder" || l.Token != 40 || l.Remaining < 100*365*24*time.Hour {
+			t.Fatalf("ReadLeader = %+v, %v; want intruder with token 40 for centuries", l, err)
+		}
+	})
+
 	t.Run("TokenSetBack", func(t *testing.T) {
 		s := newServer(t)
 		exec(t, s, `INSERT INTO sched.job_fence (job, token) VALUES ('x', 70)`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -57,9 +58,10 @@ SELECT pg_notify($3, 'released') FROM r`, s),
 		confirm: fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s.leader_lease
 WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp())`, s),
 		// remaining is how long the lease still runs, zero when it has
-		// expired or was released.
+		// expired or was released, and at most what a time.Duration holds
+		// (an expiry written by hand may be 'infinity').
 		read: fmt.Sprintf(`SELECT CASE WHEN holder IS NULL THEN '' ELSE coalesce(node, '') END, token, since,
-    GREATEST(extract(epoch FROM expires_at - clock_timestamp()) * 1000, 0)::bigint
+    GREATEST(extract(epoch FROM LEAST(expires_at, clock_timestamp() + interval '290 years') - clock_timestamp()) * 1000, 0)::bigint
 FROM %s.leader_lease WHERE name = $1`, s),
 	}
 }
@@ -78,6 +80,10 @@ type Leader struct {
 	// Remaining is how long the lease runs unless renewed, by the
 	// database's clock.
 	Remaining time.Duration
+	// Problems describe what in the row keeps the election from working,
+	// each with its remedy; ReadLeader sets them also when it returns
+	// ErrNoLeader.
+	Problems []string
 }
 
 // ReadLeader reads who holds the lease of election name in schema right
@@ -97,8 +103,14 @@ func readLeader(ctx context.Context, pool *pgxpool.Pool, q, name string) (Leader
 		return Leader{}, ErrNoLeader
 	case err != nil:
 		return Leader{}, fmt.Errorf("read lease %q: %w", name, err)
-	case ms == 0 || l.Node == "":
-		return Leader{}, ErrNoLeader
+	}
+	if l.Token == math.MaxInt64 {
+		l.Problems = []string{fmt.Sprintf("the token of lease %q is the largest bigint: no replica can be granted the "+
+			"lease; set it back to the store's highest fence with: UPDATE leader_lease SET token = (SELECT max(token) FROM "+
+			"job_fence) WHERE name = '%s' (in the store's schema)", name, strings.ReplaceAll(name, "'", "''"))}
+	}
+	if ms == 0 || l.Node == "" {
+		return Leader{Problems: l.Problems}, ErrNoLeader
 	}
 	l.Remaining = time.Duration(ms) * time.Millisecond
 	return l, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -81,29 +82,56 @@ type Leader struct {
 	Token int64
 	// Remaining is how long the lock runs unless renewed.
 	Remaining time.Duration
+	// Problems describe what in the lock or the counter keeps the election
+	// from working, each with its remedy; ReadLeader sets them also when it
+	// returns ErrNoLeader.
+	Problems []string
 }
 
 // ReadLeader reads who holds the lock at key right now. It returns
-// ErrNoLeader when nobody does, and an error for a value no campaigner
-// writes (a key set by hand).
+// ErrNoLeader when nobody does: a lock no campaigner could have written (a
+// value of another shape) is no leader, and a problem.
 func ReadLeader(ctx context.Context, cli redis.UniversalClient, key string) (Leader, error) {
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := cli.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var (
+		get, counter *redis.StringCmd
+		pttl         *redis.DurationCmd
+	)
+	_, _ = cli.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
+		counter = p.Get(ctx, counterKey(key))
 		return nil
 	})
-	if errors.Is(err, redis.Nil) {
-		return Leader{}, ErrNoLeader
+	var l Leader
+	if counter.Val() == strconv.FormatInt(math.MaxInt64, 10) {
+		l.Problems = append(l.Problems, fmt.Sprintf("the token counter %s holds the largest token there is: no replica can "+
+			"take the lock; set it back to the store's highest fence with: redis-cli SET %s <fence>", counterKey(key), counterKey(key)))
 	}
-	if err != nil {
+	err := get.Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return l, ErrNoLeader
+	case err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return Leader{}, fmt.Errorf("read lock %s: %w", key, err)
+	case pttl.Err() != nil:
+		return Leader{}, fmt.Errorf("read lock %s: %w", key, pttl.Err())
 	}
 	parts := strings.SplitN(get.Val(), " ", 3)
 	tok, perr := strconv.ParseInt(parts[0], 10, 64)
-	if len(parts) != 3 || perr != nil {
-		return Leader{}, fmt.Errorf("read lock %s: value %.40q was not written by a campaigner", key, get.Val())
+	if err != nil || len(parts) != 3 || perr != nil || tok <= 0 || parts[2] == "" {
+		shown := get.Val()
+		if err != nil {
+			shown = "a value of another type"
+		}
+		l.Problems = append(l.Problems, fmt.Sprintf("the lock %s holds %.200q, which no campaigner writes: it keeps every "+
+			"replica from leading until it is removed (a campaigning replica removes it at its next attempt); remove it now with: redis-cli DEL %s",
+			key, shown, key))
+		return l, ErrNoLeader
 	}
-	return Leader{Node: parts[2], Token: tok, Remaining: max(pttl.Val(), 0)}, nil
+	if pttl.Val() == -1 {
+		l.Problems = append(l.Problems, fmt.Sprintf("the lock %s has no expiry, which no campaigner writes: it keeps every "+
+			"other replica from leading (a campaigning replica gives it the TTL at its next attempt); remove it now with: redis-cli DEL %s", key, key))
+	}
+	l.Node, l.Token, l.Remaining = parts[2], tok, max(pttl.Val(), 0)
+	return l, nil
 }

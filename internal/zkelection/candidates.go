@@ -81,7 +81,7 @@ type Leader struct {
 // the ephemeral candidate with the lowest sequence number. It returns
 // ErrNoLeader when there is none, or the parent node does not exist.
 func ReadLeader(conn *zk.Conn, parent string) (Leader, error) {
-	e, err := ReadElection(conn, parent)
+	e, err := readCandidates(conn, parent)
 	if err == nil && !e.Leads {
 		err = ErrNoLeader
 	}
@@ -94,26 +94,37 @@ type Election struct {
 	Leader Leader
 	// Leads says whether a candidate holds the election.
 	Leads bool
-	// Persistent are the nodes named like candidates but not ephemeral,
-	// ordered before the leader: no replica writes one (see Stray).
-	Persistent []Stray
+	// Refused describes an access list on the parent node that refuses the
+	// replicas, with its remedy; empty when it admits them.
+	Refused string
 }
 
-// Stray is a node under the election's parent that is named like a
-// candidate but is persistent, written by someone else: no session owns
-// it, so it would stand before every candidate behind it for ever. A
-// campaigning replica whose predecessor it is removes it.
-type Stray struct {
-	Path string
-	// Data is the node's data, cut to what a log line shows.
-	Data    string
-	Version int32
+// Problems describes what in e keeps the election from working, each with
+// its remedy. The persistent nodes are not among them: no read takes one
+// for the leader, and the replica one would stand before removes it.
+func (e Election) Problems() []string {
+	if e.Refused != "" {
+		return []string{e.Refused}
+	}
+	return nil
 }
 
 // ReadElection reads the candidates under parent, as ReadLeader does, and
-// the persistent nodes before the leader. It fails only when the server
-// does not answer; an election nobody holds has Leads false.
+// the parent's access list. It fails only when the server does not answer,
+// or refuses the reads; an election nobody holds has Leads false.
 func ReadElection(conn *zk.Conn, parent string) (Election, error) {
+	e, err := readCandidates(conn, parent)
+	if err != nil {
+		return Election{}, refused(parent, err)
+	}
+	if e.Refused, err = readAccess(conn, parent); err != nil {
+		return Election{}, err
+	}
+	return e, nil
+}
+
+// readCandidates is ReadElection without the access list.
+func readCandidates(conn *zk.Conn, parent string) (Election, error) {
 	children, _, err := conn.Children(parent)
 	if errors.Is(err, zk.ErrNoNode) {
 		return Election{}, nil
@@ -132,13 +143,55 @@ func ReadElection(conn *zk.Conn, parent string) (Election, error) {
 			return Election{}, fmt.Errorf("read candidate %s: %w", p, err)
 		}
 		if stat.EphemeralOwner == 0 {
-			e.Persistent = append(e.Persistent, Stray{Path: p, Data: shown(data), Version: stat.Version})
-			continue
+			continue // no session owns it: no replica wrote it (see Campaigner.removeStray)
 		}
 		e.Leader, e.Leads = Leader{Node: string(data), Token: stat.Czxid, Created: time.UnixMilli(stat.Ctime), Path: p}, true
 		return e, nil
 	}
 	return e, nil
+}
+
+// candidatePerms are what a replica needs of the parent node: it lists,
+// creates and deletes candidates, as world:anyone (it connects without
+// authentication).
+const candidatePerms = zk.PermRead | zk.PermCreate | zk.PermDelete
+
+// readAccess reads the parent node's access list and describes it when it
+// refuses the replicas, with its remedy.
+func readAccess(conn *zk.Conn, parent string) (string, error) {
+	acl, _, err := conn.GetACL(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the access list of %s: %w", parent, err)
+	}
+	for _, a := range acl {
+		if a.Scheme == "world" && a.ID == "anyone" && a.Perms&candidatePerms == candidatePerms {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("the access list of %s (%s) refuses the replicas, which connect without authentication and need "+
+		"read, create and delete as world:anyone: no replica can become a candidate; restore it with: zkCli.sh setAcl %s world:anyone:cdrwa",
+		parent, shownACL(acl), parent), nil
+}
+
+// shownACL is acl as zkCli.sh getAcl shows it, on one line.
+func shownACL(acl []zk.ACL) string {
+	out := make([]string, len(acl))
+	for i, a := range acl {
+		perms := ""
+		for _, p := range []struct {
+			bit  int32
+			name string
+		}{{zk.PermCreate, "c"}, {zk.PermDelete, "d"}, {zk.PermRead, "r"}, {zk.PermWrite, "w"}, {zk.PermAdmin, "a"}} {
+			if a.Perms&p.bit != 0 {
+				perms += p.name
+			}
+		}
+		out[i] = a.Scheme + ":" + a.ID + ":" + perms
+	}
+	return strings.Join(out, ",")
 }
 
 // shownData is how much of a node's data a log line or a status page shows:
@@ -151,14 +204,6 @@ func shown(data []byte) string {
 		return string(data[:shownData]) + "…"
 	}
 	return string(data)
-}
-
-// StrayProblem describes s for a status page or a readiness failure, with
-// the command that removes it.
-func StrayProblem(s Stray) string {
-	return fmt.Sprintf("persistent node %s (data %q) under the election path: no replica writes one, and it stands before "+
-		"every candidate behind it until it is removed (a campaigning replica removes it once it stands before its own "+
-		"node); remove it now with: zkCli.sh delete %s", s.Path, s.Data, s.Path)
 }
 
 // ensurePath creates p and its ancestors as persistent nodes when missing.

@@ -54,6 +54,12 @@ type Seen struct {
 	// ZooKeeper candidate node is created when the replica starts to wait, not when it starts
 	// to lead, so its creation time would make status report a new leader's jobs held.
 	Since time.Time
+	// Held names what holds the election (a lease row, a lock, a candidate node), and End the
+	// command that ends that hold, for a leader that names no replica.
+	Held, End string
+	// Problems describe what the read found keeping the election from working, each with its
+	// remedy; set also when the read says that nobody leads.
+	Problems []string
 }
 
 // Deps are the connections a backend may use, opened by the daemon, and the metrics its terms
@@ -83,7 +89,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, countedView{pgView{o}, deps.Metrics.LeaderChanged}, nil
+		return pgCoordinator{c}, countedView{pgView{o, cfg.Store.Schema}, deps.Metrics.LeaderChanged, deps.Logger}, nil
 	case config.BackendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
@@ -97,7 +103,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged}, nil
+		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged, deps.Logger}, nil
 	case config.BackendRedis:
 		redislock.ClientLogs(deps.Logger)
 		c, err := redislock.New(deps.Redis, redislock.Config{
@@ -111,7 +117,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, countedView{redisView{o}, deps.Metrics.LeaderChanged}, nil
+		return redisCoordinator{c}, countedView{redisView{o, cfg.Redis.Key, cfg.Redis.DB}, deps.Metrics.LeaderChanged, deps.Logger}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
@@ -203,10 +209,17 @@ func (c redisCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 
 // The observers, each reduced to the leader status shows.
 type (
-	etcdView  struct{ *election.Observer }
-	pgView    struct{ *pglease.Observer }
+	etcdView struct{ *election.Observer }
+	pgView   struct {
+		*pglease.Observer
+		schema string
+	}
 	zkView    struct{ *zkelection.Observer }
-	redisView struct{ *redislock.Observer }
+	redisView struct {
+		*redislock.Observer
+		key string
+		db  int
+	}
 )
 
 func (v etcdView) Current() (Seen, bool) {
@@ -216,25 +229,27 @@ func (v etcdView) Current() (Seen, bool) {
 
 func (v pgView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+	return pgSeen(l, v.schema, v.Observer.Problems()), ok
 }
 
 func (v zkView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token}, ok
+	return zkSeen(l, v.Observer.Problems()), ok
 }
 
 func (v redisView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token}, ok
+	return redisSeen(l, v.key, v.db, v.Observer.Problems()), ok
 }
 
 // countedView counts the leaders its view sees take over, for the observers without a change
 // hook: it reads the view every countEvery while Run runs. A leader that comes and goes within
-// one reading is not counted.
+// one reading is not counted. It logs, at error level, every problem the view reports when it
+// first appears.
 type countedView struct {
 	View
 	inc func()
+	lg  *zap.Logger
 }
 
 // countEvery is how often a countedView reads its view.
@@ -245,6 +260,7 @@ func (v countedView) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		var last int64
+		var logged []string
 		t := time.NewTicker(countEvery)
 		defer t.Stop()
 		for {
@@ -253,10 +269,12 @@ func (v countedView) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
-			if l, ok := v.Current(); ok && l.Token != last {
+			l, ok := v.Current()
+			if ok && l.Token != last {
 				last = l.Token
 				v.inc()
 			}
+			logged = logProblems(v.lg, l.Problems, logged)
 		}
 	})
 	defer func() {
