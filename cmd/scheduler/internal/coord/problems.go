@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"scheduler/cmd/scheduler/internal/logs"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
 	"scheduler/internal/status"
@@ -26,7 +27,8 @@ func Election(ctx context.Context, read func(context.Context) (Seen, error), rep
 	case err != nil:
 		return status.Election{}, err
 	}
-	e := status.Election{Leader: &status.Leader{Node: l.Node, Token: l.Token}, Problems: l.Problems}
+	// The node is what the hold's writer wrote: a replica, or anyone who can write to the backend.
+	e := status.Election{Leader: &status.Leader{Node: logs.Escape(shown(l.Node)), Token: l.Token}, Problems: l.Problems}
 	if !l.Since.IsZero() {
 		since := l.Since.UTC()
 		e.Leader.Since = &since
@@ -48,7 +50,7 @@ func foreign(l Seen, replicas []status.Replica) string {
 	}
 	return fmt.Sprintf("the election is held by %s (node %q, token %d), which names no running replica: something outside "+
 		"the scheduler holds it, and no job runs while it does; stop that process, or end its hold with: %s",
-		l.Held, shown(l.Node), l.Token, l.End)
+		l.Held, logs.Escape(shown(l.Node)), l.Token, l.End)
 }
 
 // shown cuts a name someone else may have written to what a status line shows.
