@@ -16,7 +16,7 @@ import (
 )
 
 // TestCampaigner_HandWrittenRows: the lease row as the scheduler's own role can write it by hand.
-// A row that names no holder is free whatever its expiry (no term has a NULL holder); a token set
+// A row that names no holder or no node is free whatever its expiry (every term names both); a token set
 // back still yields a token above the row's and every fence; a token at the bigint maximum stops
 // the campaign at error level, naming the row and the statement that sets it back.
 func TestCampaigner_HandWrittenRows(t *testing.T) {
@@ -43,6 +43,10 @@ func TestCampaigner_HandWrittenRows(t *testing.T) {
 VALUES ('scheduler', NULL, NULL, 40, now(), 'infinity')`,
 		"NodeButNoHolder": `INSERT INTO sched.leader_lease (name, node, holder, token, since, expires_at)
 VALUES ('scheduler', 'intruder', NULL, 40, now(), now() + interval '1 day')`,
+		"HolderButNoNode": `INSERT INTO sched.leader_lease (name, node, holder, token, since, expires_at)
+VALUES ('scheduler', NULL, 'outsider', 40, now(), 'infinity')`,
+		"HolderButEmptyNode": `INSERT INTO sched.leader_lease (name, node, holder, token, since, expires_at)
+VALUES ('scheduler', '', 'outsider', 40, now(), 'infinity')`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t)

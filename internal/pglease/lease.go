@@ -31,8 +31,9 @@ func newQueries(schema string) queries {
 		// its own last value and every fence in the store, in the one
 		// statement: the row lock of ON CONFLICT makes concurrent grants
 		// queue, and the later ones find the lease held. A row without a
-		// holder is free whatever its expiry: a grant always names one, and
-		// a release clears it, so only a hand-written row lacks one. $1 name, $2 node,
+		// holder or a node is free whatever its expiry: a grant always names
+		// both, and a release clears them, so only a hand-written row lacks
+		// one while it runs. $1 name, $2 node,
 		// $3 holder, $4 TTL in ms, $5 channel.
 		acquire: fmt.Sprintf(`WITH g AS (
     INSERT INTO %[1]s.leader_lease AS l (name, node, holder, token, since, expires_at)
@@ -41,7 +42,7 @@ func newQueries(schema string) queries {
     ON CONFLICT (name) DO UPDATE
     SET node = excluded.node, holder = excluded.holder, since = excluded.since, expires_at = excluded.expires_at,
         token = GREATEST(l.token, (SELECT max(f.token) FROM %[1]s.job_fence AS f)) + 1
-    WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL
+    WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL OR coalesce(l.node, '') = ''
     RETURNING l.token
 )
 SELECT token, pg_notify($5, 'granted') FROM g`, s),
