@@ -63,7 +63,7 @@ type handWritten struct {
 	words  []string
 	remedy string
 	// foreign: the state is a hold of the election by no replica, after which the replica
-	// leads again with a new token; else it is logged at error level.
+	// leads again with a new token.
 	foreign bool
 }
 
@@ -74,7 +74,7 @@ type handWritten struct {
 // TTL, an ephemeral candidate node of another client's session) cannot be told from a replica's
 // by its shape, so it is reported, not removed. A state no replica can lead past (a lease row's
 // token or the Redis counter at the largest int64, an access list on the ZooKeeper path that
-// refuses the replicas) is also logged at error level.
+// refuses the replicas) is named the same way. Each is logged at error level too.
 func TestDaemon_BackendHandWrittenState(t *testing.T) {
 	foreignWords := []string{"names no running replica"}
 	cases := map[string]handWritten{
@@ -162,8 +162,7 @@ func TestDaemon_BackendHandWrittenState(t *testing.T) {
 			}
 			saysJSON := func(body string) bool { // /status escapes the quotes of a remedy
 				for _, w := range words {
-					quoted, _ := json.Marshal(w)
-					if !strings.Contains(body, string(quoted[1:len(quoted)-1])) {
+					if !strings.Contains(body, jsonText(w)) {
 						return false
 					}
 				}
@@ -179,16 +178,14 @@ func TestDaemon_BackendHandWrittenState(t *testing.T) {
 			if _, body := httpGet(t, "http://"+addr+"/status"); !saysJSON(body) {
 				t.Fatalf("/status does not name the state and its remedy:\n%.1000s", body)
 			}
-			if !hw.foreign {
-				c.wait("an error line naming the remedy", func() bool {
-					for _, line := range strings.Split(r.logs.String(), "\n") {
-						if strings.Contains(line, `"level":"error"`) && strings.Contains(line, hw.remedy) {
-							return true
-						}
+			c.wait("an error line naming the remedy", func() bool {
+				for _, line := range strings.Split(r.logs.String(), "\n") {
+					if strings.Contains(line, `"level":"error"`) && strings.Contains(line, jsonText(hw.remedy)) {
+						return true
 					}
-					return false
-				})
-			}
+				}
+				return false
+			})
 			hw.undo(t, ctx, c, s)
 			if hw.foreign {
 				c.wait("a to lead again with a new token", func() bool {
@@ -215,6 +212,12 @@ func pgExec(t *testing.T, ctx context.Context, dsn, q string) {
 	if _, err := conn.Exec(ctx, q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// jsonText is s as a JSON string holds it, without the quotes.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 // redisDo fails t when cmd failed.

@@ -7,6 +7,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ type Deps struct {
 	Redis   redis.UniversalClient
 	Logger  *zap.Logger // without the node field: each campaigner adds it
 	Metrics *status.Metrics
+	// Replicas reads the registered replicas, so that the observer of a backend other than etcd
+	// logs a hold of the election by none of them; nil: not judged.
+	Replicas func(ctx context.Context) ([]status.Replica, error)
 }
 
 // New builds the campaigner and the observer of cfg.Election.Backend.
@@ -89,7 +93,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, countedView{pgView{o, cfg.Store.Schema}, deps.Metrics.LeaderChanged, deps.Logger}, nil
+		return pgCoordinator{c}, countedView{View: pgView{o, cfg.Store.Schema}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	case config.BackendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
@@ -103,7 +107,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged, deps.Logger}, nil
+		return zkCoordinator{c}, countedView{View: zkView{o}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	case config.BackendRedis:
 		redislock.ClientLogs(deps.Logger)
 		c, err := redislock.New(deps.Redis, redislock.Config{
@@ -117,7 +121,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, countedView{redisView{o, cfg.Redis.Key, cfg.Redis.DB}, deps.Metrics.LeaderChanged, deps.Logger}, nil
+		return redisCoordinator{c}, countedView{View: redisView{o, cfg.Redis.Key, cfg.Redis.DB}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
@@ -245,22 +249,45 @@ func (v redisView) Current() (Seen, bool) {
 // countedView counts the leaders its view sees take over, for the observers without a change
 // hook: it reads the view every countEvery while Run runs. A leader that comes and goes within
 // one reading is not counted. It logs, at error level, every problem the view reports when it
-// first appears.
+// first appears, and a leader that names no registered replica (read every judgeEvery).
 type countedView struct {
 	View
-	inc func()
-	lg  *zap.Logger
+	inc      func()
+	lg       *zap.Logger
+	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
 }
 
-// countEvery is how often a countedView reads its view.
-const countEvery = 100 * time.Millisecond
+// countEvery is how often a countedView reads its view, and judgeEvery how often it reads the
+// registered replicas to judge the leader.
+const (
+	countEvery = 100 * time.Millisecond
+	judgeEvery = 5 * time.Second
+)
+
+// judge returns the problem of a leader l that names no registered replica, or "".
+func (v countedView) judge(ctx context.Context, l Seen, ok bool) string {
+	if !ok {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, judgeEvery)
+	defer cancel()
+	rs, err := v.replicas(rctx)
+	if err != nil {
+		return "" // the registry's readers report it
+	}
+	return foreign(l, rs)
+}
 
 func (v countedView) Run(ctx context.Context) error {
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var last int64
-		var logged []string
+		var (
+			last     int64
+			logged   []string
+			outsider string // the last judgement of the leader
+			judged   time.Time
+		)
 		t := time.NewTicker(countEvery)
 		defer t.Stop()
 		for {
@@ -274,7 +301,14 @@ func (v countedView) Run(ctx context.Context) error {
 				last = l.Token
 				v.inc()
 			}
-			logged = logProblems(v.lg, l.Problems, logged)
+			if v.replicas != nil && time.Since(judged) >= judgeEvery {
+				judged, outsider = time.Now(), v.judge(cctx, l, ok)
+			}
+			problems := l.Problems
+			if outsider != "" {
+				problems = append(slices.Clone(problems), outsider)
+			}
+			logged = logProblems(v.lg, problems, logged)
 		}
 	})
 	defer func() {
