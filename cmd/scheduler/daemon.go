@@ -206,7 +206,8 @@ func (d *daemon) build() error {
 	if err = d.buildControl(); err != nil {
 		return err
 	}
-	d.camp, d.observer, err = coord.New(d.cfg, coord.Deps{Etcd: d.cli, Pool: d.conns.Pool, Redis: d.conns.Redis, Logger: d.base, Metrics: d.m, Store: d.storeID})
+	d.camp, d.observer, err = coord.New(d.cfg, coord.Deps{Etcd: d.cli, Pool: d.conns.Pool, Redis: d.conns.Redis, Logger: d.base, Metrics: d.m,
+		Store: d.storeID, Replicas: statusSource{ctl: d.control}.Replicas})
 	if err != nil {
 		return err
 	}

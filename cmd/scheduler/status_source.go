@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"scheduler"
@@ -53,7 +52,7 @@ func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (
 
 func (s statusSource) election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
 	if s.cli == nil {
-		return s.backendElection(ctx)
+		return coord.Election(ctx, s.leader, replicas)
 	}
 	snap, err := election.ReadSnapshot(ctx, s.cli, s.prefix)
 	if err != nil {
@@ -79,24 +78,6 @@ func (s statusSource) election(ctx context.Context, replicas []status.Replica) (
 			since := snap.Leader.Since.UTC()
 			e.Leader.Since = &since
 		}
-	}
-	return e, nil
-}
-
-// backendElection reads the leader of a backend other than etcd, which has no election keys of
-// its own to check: no lease-less keys, no problems.
-func (s statusSource) backendElection(ctx context.Context) (status.Election, error) {
-	l, err := s.leader(ctx)
-	switch {
-	case errors.Is(err, coord.ErrNoLeader):
-		return status.Election{}, nil
-	case err != nil:
-		return status.Election{}, err
-	}
-	e := status.Election{Leader: &status.Leader{Node: l.Node, Token: l.Token}}
-	if !l.Since.IsZero() {
-		since := l.Since.UTC()
-		e.Leader.Since = &since
 	}
 	return e, nil
 }

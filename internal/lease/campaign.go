@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -24,6 +25,13 @@ type Rounds struct {
 	// OnFailed, when set, is called after every failed round.
 	OnFailed func(Failure)
 }
+
+// ErrNeedsOperator marks a round's error caused by a state of the server that
+// the campaign cannot clear and that keeps every replica from leading (a
+// counter past the largest token, an access list that refuses the
+// candidates): the backend names the state and its remedy, and the failure
+// is logged at error level.
+var ErrNeedsOperator = errors.New("the election needs an operator")
 
 // Failure is a failed campaign round, as reported to Rounds.OnFailed.
 type Failure struct {

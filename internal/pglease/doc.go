@@ -48,7 +48,13 @@
 // decides every grant.
 //
 // The lease table is revoked from PUBLIC like the fence: a job's database
-// role, which may call fence_verify, cannot read or write the lease.
+// role, which may call fence_verify, cannot read or write the lease. What
+// the scheduler's own role writes by hand is judged by the same rules: a
+// row without a holder or a node is free whatever its expiry (every grant
+// names both, every release clears them); a token set back still yields one above
+// every fence; a token at the largest bigint stops every campaign, at error
+// level, naming the UPDATE that sets it back. A row naming a holder with an
+// expiry far ahead cannot be told from a term's and is waited for.
 //
 // Failover of the database itself is outside this package: a standby
 // promoted without the last commits can hand out a token again that the

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
+	"scheduler/internal/lease"
+
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,7 +30,10 @@ func newQueries(schema string) queries {
 		// A free or expired row is taken, and its token raised above both
 		// its own last value and every fence in the store, in the one
 		// statement: the row lock of ON CONFLICT makes concurrent grants
-		// queue, and the later ones find the lease held. $1 name, $2 node,
+		// queue, and the later ones find the lease held. A row without a
+		// holder or a node is free whatever its expiry: a grant always names
+		// both, and a release clears them, so only a hand-written row lacks
+		// one while it runs. $1 name, $2 node,
 		// $3 holder, $4 TTL in ms, $5 channel.
 		acquire: fmt.Sprintf(`WITH g AS (
     INSERT INTO %[1]s.leader_lease AS l (name, node, holder, token, since, expires_at)
@@ -34,7 +42,7 @@ func newQueries(schema string) queries {
     ON CONFLICT (name) DO UPDATE
     SET node = excluded.node, holder = excluded.holder, since = excluded.since, expires_at = excluded.expires_at,
         token = GREATEST(l.token, (SELECT max(f.token) FROM %[1]s.job_fence AS f)) + 1
-    WHERE l.expires_at <= clock_timestamp()
+    WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL OR coalesce(l.node, '') = ''
     RETURNING l.token
 )
 SELECT token, pg_notify($5, 'granted') FROM g`, s),
@@ -51,9 +59,10 @@ SELECT pg_notify($3, 'released') FROM r`, s),
 		confirm: fmt.Sprintf(`SELECT EXISTS (SELECT FROM %s.leader_lease
 WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp())`, s),
 		// remaining is how long the lease still runs, zero when it has
-		// expired or was released.
-		read: fmt.Sprintf(`SELECT coalesce(node, ''), token, since,
-    GREATEST(extract(epoch FROM expires_at - clock_timestamp()) * 1000, 0)::bigint
+		// expired or was released, and at most what a time.Duration holds
+		// (an expiry written by hand may be 'infinity').
+		read: fmt.Sprintf(`SELECT CASE WHEN holder IS NULL THEN '' ELSE coalesce(node, '') END, token, since,
+    GREATEST(extract(epoch FROM LEAST(expires_at, clock_timestamp() + interval '290 years') - clock_timestamp()) * 1000, 0)::bigint
 FROM %s.leader_lease WHERE name = $1`, s),
 	}
 }
@@ -72,6 +81,10 @@ type Leader struct {
 	// Remaining is how long the lease runs unless renewed, by the
 	// database's clock.
 	Remaining time.Duration
+	// Problems describe what in the row keeps the election from working,
+	// each with its remedy; ReadLeader sets them also when it returns
+	// ErrNoLeader.
+	Problems []string
 }
 
 // ReadLeader reads who holds the lease of election name in schema right
@@ -91,8 +104,14 @@ func readLeader(ctx context.Context, pool *pgxpool.Pool, q, name string) (Leader
 		return Leader{}, ErrNoLeader
 	case err != nil:
 		return Leader{}, fmt.Errorf("read lease %q: %w", name, err)
-	case ms == 0 || l.Node == "":
-		return Leader{}, ErrNoLeader
+	}
+	if l.Token == math.MaxInt64 {
+		l.Problems = []string{fmt.Sprintf("the token of lease %q is the largest bigint: no replica can be granted the "+
+			"lease; set it back to the store's highest fence with: UPDATE leader_lease SET token = (SELECT max(token) FROM "+
+			"job_fence) WHERE name = '%s' (in the store's schema)", name, strings.ReplaceAll(name, "'", "''"))}
+	}
+	if ms == 0 || l.Node == "" {
+		return Leader{Problems: l.Problems}, ErrNoLeader
 	}
 	l.Remaining = time.Duration(ms) * time.Millisecond
 	return l, nil
@@ -105,6 +124,12 @@ func (c *Campaigner) acquire(ctx context.Context, holder string) (token int64, o
 	err = c.pool.QueryRow(ctx, c.q.acquire, c.cfg.Name, c.cfg.Node, holder, c.cfg.TTL.Milliseconds(), c.ch).Scan(&token, &note)
 	if err == nil {
 		return token, true, 0, nil
+	}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22003" { // numeric_value_out_of_range
+		return 0, false, 0, fmt.Errorf("acquire lease %q: %w: %w: the lease's token or the store's highest fence is the largest "+
+			"bigint, and no token is left above it; if the row's token was set by hand, set it back to the highest fence "+
+			"with: %s; if a fence is that high, reset the store's fences (fence_admin_reset) first",
+			c.cfg.Name, err, lease.ErrNeedsOperator, c.setBack(ctx))
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, 0, fmt.Errorf("acquire lease %q: %w", c.cfg.Name, err)
@@ -143,4 +168,18 @@ func (c *Campaigner) release(ctx context.Context, holder string) error {
 		return fmt.Errorf("release lease %q: %w", c.cfg.Name, err)
 	}
 	return nil
+}
+
+// setBack returns the statement that sets the lease's token back to the
+// store's highest fence, read now, or, when it cannot be read, one that
+// reads it itself.
+func (c *Campaigner) setBack(ctx context.Context) string {
+	s := pgx.Identifier{c.cfg.Schema}.Sanitize()
+	name := "'" + strings.ReplaceAll(c.cfg.Name, "'", "''") + "'"
+	var fence int64
+	q := fmt.Sprintf(`SELECT coalesce(max(token), 1) FROM %s.job_fence`, s)
+	if err := c.pool.QueryRow(ctx, q).Scan(&fence); err != nil {
+		return fmt.Sprintf("UPDATE %s.leader_lease SET token = (%s) WHERE name = %s", s, q, name)
+	}
+	return fmt.Sprintf("UPDATE %s.leader_lease SET token = %d WHERE name = %s", s, max(fence, 1), name)
 }

@@ -48,12 +48,17 @@ func NewObserver(pool *pgxpool.Pool, schema, name string, poll time.Duration, lg
 // the lease or the last read failed.
 func (o *Observer) Current() (l Leader, ok bool) { return o.view.Current() }
 
+// Problems returns what the last read found keeping the election from
+// working, each with its remedy (see Leader.Problems).
+func (o *Observer) Problems() []string { return o.view.Problems() }
+
 // Run keeps the view current until ctx is cancelled, then returns nil.
 func (o *Observer) Run(ctx context.Context) error {
 	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) { listen(ctx, o.pool, o.ch, notes, o.lg) })
 	defer stop()
 	leaselog.Poll(ctx, o.view, func(ctx context.Context) (Leader, time.Duration, error) {
 		l, err := readLeader(ctx, o.pool, o.q.read, o.name)
+		o.view.SetProblems(l.Problems)
 		return l, l.Remaining, err
 	}, ErrNoLeader, o.poll, notes)
 	return nil

@@ -15,6 +15,17 @@
 // expire, or at the latest every Config.Poll, so a crashed or frozen leader
 // is replaced within about the TTL without a message.
 //
+// Anyone who can write to Redis can write the two keys. A lock no
+// campaigner could have written does not block the election: a value not
+// of a campaigner's shape is deleted, a lock without an expiry is given the
+// TTL (a campaigner's term renews it; anything else expires), each logged
+// with what was found. A counter that holds no token counts as zero, so the
+// floor decides. Tokens are counted as decimal strings, exactly, up to the
+// largest int64; a counter there stops every campaign, at error level,
+// naming the key and the command that sets it back. A lock of a
+// campaigner's shape with an expiry, written by hand, cannot be told from a
+// term's and is waited for.
+//
 // # What it guarantees, and what it does not
 //
 // Redis is not consensus. A failover to a replica that missed the last

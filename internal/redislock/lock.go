@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,25 +16,6 @@ import (
 // term's value unique, so that the compare-and-set scripts below can tell
 // this term from a later one of the same node, and observers read the
 // token and the node from it.
-
-// acquireScript takes the lock if nobody holds it, with a token one above
-// the larger of the counter and the floor, and returns {token, 0}; else
-// {0, the lock's PTTL}. KEYS: lock, counter. ARGV: holder, node, TTL in ms,
-// floor, channel. Redis runs a script atomically, so the counter moves only
-// with a successful SET NX.
-var acquireScript = redis.NewScript(`
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl ~= -2 then return {0, pttl} end
-local tok = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local floor = tonumber(ARGV[4])
-if tok < floor then tok = floor end
-tok = tok + 1
-local value = string.format('%d %s %s', tok, ARGV[1], ARGV[2])
-if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3]) then return {0, 0} end
-redis.call('SET', KEYS[2], string.format('%d', tok))
-redis.call('PUBLISH', ARGV[5], 'granted')
-return {tok, 0}
-`)
 
 // renewScript extends the lock only while it holds our value. KEYS: lock.
 // ARGV: value, TTL in ms.
@@ -64,28 +46,6 @@ func eventsChannel(key string) string { return key + ":events" }
 // lockValue is the value of a lock held by holder on node with token.
 func lockValue(token int64, holder, node string) string {
 	return fmt.Sprintf("%d %s %s", token, holder, node)
-}
-
-// acquire tries to take the lock for holder above floor. ok is false when
-// someone else holds it; wait is then how long their lock still runs (Poll
-// for a lock without expiry, which no campaigner writes).
-func (c *Campaigner) acquire(ctx context.Context, holder string, floor int64) (token int64, ok bool, wait time.Duration, err error) {
-	res, err := acquireScript.Run(ctx, c.cli,
-		[]string{c.cfg.Key, counterKey(c.cfg.Key)},
-		holder, c.cfg.Node, c.cfg.TTL.Milliseconds(), floor, eventsChannel(c.cfg.Key)).Int64Slice()
-	if err != nil {
-		return 0, false, 0, fmt.Errorf("take lock %s: %w", c.cfg.Key, err)
-	}
-	if len(res) != 2 {
-		return 0, false, 0, fmt.Errorf("take lock %s: script returned %v", c.cfg.Key, res)
-	}
-	switch {
-	case res[0] > 0:
-		return res[0], true, 0, nil
-	case res[1] < 0:
-		return 0, false, c.cfg.Poll, nil
-	}
-	return 0, false, time.Duration(res[1]) * time.Millisecond, nil
 }
 
 // renewFor returns the renewal of the lock holding value.
@@ -122,29 +82,56 @@ type Leader struct {
 	Token int64
 	// Remaining is how long the lock runs unless renewed.
 	Remaining time.Duration
+	// Problems describe what in the lock or the counter keeps the election
+	// from working, each with its remedy; ReadLeader sets them also when it
+	// returns ErrNoLeader.
+	Problems []string
 }
 
 // ReadLeader reads who holds the lock at key right now. It returns
-// ErrNoLeader when nobody does, and an error for a value no campaigner
-// writes (a key set by hand).
+// ErrNoLeader when nobody does: a lock no campaigner could have written (a
+// value of another shape) is no leader, and a problem.
 func ReadLeader(ctx context.Context, cli redis.UniversalClient, key string) (Leader, error) {
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := cli.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var (
+		get, counter *redis.StringCmd
+		pttl         *redis.DurationCmd
+	)
+	_, _ = cli.Pipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
+		counter = p.Get(ctx, counterKey(key))
 		return nil
 	})
-	if errors.Is(err, redis.Nil) {
-		return Leader{}, ErrNoLeader
+	var l Leader
+	if counter.Val() == strconv.FormatInt(math.MaxInt64, 10) {
+		l.Problems = append(l.Problems, fmt.Sprintf("the token counter %s holds the largest token there is: no replica can "+
+			"take the lock; set it back to the store's highest fence with: redis-cli SET %s <fence>", counterKey(key), counterKey(key)))
 	}
-	if err != nil {
+	err := get.Err()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return l, ErrNoLeader
+	case err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return Leader{}, fmt.Errorf("read lock %s: %w", key, err)
+	case pttl.Err() != nil:
+		return Leader{}, fmt.Errorf("read lock %s: %w", key, pttl.Err())
 	}
 	parts := strings.SplitN(get.Val(), " ", 3)
 	tok, perr := strconv.ParseInt(parts[0], 10, 64)
-	if len(parts) != 3 || perr != nil {
-		return Leader{}, fmt.Errorf("read lock %s: value %.40q was not written by a campaigner", key, get.Val())
+	if err != nil || len(parts) != 3 || perr != nil || tok <= 0 || parts[2] == "" {
+		shown := get.Val()
+		if err != nil {
+			shown = "a value of another type"
+		}
+		l.Problems = append(l.Problems, fmt.Sprintf("the lock %s holds %.200q, which no campaigner writes: it keeps every "+
+			"replica from leading until it is removed (a campaigning replica removes it at its next attempt); remove it now with: redis-cli DEL %s",
+			key, shown, key))
+		return l, ErrNoLeader
 	}
-	return Leader{Node: parts[2], Token: tok, Remaining: max(pttl.Val(), 0)}, nil
+	if pttl.Val() == -1 {
+		l.Problems = append(l.Problems, fmt.Sprintf("the lock %s has no expiry, which no campaigner writes: it keeps every "+
+			"other replica from leading (a campaigning replica gives it the TTL at its next attempt); remove it now with: redis-cli DEL %s", key, key))
+	}
+	l.Node, l.Token, l.Remaining = parts[2], tok, max(pttl.Val(), 0)
+	return l, nil
 }

@@ -43,6 +43,10 @@ func NewObserver(cli redis.UniversalClient, key string, poll time.Duration, lg *
 // the lock or the last read failed.
 func (o *Observer) Current() (l Leader, ok bool) { return o.view.Current() }
 
+// Problems returns what the last read found keeping the election from
+// working, each with its remedy (see Leader.Problems).
+func (o *Observer) Problems() []string { return o.view.Problems() }
+
 // Run keeps the view current until ctx is cancelled, then returns nil.
 func (o *Observer) Run(ctx context.Context) error {
 	notes, stop := lease.Listen(ctx, func(ctx context.Context, notes chan<- struct{}) {
@@ -51,6 +55,7 @@ func (o *Observer) Run(ctx context.Context) error {
 	defer stop()
 	leaselog.Poll(ctx, o.view, func(ctx context.Context) (Leader, time.Duration, error) {
 		l, err := ReadLeader(ctx, o.cli, o.key)
+		o.view.SetProblems(l.Problems)
 		return l, l.Remaining, err
 	}, ErrNoLeader, o.poll, notes)
 	return nil

@@ -78,35 +78,141 @@ type Leader struct {
 }
 
 // ReadLeader reads who holds the election under parent on conn right now:
-// the candidate with the lowest sequence number. It returns ErrNoLeader
-// when there is none, or the parent node does not exist.
+// the ephemeral candidate with the lowest sequence number. It returns
+// ErrNoLeader when there is none, or the parent node does not exist.
 func ReadLeader(conn *zk.Conn, parent string) (Leader, error) {
-	for {
-		children, _, err := conn.Children(parent)
-		if errors.Is(err, zk.ErrNoNode) {
-			return Leader{}, ErrNoLeader
-		}
-		if err != nil {
-			return Leader{}, fmt.Errorf("list candidates under %s: %w", parent, err)
-		}
-		cs := ordered(children)
-		if len(cs) == 0 {
-			return Leader{}, ErrNoLeader
-		}
-		p := path.Join(parent, cs[0])
+	e, err := readCandidates(conn, parent)
+	if err == nil && !e.Leads {
+		err = ErrNoLeader
+	}
+	return e.Leader, err
+}
+
+// Election is the election's parent node as one read saw it.
+type Election struct {
+	// Leader holds the election; zero when Leads is false.
+	Leader Leader
+	// Leads says whether a candidate holds the election.
+	Leads bool
+	// Refused describes an access list on the parent node that refuses the
+	// replicas, with its remedy; empty when it admits them.
+	Refused string
+}
+
+// Problems describes what in e keeps the election from working, each with
+// its remedy. The persistent nodes are not among them: no read takes one
+// for the leader, and the replica one would stand before removes it.
+func (e Election) Problems() []string {
+	if e.Refused != "" {
+		return []string{e.Refused}
+	}
+	return nil
+}
+
+// ReadElection reads the candidates under parent, as ReadLeader does, and
+// the parent's access list. It fails only when the server does not answer,
+// or refuses the reads; an election nobody holds has Leads false.
+func ReadElection(conn *zk.Conn, parent string) (Election, error) {
+	e, err := readCandidates(conn, parent)
+	if err != nil {
+		return Election{}, refused(parent, err)
+	}
+	if e.Refused, err = readAccess(conn, parent); err != nil {
+		return Election{}, err
+	}
+	return e, nil
+}
+
+// readCandidates is ReadElection without the access list.
+func readCandidates(conn *zk.Conn, parent string) (Election, error) {
+	children, _, err := conn.Children(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Election{}, nil
+	}
+	if err != nil {
+		return Election{}, fmt.Errorf("list candidates under %s: %w", parent, err)
+	}
+	var e Election
+	for _, c := range ordered(children) {
+		p := path.Join(parent, c)
 		data, stat, err := conn.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left between the two reads
 		}
 		if err != nil {
-			return Leader{}, fmt.Errorf("read candidate %s: %w", p, err)
+			return Election{}, fmt.Errorf("read candidate %s: %w", p, err)
 		}
-		return Leader{Node: string(data), Token: stat.Czxid, Created: time.UnixMilli(stat.Ctime), Path: p}, nil
+		if stat.EphemeralOwner == 0 {
+			continue // no session owns it: no replica wrote it (see Campaigner.removeStray)
+		}
+		e.Leader, e.Leads = Leader{Node: string(data), Token: stat.Czxid, Created: time.UnixMilli(stat.Ctime), Path: p}, true
+		return e, nil
 	}
+	return e, nil
+}
+
+// candidatePerms are what a replica needs of the parent node: it lists,
+// creates and deletes candidates, as world:anyone (it connects without
+// authentication).
+const candidatePerms = zk.PermRead | zk.PermCreate | zk.PermDelete
+
+// readAccess reads the parent node's access list and describes it when it
+// refuses the replicas, with its remedy.
+func readAccess(conn *zk.Conn, parent string) (string, error) {
+	acl, _, err := conn.GetACL(parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the access list of %s: %w", parent, err)
+	}
+	for _, a := range acl {
+		if a.Scheme == "world" && a.ID == "anyone" && a.Perms&candidatePerms == candidatePerms {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("the access list of %s (%s) refuses the replicas, which connect without authentication and need "+
+		"read, create and delete as world:anyone: no replica can become a candidate; restore it with: zkCli.sh setAcl %s world:anyone:cdrwa",
+		parent, shownACL(acl), parent), nil
+}
+
+// shownACL is acl as zkCli.sh getAcl shows it, on one line.
+func shownACL(acl []zk.ACL) string {
+	out := make([]string, len(acl))
+	for i, a := range acl {
+		perms := ""
+		for _, p := range []struct {
+			bit  int32
+			name string
+		}{{zk.PermCreate, "c"}, {zk.PermDelete, "d"}, {zk.PermRead, "r"}, {zk.PermWrite, "w"}, {zk.PermAdmin, "a"}} {
+			if a.Perms&p.bit != 0 {
+				perms += p.name
+			}
+		}
+		out[i] = a.Scheme + ":" + a.ID + ":" + perms
+	}
+	return strings.Join(out, ",")
+}
+
+// shownData is how much of a node's data a log line or a status page shows:
+// someone else may have written it, and it may be large.
+const shownData = 200
+
+// shown cuts data to shownData bytes.
+func shown(data []byte) string {
+	if len(data) > shownData {
+		return string(data[:shownData]) + "…"
+	}
+	return string(data)
 }
 
 // ensurePath creates p and its ancestors as persistent nodes when missing.
+// An existing p is not created again: an access list on an ancestor may
+// refuse the creation of a node that exists.
 func ensurePath(conn *zk.Conn, p string) error {
+	if ok, _, err := conn.Exists(p); err == nil && ok {
+		return nil
+	}
 	for i := 1; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
 			continue

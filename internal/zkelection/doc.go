@@ -18,6 +18,16 @@
 // deletes the node at once, and the next candidate leads without waiting
 // for the session timeout (SIGTERM hands over at once).
 //
+// Anyone the path's access list admits can write under it. A persistent
+// node named like a candidate (no replica writes one; no session expiry
+// removes it) is never read as the leader, and the replica it stands
+// before deletes it, guarded by its version, and logs what it removed. A
+// name that is no candidate's is ignored. An access list that refuses the
+// replicas (which connect without authentication) stops every campaign, at
+// error level, naming the path and the setAcl that restores it. An
+// ephemeral node of another client's session cannot be told from a
+// replica's: it leads for as long as that session lives.
+//
 // # What leadership guarantees, and what it does not
 //
 // The session is not a lock. The server expires a session a timeout after

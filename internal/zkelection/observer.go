@@ -46,6 +46,10 @@ func NewObserver(servers []string, timeout time.Duration, parent string, lg *zap
 // candidate or the last read failed.
 func (o *Observer) Current() (l Leader, ok bool) { return o.view.Current() }
 
+// Problems returns what the last read found keeping the election from
+// working, each with its remedy (see Election.Problems).
+func (o *Observer) Problems() []string { return o.view.Problems() }
+
 // Run keeps the view current until ctx is cancelled, then returns nil.
 func (o *Observer) Run(ctx context.Context) error {
 	failures := 0
@@ -94,22 +98,43 @@ func (o *Observer) follow(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", o.parent, err)
 		}
-		l, err := ReadLeader(conn, o.parent)
-		switch {
-		case errors.Is(err, ErrNoLeader):
-			o.view.Set(Leader{}, false)
-		case err != nil:
+		if err := o.await(ctx, conn, ev); err != nil || ctx.Err() != nil {
 			return err
-		default:
-			o.view.Set(l, true)
 		}
+	}
+}
+
+// recheck is how often the observer reads the election again while its
+// candidates do not change: an access list set by hand changes no child.
+const recheck = 5 * time.Second
+
+// await reads the election into the view, again every recheck, until ev
+// fires or ctx is done.
+func (o *Observer) await(ctx context.Context, conn *zk.Conn, ev <-chan zk.Event) error {
+	for {
+		e, err := ReadElection(conn, o.parent)
+		if err != nil {
+			var problems []string
+			if errors.Is(err, lease.ErrNeedsOperator) {
+				problems = []string{err.Error()}
+			}
+			o.view.SetProblems(problems)
+			return err
+		}
+		o.view.SetProblems(e.Problems())
+		o.view.Set(e.Leader, e.Leads)
+		t := time.NewTimer(recheck)
 		select {
 		case e := <-ev:
+			t.Stop()
 			if e.Err != nil {
 				return fmt.Errorf("watch %s: %w", o.parent, e.Err)
 			}
-		case <-ctx.Done():
 			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
 		}
 	}
 }

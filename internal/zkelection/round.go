@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // errNotLeading says that the candidate node vanished before it led.
@@ -69,11 +71,11 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	lg := c.lg.With(zap.String("session", fmt.Sprintf("%x", conn.SessionID())))
 
 	if err := ensurePath(conn, c.cfg.Path); err != nil {
-		return 0, err
+		return 0, refused(c.cfg.Path, err)
 	}
 	me, err := conn.CreateProtectedEphemeralSequential(c.cfg.Path+"/"+candidatePrefix, []byte(c.cfg.Node), zk.WorldACL(zk.PermAll))
 	if err != nil {
-		return 0, fmt.Errorf("create candidate under %s: %w", c.cfg.Path, err)
+		return 0, refused(c.cfg.Path, fmt.Errorf("create candidate under %s: %w", c.cfg.Path, err))
 	}
 	_, stat, err := conn.Exists(me)
 	if err != nil {
@@ -102,7 +104,7 @@ func (c *Campaigner) await(ctx context.Context, conn *zk.Conn, me string) (time.
 		sent := c.cfg.Now()
 		children, _, err := conn.Children(c.cfg.Path)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("list candidates under %s: %w", c.cfg.Path, err)
+			return time.Time{}, refused(c.cfg.Path, fmt.Errorf("list candidates under %s: %w", c.cfg.Path, err))
 		}
 		pred, ok := predecessor(children, path.Base(me))
 		switch {
@@ -111,11 +113,17 @@ func (c *Campaigner) await(ctx context.Context, conn *zk.Conn, me string) (time.
 		case pred == "":
 			return sent, nil
 		}
-		exists, _, ev, err := conn.ExistsW(path.Join(c.cfg.Path, pred))
+		exists, stat, ev, err := conn.ExistsW(path.Join(c.cfg.Path, pred))
 		if err != nil {
 			return time.Time{}, fmt.Errorf("watch candidate %s: %w", pred, err)
 		}
 		if !exists {
+			continue
+		}
+		if stat.EphemeralOwner == 0 {
+			if err := c.removeStray(conn, path.Join(c.cfg.Path, pred)); err != nil {
+				return time.Time{}, err
+			}
 			continue
 		}
 		select {
@@ -124,6 +132,45 @@ func (c *Campaigner) await(ctx context.Context, conn *zk.Conn, me string) (time.
 			return time.Time{}, fmt.Errorf("wait for candidate %s: %w", pred, context.Cause(ctx))
 		}
 	}
+}
+
+// removeStray deletes p, a persistent node before this round's candidate:
+// no session owns it, so it would stand there for ever. The delete is
+// guarded by the version read, so a node written again meanwhile stays.
+func (c *Campaigner) removeStray(conn *zk.Conn, p string) error {
+	data, stat, err := conn.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read persistent node %s: %w", p, err)
+	}
+	if stat.EphemeralOwner != 0 {
+		return nil
+	}
+	err = conn.Delete(p, stat.Version)
+	switch {
+	case errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion):
+		return nil // gone or written again: the next look decides
+	case err != nil:
+		return refused(c.cfg.Path, fmt.Errorf("remove persistent node %s: %w", p, err))
+	}
+	c.lg.Warn("removed a persistent node under the election path: no replica writes one, and it stood before this candidate",
+		zap.String("removed", p), zap.String("data", shown(data)), zap.Int64("czxid", stat.Czxid))
+	return nil
+}
+
+// refused marks err as needing an operator when the server's access list
+// refused it, naming the path and the remedy: the scheduler connects
+// without authentication, so its candidates need every permission of
+// world:anyone on the path.
+func refused(parent string, err error) error {
+	if !errors.Is(err, zk.ErrNoAuth) {
+		return err
+	}
+	return fmt.Errorf("%w: %w: the access list of %s (or of a node above it) refuses this replica, which connects without "+
+		"authentication; no replica can lead until it is restored with: zkCli.sh setAcl %s world:anyone:cdrwa",
+		err, lease.ErrNeedsOperator, parent, parent)
 }
 
 // watchSelf ends the term when the candidate node is deleted, for instance

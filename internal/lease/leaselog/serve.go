@@ -8,6 +8,7 @@ package leaselog
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,6 +59,10 @@ func Serve[T any](ctx context.Context, h *lease.Holding[T], term scheduler.Term,
 // as a warning when Campaign says it is loud, else at debug level.
 func RoundFailed(lg *zap.Logger) func(lease.Failure) {
 	return func(f lease.Failure) {
+		if f.Loud && errors.Is(f.Err, lease.ErrNeedsOperator) {
+			lg.Error("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
+			return
+		}
 		if f.Loud {
 			lg.Warn("campaign round failed", zap.Int("attempt", f.Attempt), zap.Int("suppressed", f.Suppressed), zap.Error(f.Err))
 			return

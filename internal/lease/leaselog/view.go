@@ -18,9 +18,26 @@ type View[L any] struct {
 	lg  *zap.Logger
 	who func(L) (node string, token int64)
 
-	mu  sync.Mutex
-	cur L
-	ok  bool
+	mu       sync.Mutex
+	cur      L
+	ok       bool
+	problems []string
+}
+
+// Problems returns what the last read found keeping the election from
+// working, each with its remedy, as SetProblems recorded it.
+func (v *View[L]) Problems() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.problems
+}
+
+// SetProblems records what the last read found keeping the election from
+// working; nil when nothing.
+func (v *View[L]) SetProblems(p []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.problems = p
 }
 
 // NewView returns an empty View that logs to lg, reading a leader's node

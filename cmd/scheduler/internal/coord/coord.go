@@ -8,6 +8,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,12 @@ type Seen struct {
 	// ZooKeeper candidate node is created when the replica starts to wait, not when it starts
 	// to lead, so its creation time would make status report a new leader's jobs held.
 	Since time.Time
+	// Held names what holds the election (a lease row, a lock, a candidate node), and End the
+	// command that ends that hold, for a leader that names no replica.
+	Held, End string
+	// Problems describe what the read found keeping the election from working, each with its
+	// remedy; set also when the read says that nobody leads.
+	Problems []string
 }
 
 // Deps are the connections a backend may use, opened by the daemon, and the metrics its terms
@@ -75,6 +82,9 @@ type Deps struct {
 	// Store is this replica's store; when set, the campaigner campaigns only while the store
 	// recorded beside the election (Records) is this one or none is.
 	Store scheduler.StoreID
+	// Replicas reads the registered replicas, so that the observer of a backend other than etcd
+	// logs a hold of the election by none of them; nil: not judged.
+	Replicas func(ctx context.Context) ([]status.Replica, error)
 }
 
 // New builds the campaigner and the observer of cfg.Election.Backend.
@@ -118,7 +128,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
 		}
-		return pgCoordinator{c}, countedView{pgView{o}, deps.Metrics.LeaderChanged}, nil
+		return pgCoordinator{c}, countedView{View: pgView{o, cfg.Store.Schema}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	case config.BackendZooKeeper:
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
@@ -132,7 +142,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
 		}
-		return zkCoordinator{c}, countedView{zkView{o}, deps.Metrics.LeaderChanged}, nil
+		return zkCoordinator{c}, countedView{View: zkView{o}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	case config.BackendRedis:
 		redislock.ClientLogs(deps.Logger)
 		c, err := redislock.New(deps.Redis, redislock.Config{
@@ -146,7 +156,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
 		}
-		return redisCoordinator{c}, countedView{redisView{o}, deps.Metrics.LeaderChanged}, nil
+		return redisCoordinator{c}, countedView{View: redisView{o, cfg.Redis.Key, cfg.Redis.DB}, inc: deps.Metrics.LeaderChanged, lg: deps.Logger, replicas: deps.Replicas}, nil
 	}
 	return nil, nil, fmt.Errorf("election.backend %q: unknown", cfg.Election.Backend)
 }
@@ -238,10 +248,17 @@ func (c redisCoordinator) Run(ctx context.Context, lead LeadFunc) error {
 
 // The observers, each reduced to the leader status shows.
 type (
-	etcdView  struct{ *election.Observer }
-	pgView    struct{ *pglease.Observer }
+	etcdView struct{ *election.Observer }
+	pgView   struct {
+		*pglease.Observer
+		schema string
+	}
 	zkView    struct{ *zkelection.Observer }
-	redisView struct{ *redislock.Observer }
+	redisView struct {
+		*redislock.Observer
+		key string
+		db  int
+	}
 )
 
 func (v etcdView) Current() (Seen, bool) {
@@ -251,35 +268,61 @@ func (v etcdView) Current() (Seen, bool) {
 
 func (v pgView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+	return pgSeen(l, v.schema, v.Observer.Problems()), ok
 }
 
 func (v zkView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token}, ok
+	return zkSeen(l, v.Observer.Problems()), ok
 }
 
 func (v redisView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token}, ok
+	return redisSeen(l, v.key, v.db, v.Observer.Problems()), ok
 }
 
 // countedView counts the leaders its view sees take over, for the observers without a change
 // hook: it reads the view every countEvery while Run runs. A leader that comes and goes within
-// one reading is not counted.
+// one reading is not counted. It logs, at error level, every problem the view reports when it
+// first appears, and a leader that names no registered replica (read every judgeEvery).
 type countedView struct {
 	View
-	inc func()
+	inc      func()
+	lg       *zap.Logger
+	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
 }
 
-// countEvery is how often a countedView reads its view.
-const countEvery = 100 * time.Millisecond
+// countEvery is how often a countedView reads its view, and judgeEvery how often it reads the
+// registered replicas to judge the leader.
+const (
+	countEvery = 100 * time.Millisecond
+	judgeEvery = 5 * time.Second
+)
+
+// judge returns the problem of a leader l that names no registered replica, or "".
+func (v countedView) judge(ctx context.Context, l Seen, ok bool) string {
+	if !ok {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, judgeEvery)
+	defer cancel()
+	rs, err := v.replicas(rctx)
+	if err != nil {
+		return "" // the registry's readers report it
+	}
+	return foreign(l, rs)
+}
 
 func (v countedView) Run(ctx context.Context) error {
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		var last int64
+		var (
+			last     int64
+			logged   []string
+			outsider string // the last judgement of the leader
+			judged   time.Time
+		)
 		t := time.NewTicker(countEvery)
 		defer t.Stop()
 		for {
@@ -288,10 +331,19 @@ func (v countedView) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
-			if l, ok := v.Current(); ok && l.Token != last {
+			l, ok := v.Current()
+			if ok && l.Token != last {
 				last = l.Token
 				v.inc()
 			}
+			if v.replicas != nil && time.Since(judged) >= judgeEvery {
+				judged, outsider = time.Now(), v.judge(cctx, l, ok)
+			}
+			problems := l.Problems
+			if outsider != "" {
+				problems = append(slices.Clone(problems), outsider)
+			}
+			logged = logProblems(v.lg, problems, logged)
 		}
 	})
 	defer func() {

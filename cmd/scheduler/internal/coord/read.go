@@ -21,7 +21,7 @@ func Observed(v View) func(context.Context) (Seen, error) {
 	return func(context.Context) (Seen, error) {
 		l, ok := v.Current()
 		if !ok {
-			return Seen{}, ErrNoLeader
+			return Seen{Problems: l.Problems}, ErrNoLeader
 		}
 		return l, nil
 	}
@@ -35,15 +35,15 @@ func ReadOnce(cfg *config.Config, conns Conns) func(context.Context) (Seen, erro
 		case config.BackendPostgres:
 			l, err := pglease.ReadLeader(ctx, conns.Pool, cfg.Store.Schema, LeaseName)
 			if errors.Is(err, pglease.ErrNoLeader) {
-				return Seen{}, ErrNoLeader
+				return Seen{Problems: l.Problems}, ErrNoLeader
 			}
-			return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, err
+			return pgSeen(l, cfg.Store.Schema, l.Problems), err
 		case config.BackendRedis:
 			l, err := redislock.ReadLeader(ctx, conns.Redis, cfg.Redis.Key)
 			if errors.Is(err, redislock.ErrNoLeader) {
-				return Seen{}, ErrNoLeader
+				return Seen{Problems: l.Problems}, ErrNoLeader
 			}
-			return Seen{Node: l.Node, Token: l.Token}, err
+			return redisSeen(l, cfg.Redis.Key, cfg.Redis.DB, l.Problems), err
 		case config.BackendZooKeeper:
 			return readZooKeeper(ctx, cfg.ZooKeeper)
 		}
@@ -53,15 +53,17 @@ func ReadOnce(cfg *config.Config, conns Conns) func(context.Context) (Seen, erro
 
 // readZooKeeper reads the lowest candidate on a session that lives as long as the read.
 func readZooKeeper(ctx context.Context, z config.ZooKeeperConfig) (Seen, error) {
-	var l zkelection.Leader
-	err := withZooKeeper(ctx, z, func(conn *zk.Conn) (err error) {
-		l, err = zkelection.ReadLeader(conn, z.Path)
+	var e zkelection.Election
+	if err := withZooKeeper(ctx, z, func(conn *zk.Conn) (err error) {
+		e, err = zkelection.ReadElection(conn, z.Path)
 		return err
-	})
-	if errors.Is(err, zkelection.ErrNoLeader) {
-		return Seen{}, ErrNoLeader
+	}); err != nil {
+		return Seen{}, err
 	}
-	return Seen{Node: l.Node, Token: l.Token}, err // see Seen.Since
+	if !e.Leads {
+		return Seen{Problems: e.Problems()}, ErrNoLeader
+	}
+	return zkSeen(e.Leader, e.Problems()), nil // see Seen.Since
 }
 
 // withZooKeeper calls fn on a session of its own that lives as long as the call.
