@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/overlap"
 	"scheduler/internal/testenv"
 )
 
@@ -54,8 +55,8 @@ func TestRunner_BacklogSkipSaysWhy(t *testing.T) {
 		t.Fatalf("runs=%d rows=%+v, want one slot of the backlog run and the other two skipped", exec.n.Load(), rows)
 	}
 	for _, row := range rows {
-		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != reasonBacklogSkip {
-			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip)
+		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != overlap.ReasonBacklog {
+			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, overlap.ReasonBacklog)
 		}
 	}
 }
@@ -93,11 +94,11 @@ func TestRunner_BacklogFiresWhenTheStoreIsBack(t *testing.T) {
 	for _, row := range rows {
 		switch {
 		case row.Status != scheduler.StatusSkipped:
-		case row.Completion.Reason == reasonBacklogSkip && !backlogRan:
+		case row.Completion.Reason == overlap.ReasonBacklog && !backlogRan:
 			// Skipped for a slot of the backlog whose claim then failed: it waited for nothing.
 			t.Errorf("slot %s skipped with %q, but no slot of the backlog ran: rows %+v", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, rows)
-		case row.Completion.Reason != reasonBacklogSkip && row.Completion.Reason != reasonHeldSkip:
-			t.Errorf("slot %s skipped with %q, want %q or %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonBacklogSkip, reasonHeldSkip)
+		case row.Completion.Reason != overlap.ReasonBacklog && row.Completion.Reason != overlap.ReasonHeld:
+			t.Errorf("slot %s skipped with %q, want %q or %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, overlap.ReasonBacklog, overlap.ReasonHeld)
 		}
 	}
 }
@@ -139,8 +140,8 @@ func TestRunner_SkipRecordsAreRetried(t *testing.T) {
 	clock.Advance(5 * time.Second) // the retry, before 12:04
 	rows := waitForRows(t, led.fakeLedger, func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) >= 2 })
 	for _, row := range rows {
-		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != reasonOverlapSkip {
-			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, reasonOverlapSkip)
+		if row.Status == scheduler.StatusSkipped && row.Completion.Reason != overlap.ReasonRunning {
+			t.Errorf("slot %s skipped with %q, want %q", row.ScheduledAt.Format(time.TimeOnly), row.Completion.Reason, overlap.ReasonRunning)
 		}
 	}
 	close(b.release)

@@ -32,16 +32,7 @@ const (
 
 // Block is a job the leader does not run because the store refuses its token for that job while
 // etcd confirms the term.
-type Block struct {
-	Job    string
-	Token  int64     // the term's token
-	Fence  int64     // the job's fence, above Token (0: the store did not say)
-	Since  time.Time // when the job was blocked, on the runner's clock
-	Reason string    // both possible causes and the remedy of each, for an operator
-	// Held: the job's fence is not above Token, but its raise to Token gave up waiting for a
-	// transaction that entered the fence with an older token and is still open.
-	Held bool
-}
+type Block = refusal.Block
 
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
 func BlockReason(job string, token, fence int64) string {
@@ -147,14 +138,10 @@ func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 			}
 		}
 	}
-	return maxTime(at, now.Add(minBlockedRetry))
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+	if soonest := now.Add(minBlockedRetry); at.Before(soonest) {
+		return soonest
 	}
-	return b
+	return at
 }
 
 // blockedWake is the earliest time a blocked job's fence is to be raised again; zero: none.
@@ -252,24 +239,9 @@ func (t *tenure) isBlocked(job string) bool {
 	return js != nil && js.blocked
 }
 
-// withoutRefused settles a write of a batch that the store refused (err) for one of its jobs.
-// When the refusal blocks that job and the tenure goes on, write is called again with the items
-// of the jobs not blocked, until it is not refused. It returns the items last written and that
-// write's error (nil, or a failure other than the fence), or end, the error that ends the
-// tenure. An err that is not a refusal is returned with items as they are.
+// withoutRefused is refusal.Without for a write of the tenure's: a refused job is blocked, or the
+// tenure ends.
 func withoutRefused[T any](ctx context.Context, t *tenure, items []T, jobOf func(T) string, err error, write func([]T) error) (rest []T, werr, end error) {
-	for errors.Is(err, scheduler.ErrFenced) {
-		if end := t.refused(ctx, refusal.BatchJob(items, jobOf), err); end != nil {
-			return items, err, end
-		}
-		rest := slices.DeleteFunc(slices.Clone(items), func(x T) bool { return t.isBlocked(jobOf(x)) })
-		if len(rest) == len(items) {
-			return items, err, t.fenced(jobOf(items[0]), err)
-		}
-		if items = rest; len(items) == 0 {
-			return nil, nil, nil
-		}
-		err = write(items)
-	}
-	return items, err, nil
+	ops := refusal.Ops{Refused: func(job string, err error) error { return t.refused(ctx, job, err) }, Blocked: t.isBlocked, Fenced: t.fenced}
+	return refusal.Without(ops, items, jobOf, err, write)
 }

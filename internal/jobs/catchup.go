@@ -54,7 +54,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 	orphans = slices.DeleteFunc(orphans, func(o scheduler.Run) bool { return t.isBlocked(o.Job) || o.Backfill })
 	// Runs of an earlier term of this process whose executors returned are finished with their
 	// outcomes, never run again.
-	orphans, closes := t.takeUnwritten(orphans)
+	orphans = t.takeUnwritten(orphans)
 	windowOf := map[string][]scheduler.Run{}
 	for _, r := range window {
 		windowOf[r.Job] = append(windowOf[r.Job], r)
@@ -66,6 +66,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 
 	var (
 		missed []scheduler.Outcome
+		closes []scheduler.Completion
 		first  []pending
 	)
 	for _, s := range specs {
@@ -82,7 +83,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
 			continue
 		}
-		t.notifyCaughtUp(s, plan.Missed, plan.Close, orphansOf[s.Name])
+		t.notices().CaughtUp(s.Notify, plan.Missed, plan.Close, orphansOf[s.Name])
 		missed = append(missed, plan.Missed...)
 		for _, o := range plan.Ahead {
 			t.jobs[s.Name].orphanAhead(o)
@@ -113,15 +114,14 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		t.jobs[s.Name].queue = append(t.jobs[s.Name].queue, run[1:]...)
 	}
 	// Closing orphans, recording missed slots and claiming the runs touch different rows, so the
-	// first two go on beside the claims. They run off the loop, but touch none of the loop's
-	// state: completeAll and recordAll read only t.token and t.r.opts, set before the loop
-	// started and never written, and return their answers. Everything the loop owns (launching
-	// runs, blocking a job on a refusal, the backlog) happens here, on the loop, in start and in
+	// first two go on beside the claims, off the loop: completeAll and recordAll read only
+	// t.token and t.r.opts, never written once the loop started, and return their answers. What
+	// the loop owns (launching runs, blocking a job, the backlog) happens on it, in start, and in
 	// closed and recorded once both writes have returned.
 	var (
 		w          sync.WaitGroup
 		closeErrs  []error
-		recordErrs []error
+		recordErrs []recordBatch
 	)
 	w.Go(func() { closeErrs = t.completeAll(ctx, closes) })
 	w.Go(func() { recordErrs = t.recordAll(ctx, missed) })
@@ -150,6 +150,5 @@ type pending struct {
 	slot    scheduler.SlotKey
 	claimed *scheduler.Run
 	orphan  *scheduler.Run
-	// held: the slot's claim failed when it fired, and waited for the store (retryLater).
-	held bool
+	held    bool // the slot's claim failed when it fired, and waited for the store (retryLater)
 }

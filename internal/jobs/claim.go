@@ -17,14 +17,11 @@ import (
 
 // A slot is claimed in the ledger before it fires, in one ClaimMany with the other slots due by
 // then, so that firing makes no round trip to the store. Only slots the loop can tell will run
-// are claimed ahead (their job is not paused, and has no run in the way unless its overlap is
-// allow or replace); pause and overlap are decided again when the slot fires, and a slot claimed
-// ahead that must not run after all is completed skipped. A herd is claimed early enough for
-// its claims, at the rate measured on the batches before, to land before it fires.
-//
-// A run claimed ahead is not started (attempt 0) until its slot fires (started.go). A tenure
-// that ends first leaves it running in the ledger, as a crash leaves a run: the next leader
-// takes it over at catch-up if it is due by then, else when it fires (jobState.ahead).
+// are claimed ahead (not paused, no run in the way unless overlap is allow or replace); pause and
+// overlap are decided again when the slot fires, and one that must not run after all is
+// completed skipped. A herd is claimed early enough, at the rate measured before, to land in time.
+// A run claimed ahead is not started (attempt 0) until its slot fires (started.go); a tenure that
+// ends first leaves it running, as a crash does, for the next leader (jobState.ahead).
 
 // Bounds of claiming ahead.
 const (
@@ -156,6 +153,9 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		} else {
 			e.claim, e.run, e.written = claimDone, runkey.ClaimOf(b.claimed[i].Run), b.claimed[i].Written
 		}
+		for ; e.moved != nil; e = e.moved {
+			e.moved.claim, e.moved.run, e.moved.written = e.claim, e.run, e.written
+		}
 		switch {
 		case e.dropped && e.written:
 			closes = append(closes, skippedRun(e.run.RunID, e.slot.Job, reasonReloaded))
@@ -241,15 +241,16 @@ func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, clai
 
 func slotJob(s scheduler.SlotKey) string { return s.Job }
 
-// ownClaim reports whether run, found in a claim's way, is the term's own claim of a doubted slot,
-// committed with its answer lost (running under the token, not in progress): then it is run, once.
+// ownClaim reports whether run, found in a claim's (or a record's) way, is the term's own claim or
+// takeover of a doubted slot, committed with its answer lost (running under the token, not in
+// progress): then it is run, once (or closed).
 func (t *tenure) ownClaim(run scheduler.Run) bool {
 	js := t.jobs[run.Job]
 	if run.Status != scheduler.StatusRunning || run.Token != t.token || js == nil ||
 		slices.ContainsFunc(js.active, func(a activeRun) bool { return a.runID == run.RunID }) || !t.doubted.Take(run.Key()) {
 		return false
 	}
-	t.lg.Warn("the slot's claim committed though its answer was lost; running the slot", zap.String("job", run.Job),
+	t.lg.Warn("the slot's claim or takeover committed though its answer was lost", zap.String("job", run.Job),
 		zap.Time("slot", run.ScheduledAt), zap.Int64("run_id", run.RunID), zap.Int64("token", run.Token))
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/jobs/internal/overlap"
 	"scheduler/internal/jobs/internal/slotqueue"
 	"scheduler/internal/testenv"
 )
@@ -92,7 +93,7 @@ func TestRunner_ClaimedAheadIsDecidedAgainAtFireTime(t *testing.T) {
 		h.advance(500*time.Millisecond, 2)
 		rows := h.waitRows("job", "skip", func(r []ledgerRow) bool { return count(r, scheduler.StatusSkipped) == 1 })
 		for _, r := range rows {
-			if r.Status == scheduler.StatusSkipped && (r.Manual || r.Completion.Reason != reasonOverlapSkip) {
+			if r.Status == scheduler.StatusSkipped && (r.Manual || r.Completion.Reason != overlap.ReasonRunning) {
 				t.Fatalf("rows=%+v, want the 12:01 slot skipped for overlap", rows)
 			}
 		}

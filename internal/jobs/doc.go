@@ -42,10 +42,11 @@
 //
 // A slot waits in the claim queue (queue.go), is claimed (claim.go), fires (fire.go), runs its
 // attempts (run.go, attempt.go, started.go) and has its outcome written (outcome.go,
-// completer.go). A new tenure takes over (takeover.go) and catches up (catchup.go); a job whose
-// fence refuses the tenure is blocked (blocked.go); writes that wait for the store form a
-// backlog (backlog.go). The pieces that stand alone are packages of the runner's own, under
-// internal/: slotqueue (the fire heap and the claim plan), attempts (a run's attempts, retries
-// and cancellation), outcomes (batched outcome writes), catchup (what a new leader owes a job's
-// past slots), parallel (batches written side by side), backoff and clock.
+// completer.go); a reload re-times it (reload.go). A new tenure takes over (takeover.go) and
+// catches up (catchup.go); a job whose fence refuses the tenure is blocked (blocked.go); writes
+// that wait for the store form a backlog (backlog.go). The pieces that stand alone are packages
+// of the runner's own, under internal/: slotqueue (the fire heap and the claim plan), attempts
+// (a run's attempts), outcomes (batched outcome writes), catchup (what a new leader owes a job's
+// past slots), overlap (a slot due while a run is in its way), refusal and holds (refused and
+// held fences), notices, parallel (writes side by side), runkey, backoff and clock.
 package jobs

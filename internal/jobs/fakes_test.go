@@ -160,6 +160,7 @@ func (l *fakeLedger) ReclaimMany(ctx context.Context, token int64, node string, 
 	return out, nil
 }
 
+// RecordMany records each slot without a run; Result i is outs[i]'s run, Written if it made it.
 func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, outs []scheduler.Outcome) ([]scheduler.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -168,15 +169,19 @@ func (l *fakeLedger) RecordMany(_ context.Context, token int64, node string, out
 			return nil, err
 		}
 	}
-	for _, o := range outs {
-		if _, ok := l.runs[idOf(o.Slot)]; ok {
+	res := make([]scheduler.Result, len(outs))
+	for i, o := range outs {
+		if r, ok := l.runs[idOf(o.Slot)]; ok {
+			res[i] = scheduler.Result{Run: *r}
 			continue
 		}
 		l.nextID++
-		l.runs[idOf(o.Slot)] = &scheduler.Run{RunID: l.nextID, Job: o.Slot.Job, ScheduledAt: o.Slot.At, Manual: o.Slot.Manual, Status: o.Status, Token: token}
+		r := &scheduler.Run{RunID: l.nextID, Job: o.Slot.Job, ScheduledAt: o.Slot.At, Manual: o.Slot.Manual, Status: o.Status, Token: token}
+		l.runs[idOf(o.Slot)] = r
 		l.extra[l.nextID] = scheduler.Completion{RunID: l.nextID, Job: o.Slot.Job, Status: o.Status, Reason: o.Reason}
+		res[i] = scheduler.Result{Run: *r, Written: true}
 	}
-	return nil, nil
+	return res, nil
 }
 
 func (l *fakeLedger) Complete(_ context.Context, token int64, c scheduler.Completion) (scheduler.Run, error) {

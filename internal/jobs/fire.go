@@ -10,19 +10,13 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/overlap"
 )
 
-// Reasons recorded for slots that end without running.
+// Reasons recorded for slots that end without running, but for the overlap policy's.
 const (
-	reasonPaused      = "paused"
-	reasonOverlapSkip = "overlap: the previous run is still running"
-	reasonHeldSkip    = "overlap: another run of the job started while this slot's claim waited for the store"
-	// A backlog (slots whose claims waited for the store) fires when the store is back: under
-	// overlap skip one of its slots runs and the others are skipped, or all of them when a run
-	// started since they fired is in their way.
-	reasonBacklogSkip  = "overlap: another slot of the same backlog runs (their claims waited for the store)"
-	reasonSameTimeSkip = "overlap: another slot of the job due at the same time runs"
-	reasonReloaded     = "the job's schedule changed before the slot"
+	reasonPaused   = "paused"
+	reasonReloaded = "the job's schedule changed before the slot"
 )
 
 // skippedRun completes a run that is not started after all, saying why.
@@ -63,10 +57,9 @@ func (t *tenure) fireDue(ctx context.Context) error {
 		}
 		js := e.js
 		if js.entry != e {
-			// Superseded by a reload: a run claimed ahead for it is closed.
-			e.dropped = true
-			if e.claim == claimDone && e.written {
-				closes = append(closes, skippedRun(e.run.RunID, e.slot.Job, reasonReloaded))
+			// Superseded: a run claimed ahead for it is closed, unless a reload kept its slot.
+			if !e.carried && !e.dropped {
+				closes = append(closes, e.drop()...)
 			}
 			continue
 		}
@@ -101,13 +94,12 @@ func (t *tenure) fireDue(ctx context.Context) error {
 // that must not run is recorded skipped; one claimed ahead (or an orphan) is completed skipped.
 func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 	var (
-		start   = make([]pending, 0, len(due))
-		records []scheduler.Outcome
-		closes  []scheduler.Completion
-		// heldStarts: jobs of which a slot whose claim waited for the store starts here.
-		heldStarts = map[*jobState]bool{}
-		// behind: slots to claim now skipped for a slot starting here, not a run in progress;
-		// recorded once that slot's claim landed, else they wait for the store with it.
+		start      = make([]pending, 0, len(due))
+		records    []scheduler.Outcome
+		closes     []scheduler.Completion
+		heldStarts = map[*jobState]bool{} // jobs of which a slot whose claim waited for the store starts here
+		// behind: slots skipped for a slot starting here (overlap.Behind), recorded once that
+		// slot's claim landed, else waiting for the store with it.
 		behind []skipped
 	)
 	skip := func(p pending, reason string) {
@@ -130,37 +122,20 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 			skip(p, reasonPaused)
 			continue
 		}
-		if len(js.active)+js.starting > 0 {
-			switch js.spec.Overlap {
-			case OverlapSkip:
-				if len(js.active) == 0 && p.claimed == nil && p.orphan == nil {
-					r := reasonSameTimeSkip
-					if heldStarts[js] {
-						r = reasonBacklogSkip
-					}
-					behind = append(behind, skipped{p, r})
-					continue
-				}
-				switch {
-				case heldStarts[js]:
-					skip(p, reasonBacklogSkip)
-				case p.held:
-					// It found no run in progress when it fired (else it was skipped then): the
-					// run in its way started since.
-					skip(p, reasonHeldSkip)
-				case len(js.active) == 0:
-					skip(p, reasonSameTimeSkip)
-				default:
-					skip(p, reasonOverlapSkip)
-				}
-				continue
-			case OverlapQueue:
-				js.queue = append(js.queue, p)
-				continue
-			case OverlapReplace:
-				for _, a := range js.active {
-					a.cancel.Do(attempts.ErrReplaced)
-				}
+		switch act, reason := overlap.Decide(overlap.Slot{Policy: js.spec.Overlap, Active: len(js.active), Starting: js.starting,
+			HasRun: p.claimed != nil || p.orphan != nil, Held: p.held, HeldStarts: heldStarts[js]}); act {
+		case overlap.Skipped:
+			skip(p, reason)
+			continue
+		case overlap.Behind:
+			behind = append(behind, skipped{p, reason})
+			continue
+		case overlap.Queued:
+			js.queue = append(js.queue, p)
+			continue
+		case overlap.Replacing:
+			for _, a := range js.active {
+				a.cancel.Do(attempts.ErrReplaced)
 			}
 		}
 		js.starting++

@@ -9,6 +9,7 @@ import (
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/attempts"
 	"scheduler/internal/jobs/internal/outcomes"
 )
 
@@ -16,10 +17,9 @@ import (
 // write of its outcome is retried, with a growing and jittered delay, for as long as the term
 // lasts (on a shutdown, until the grace expires), and the run stays active meanwhile: its job's
 // overlap policy still sees it, and a drain waits for it. Only when the term ends first is the
-// run left running in the ledger, for the next leader, which runs the slot again: for effects the
-// store cannot fence, the guarantee is at least once. The outcomes this process could not write
-// are kept (outcomes.Kept), so that if it leads again it writes them instead of running their
-// slots again.
+// run left running in the ledger, for the next leader, which runs the slot again (at least once,
+// for effects the store cannot fence). Outcomes this process could not write are kept
+// (outcomes.Kept): if it leads again, it writes them the same way instead of running them again.
 
 // outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
 // tried again: one line per write, on the first failure and then every tenth, so that neither a
@@ -46,7 +46,7 @@ func (t *tenure) finish(f *finished, err error) {
 			h(f.c.Job, f.c.Status, f.took)
 		}
 	case f.lost():
-		t.r.unwritten.Keep(f.c)
+		t.r.unwritten.Keep(f.c, f.took)
 	}
 }
 
@@ -74,39 +74,54 @@ func (t *tenure) logFinished(f *finished) {
 // lost reports whether f's outcome was never written, and the next leader runs its slot again.
 func (f *finished) lost() bool { return outcomes.Retryable(f.err) }
 
-// takeUnwritten splits orphans into those to take over and the completions of those whose
-// executors already returned in an earlier term of this process: these are written, not run
-// again.
-func (t *tenure) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run, written []scheduler.Completion) {
-	return t.r.unwritten.Take(orphans)
+// takeUnwritten returns the orphans to take over, without those whose executors returned in an
+// earlier term of this process: their kept outcomes are written as if their runs returned now
+// (retried while the term lasts, the run active meanwhile), not run again.
+func (t *tenure) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run) {
+	rest, kept := t.r.unwritten.Take(orphans)
+	for _, u := range kept {
+		js := t.jobs[u.C.Job]
+		js.active = append(js.active, activeRun{runID: u.C.RunID, cancel: &attempts.Cancel{}})
+		t.runs++
+		t.completer.Add(&finished{c: u.C, slot: u.Slot, attempt: u.C.Attempt, took: u.Took, done: runDone{js: js, job: u.C.Job, runID: u.C.RunID}})
+	}
+	return rest
 }
 
 // record stores slots that end without running; a failure other than the fence is retried
 // with the claims that wait for the store (if the term ends first, the slots stay without a
-// row, and a later leader deals with them as slots no leader saw).
+// row, and a later leader deals with them as slots no leader saw). A slot found with a run left
+// running (leftRunning) has that run closed with the outcome instead.
 func (t *tenure) record(ctx context.Context, outs []scheduler.Outcome) error {
 	return t.recorded(ctx, outs, t.recordAll(ctx, outs))
 }
 
-// recordAll writes outs in batches of maxClaimBatch and returns each batch's error. It reads only
-// t.token and t.r.opts, which no one writes once the tenure exists, so it may run off the loop;
-// recorded settles the answers on it.
-func (t *tenure) recordAll(ctx context.Context, outs []scheduler.Outcome) []error {
-	var errs []error
+// recordBatch is the ledger's answer to a batch of recordAll.
+type recordBatch struct {
+	res []scheduler.Result
+	err error
+}
+
+// recordAll writes outs in batches of maxClaimBatch and returns each batch's answer. It reads
+// only t.token and t.r.opts, which no one writes once the tenure exists, so it may run off the
+// loop; recorded settles the answers on it.
+func (t *tenure) recordAll(ctx context.Context, outs []scheduler.Outcome) []recordBatch {
+	var bs []recordBatch
 	for lo := 0; lo < len(outs); lo += maxClaimBatch {
-		_, err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))])
-		errs = append(errs, err)
+		res, err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))])
+		bs = append(bs, recordBatch{res, err})
 	}
-	return errs
+	return bs
 }
 
 // recorded settles, on the loop, how the batches of recordAll went. A batch refused for a job
 // that is then blocked is written again without that job's slots.
-func (t *tenure) recorded(ctx context.Context, outs []scheduler.Outcome, errs []error) error {
-	for k, err := range errs {
-		part := outs[k*maxClaimBatch : min((k+1)*maxClaimBatch, len(outs))]
-		part, err, end := withoutRefused(ctx, t, part, func(o scheduler.Outcome) string { return o.Slot.Job }, err, func(rest []scheduler.Outcome) error {
-			_, err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, rest)
+func (t *tenure) recorded(ctx context.Context, outs []scheduler.Outcome, bs []recordBatch) error {
+	var closes []scheduler.Completion
+	for k, b := range bs {
+		part, res := outs[k*maxClaimBatch:min((k+1)*maxClaimBatch, len(outs))], b.res
+		part, err, end := withoutRefused(ctx, t, part, func(o scheduler.Outcome) string { return o.Slot.Job }, b.err, func(rest []scheduler.Outcome) (err error) {
+			res, err = t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, rest)
 			return err
 		})
 		switch {
@@ -116,7 +131,11 @@ func (t *tenure) recorded(ctx context.Context, outs []scheduler.Outcome, errs []
 			t.recordLater(part, err)
 		case len(part) > 0:
 			t.retryHeld() // the store is back
-			for _, o := range part {
+			for i, o := range part {
+				if i < len(res) && t.leftRunning(res[i]) {
+					closes = append(closes, scheduler.Completion{RunID: res[i].Run.RunID, Job: o.Slot.Job, Status: o.Status, Reason: o.Reason, Notice: o.Notice})
+					continue
+				}
 				t.lg.Info("slot recorded", zap.String("job", o.Slot.Job), zap.Time("slot", o.Slot.At), zap.String("status", string(o.Status)), zap.String("reason", o.Reason))
 				if h := t.r.opts.Hooks.Recorded; h != nil {
 					h(o.Slot.Job, o.Status)
@@ -124,7 +143,13 @@ func (t *tenure) recorded(ctx context.Context, outs []scheduler.Outcome, errs []
 			}
 		}
 	}
-	return nil
+	return t.closeRuns(ctx, closes)
+}
+
+// leftRunning reports whether a record found r's run running and not run by this term: an older
+// leader's, or this term's claim or takeover whose answer was lost.
+func (t *tenure) leftRunning(r scheduler.Result) bool {
+	return !r.Written && r.Run.Status == scheduler.StatusRunning && (r.Run.Token < t.token || t.ownClaim(r.Run))
 }
 
 // closeRuns finishes runs that end without running (claimed ahead, or orphans), in one batch

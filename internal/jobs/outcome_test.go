@@ -306,3 +306,41 @@ func waitForRows(tb testing.TB, l *fakeLedger, cond func([]ledgerRow) bool) []le
 	testenv.Eventually(tb, 10*time.Second, time.Millisecond, "ledger rows", func() bool { rows = l.snapshot("job"); return cond(rows) })
 	return rows
 }
+
+// TestRunner_KeptOutcomeCloseRetried: a runner that kept a run's outcome (its term ended before
+// the write landed) leads again, and the write of the kept outcome at the takeover fails once.
+// It is written again in that term, like any outcome write, and counted once; the slot is not
+// run again. Before, the failure was logged and the run left running, its outcome forgotten:
+// the next takeover ran the slot again.
+func TestRunner_KeptOutcomeCloseRetried(t *testing.T) {
+	bothWrites(t, func(t *testing.T, batched bool) {
+		var counted atomic.Int32
+		h := newOutcomeHarnessWith(t, batched, func(o *Options) {
+			count := func(string, scheduler.Status) { counted.Add(1) }
+			o.Hooks.Finished = func(job string, st scheduler.Status, _ time.Duration) { count(job, st) }
+			o.Hooks.Recorded = count
+		})
+		stop := h.leadStoreDown(token)
+		if err := stop(); err != nil {
+			t.Fatalf("Lead=%v", err)
+		}
+		h.ledger.down.Store(false)
+		h.ledger.failing.Store(1) // the takeover's write of the kept outcome
+		stop = h.lead(token + 1)
+		rows := waitForRows(t, h.ledger.fakeLedger, func(r []ledgerRow) bool {
+			if h.ledger.failing.Load() == 0 {
+				h.clock.Advance(outcomes.MaxRetryDelay / 10) // to the write's retry
+			}
+			return len(r) > 0 && r[0].Status == scheduler.StatusSucceeded
+		})
+		if err := stop(); err != nil {
+			t.Fatalf("Lead=%v", err)
+		}
+		if n := h.runs.Load(); n != 1 || rows[0].Attempt != 1 || rows[0].Completion.Output != "ran" || !rows[0].ScheduledAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("executions=%d rows=%+v, want the kept outcome of 12:01 written, attempt 1, the slot run once", n, rows)
+		}
+		if n := counted.Load(); n != 1 {
+			t.Fatalf("outcomes counted %d times, want 1", n)
+		}
+	})
+}

@@ -29,11 +29,13 @@ type fireEntry struct {
 	// records: slots that end without running whose write failed, written again (no slot or js)
 	records []scheduler.Outcome
 
-	claim   claimState
-	run     runkey.Claim // with claimDone: the slot's run as the ledger left it
-	written bool         // with claimDone: this term's claim created run
-	late    bool         // due while its claim was in flight: it fires when the answer comes
-	dropped bool         // superseded by a reload: a run claimed for it is closed, not started
+	run   runkey.Claim // with claimDone: the slot's run as the ledger left it
+	moved *fireEntry   // the entry that took its claim over when a reload kept its slot (reload.go)
+	claim claimState
+	// written: with claimDone, this term's claim created run; late: due while its claim was in
+	// flight, it fires when the answer comes; dropped: superseded, a run claimed for it is
+	// closed, not started; carried: a reload kept its slot and claim.
+	written, late, dropped, carried bool
 }
 
 // addJob adds a job of the table to the tenure.
@@ -75,7 +77,7 @@ func (t *tenure) scheduleAfter(js *jobState, slot time.Time) {
 // claimed as they fire.
 func (t *tenure) enqueue(js *jobState, e *fireEntry) {
 	js.entry = e
-	if t.ahead < 0 {
+	if t.takeCarried(js, e) || t.ahead < 0 {
 		t.heap.push(e)
 		return
 	}

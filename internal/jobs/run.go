@@ -3,13 +3,13 @@ package jobs
 import (
 	"runtime"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/parallel"
 )
 
 // launchYield is how many runs the loop starts before it lets them run, for memory, not time: in
@@ -121,26 +121,11 @@ func (t *tenure) finishRun(d runDone) (pending, bool) {
 	return pending{}, false
 }
 
-// maxStartWait bounds how long yieldToStarts holds back work that can wait.
-const maxStartWait = 100 * time.Millisecond
-
 // yieldToStarts lets the runs just launched reach their executors before the caller goes on
 // with work that can wait (the next slots, log lines, outcome writes): on a busy machine that
-// work would otherwise share the processors with a herd still starting. It yields until every
-// launched run has started, or maxStartWait passed on the runner's clock.
+// work would otherwise share the processors with a herd still starting.
 func (t *tenure) yieldToStarts() {
-	var deadline time.Time
-	for i := 0; t.unstarted.Load() > 0; i++ {
-		if i%64 == 0 {
-			now := t.r.clock.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(maxStartWait)
-			} else if now.After(deadline) {
-				return
-			}
-		}
-		runtime.Gosched()
-	}
+	parallel.Yield(t.r.clock, func() bool { return t.unstarted.Load() == 0 })
 }
 
 // logStarted writes the start lines of the runs launched in this step. They are written after

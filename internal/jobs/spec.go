@@ -10,18 +10,20 @@ import (
 
 	"scheduler/internal/jobs/internal/attempts"
 	"scheduler/internal/jobs/internal/catchup"
+	"scheduler/internal/jobs/internal/overlap"
 	"scheduler/internal/schedule"
 )
 
-// Overlap says what happens when a job's slot is due while an earlier run of it still runs.
-type Overlap string
+// Overlap says what happens when a job's slot is due while an earlier run of it still runs;
+// package overlap applies it.
+type Overlap = overlap.Policy
 
 // The overlap policies.
 const (
-	OverlapSkip    Overlap = "skip"    // record the new slot skipped
-	OverlapQueue   Overlap = "queue"   // run the new slot after the current run
-	OverlapReplace Overlap = "replace" // cancel the current run, then run the new slot
-	OverlapAllow   Overlap = "allow"   // run both at once
+	OverlapSkip    = overlap.Skip    // record the new slot skipped
+	OverlapQueue   = overlap.Queue   // run the new slot after the current run
+	OverlapReplace = overlap.Replace // cancel the current run, then run the new slot
+	OverlapAllow   = overlap.Allow   // run both at once
 )
 
 // Misfire says what a new leader does with slots that were due within the catch-up window but
@@ -89,8 +91,7 @@ func (s *Spec) validate() error {
 	return nil
 }
 
-// sameTiming reports whether a and b fire at the same instants, so a reload can keep the
-// pending slot of a job whose timing did not change.
+// sameTiming reports whether a and b fire at the same instants: a reload keeps the job's entry.
 func sameTiming(a, b *Spec) bool {
 	return a.Schedule.String() == b.Schedule.String() &&
 		a.Schedule.Location().String() == b.Schedule.Location().String() &&

@@ -99,20 +99,29 @@ func leadFor(t *testing.T, r *jobs.Runner, token int64) {
 // waitRun waits until the job's run of slot is finished in the store, and returns it.
 func waitRun(ctx context.Context, t *testing.T, store *fence.Store, slot time.Time) scheduler.Run {
 	t.Helper()
+	return awaitRun(ctx, t, store, fmt.Sprintf("slot %s: no finished run", slot), func(r scheduler.Run) bool {
+		return r.ScheduledAt.Equal(slot) && r.Status != scheduler.StatusRunning
+	})
+}
+
+// awaitRun waits until one of the job's latest runs in the store matches, and returns it; the
+// test fails with what if ctx ends first.
+func awaitRun(ctx context.Context, t *testing.T, store *fence.Store, what string, match func(scheduler.Run) bool) scheduler.Run {
+	t.Helper()
 	for {
 		runs, err := store.History(ctx, "job", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range runs {
-			if r.ScheduledAt.Equal(slot) && r.Status != scheduler.StatusRunning {
+			if match(r) {
 				return r
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("slot %s: no finished run (%+v)", slot, runs)
-		case <-time.After(20 * time.Millisecond):
+			t.Fatalf("%s (%+v)", what, runs)
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"scheduler"
 
@@ -27,10 +25,9 @@ func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
 	for _, js := range t.blocked {
-		// A job blocked at takeover missed the takeover's catch-up: once its fence is free (a
-		// held fence is usually an earlier leader's last write; a raised one is reset by an
-		// operator), it is taken over like the others (orphans and their kept outcomes,
-		// missed slots).
+		// A job blocked at takeover missed its catch-up: once its fence is free (a held one is
+		// usually an earlier leader's last write; a raised one is reset by an operator), it is
+		// taken over like the others.
 		js.catchUp = true
 	}
 	now := t.r.clock.Now()
@@ -76,26 +73,17 @@ func (t *tenure) settleRaise(ctx context.Context, names []string, err error) err
 
 // HoldReader is a Ledger that can tell whose fences other sessions hold (the Postgres store): a
 // takeover whose raise gave up asks it, rather than raise in parts until the raises find them.
-type HoldReader interface {
-	// HeldFences returns the jobs of jobs whose raise to token would wait for another
-	// session's transaction, as far as the store can see now.
-	HeldFences(ctx context.Context, jobs []string, token int64) ([]string, error)
-}
+type HoldReader = holds.Reader
 
-// heldFences is the ledger's HeldFences for the term's token; nil when it has none. A failed
-// read names no job: the jobs are then searched by raising them in parts.
+// heldFences is the ledger's HeldFences for the term's token (holds.HeldBy); nil when it has none.
 func (t *tenure) heldFences() func(ctx context.Context, names []string) []string {
 	hr, ok := t.r.opts.Ledger.(HoldReader)
 	if !ok {
 		return nil
 	}
-	return func(ctx context.Context, names []string) []string {
-		held, err := hr.HeldFences(ctx, names, t.token)
-		if err != nil {
-			t.lg.Warn("read the held fences; raising in parts", zap.Int("jobs", len(names)), zap.Error(err))
-		}
-		return held
-	}
+	return holds.HeldBy(hr, t.token, func(jobs int, err error) {
+		t.lg.Warn("read the held fences; raising in parts", zap.Int("jobs", jobs), zap.Error(err))
+	})
 }
 
 // raiseParts is how many RaiseAll calls a large table's fences are raised with at once.
@@ -107,11 +95,7 @@ func (t *tenure) raiseAll(ctx context.Context, names []string) error {
 	if len(names) < 4*maxClaimBatch/10 {
 		return t.r.opts.Ledger.RaiseAll(ctx, names, t.token)
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	for part := range slices.Chunk(names, (len(names)+raiseParts-1)/raiseParts) {
-		g.Go(func() error { return t.r.opts.Ledger.RaiseAll(gctx, part, t.token) })
-	}
-	return g.Wait()
+	return parallel.Parts(ctx, names, raiseParts, func(ctx context.Context, part []string) error { return t.r.opts.Ledger.RaiseAll(ctx, part, t.token) })
 }
 
 // reclaimAll takes over runs older leaders left running, and runs them again: in batches of
@@ -119,11 +103,7 @@ func (t *tenure) raiseAll(ctx context.Context, names []string) error {
 // (the runs' executors start as the batches land, not after the last one). Their runs are
 // launched here, on the loop goroutine.
 func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error {
-	orphans, written := t.takeUnwritten(orphans)
-	if err := t.closeRuns(ctx, written); err != nil {
-		return err
-	}
-	if len(orphans) <= 1 {
+	if orphans = t.takeUnwritten(orphans); len(orphans) <= 1 {
 		for _, o := range orphans {
 			if err := t.reclaim(ctx, o); err != nil {
 				return err
@@ -165,8 +145,8 @@ func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error 
 
 // reclaim takes over a run an older leader left running, and runs it again.
 func (t *tenure) reclaim(ctx context.Context, orphan scheduler.Run) error {
-	if _, written := t.takeUnwritten([]scheduler.Run{orphan}); len(written) > 0 {
-		return t.closeRuns(ctx, written)
+	if len(t.takeUnwritten([]scheduler.Run{orphan})) == 0 {
+		return nil
 	}
 	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Key())
 	return t.reclaimed(orphan, run, err)

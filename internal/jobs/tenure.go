@@ -76,12 +76,12 @@ type jobState struct {
 	active  []activeRun // runs in progress: few, usually none or one
 	queue   []pending   // slots waiting for the current run (overlap queue, misfire all)
 	entry   *fireEntry
-	removed bool // dropped from the table by a reload; kept until its runs end
+	carried []*fireEntry // claims a reload kept, for slots after entry's (reload.go)
+	removed bool         // dropped from the table by a reload; kept until its runs end
 
 	blockState
 
 	starting int // runs dispatch is about to start
-
 	// Runs an older leader claimed ahead for slots still to come, by slot (Unix µs): when such
 	// a slot fires without a claim of this term, it is taken over, or closed if it must not run.
 	ahead map[int64]scheduler.Run

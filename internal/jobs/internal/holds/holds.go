@@ -89,3 +89,22 @@ func settle(ctx context.Context, jobs []string, err error, ops Ops) error {
 	}
 	return ops.Settle(ctx, jobs, err)
 }
+
+// Reader is a store that can tell whose fences other sessions hold.
+type Reader interface {
+	// HeldFences returns the jobs of jobs whose raise to token would wait for another
+	// session's transaction, as far as the store can see now.
+	HeldFences(ctx context.Context, jobs []string, token int64) ([]string, error)
+}
+
+// HeldBy is an Ops.Held that asks r, for token. A failed read, reported to failed with the
+// number of jobs asked about, names no job: the jobs are then found by raising them in parts.
+func HeldBy(r Reader, token int64, failed func(jobs int, err error)) func(ctx context.Context, jobs []string) []string {
+	return func(ctx context.Context, jobs []string) []string {
+		held, err := r.HeldFences(ctx, jobs, token)
+		if err != nil {
+			failed(len(jobs), err)
+		}
+		return held
+	}
+}

@@ -2,6 +2,7 @@ package outcomes
 
 import (
 	"sync"
+	"time"
 
 	"scheduler"
 )
@@ -15,15 +16,23 @@ const MaxKept = 4096
 // The zero Kept is empty and ready to use; it is safe for concurrent use.
 type Kept struct {
 	mu sync.Mutex
-	m  map[int64]scheduler.Completion // by run id
+	m  map[int64]Unwritten // by run id
 }
 
-// Keep remembers c, the outcome of run c.RunID.
-func (k *Kept) Keep(c scheduler.Completion) {
+// Unwritten is a kept outcome: the completion to write, how long its run took and, once taken,
+// the run's slot.
+type Unwritten struct {
+	C    scheduler.Completion
+	Took time.Duration
+	Slot time.Time
+}
+
+// Keep remembers c, the outcome of run c.RunID, which took took.
+func (k *Kept) Keep(c scheduler.Completion, took time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[int64]scheduler.Completion{}
+		k.m = map[int64]Unwritten{}
 	}
 	if len(k.m) >= MaxKept {
 		for id := range k.m {
@@ -31,12 +40,12 @@ func (k *Kept) Keep(c scheduler.Completion) {
 			break
 		}
 	}
-	k.m[c.RunID] = c
+	k.m[c.RunID] = Unwritten{C: c, Took: took}
 }
 
 // Take splits orphans into those to take over (rest) and the kept outcomes of the others
 // (written), which it forgets: their runs are finished with them, not run again.
-func (k *Kept) Take(orphans []scheduler.Run) (rest []scheduler.Run, written []scheduler.Completion) {
+func (k *Kept) Take(orphans []scheduler.Run) (rest []scheduler.Run, written []Unwritten) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.m) == 0 {
@@ -44,9 +53,10 @@ func (k *Kept) Take(orphans []scheduler.Run) (rest []scheduler.Run, written []sc
 	}
 	rest = orphans[:0:0]
 	for _, o := range orphans {
-		if c, ok := k.m[o.RunID]; ok && c.Job == o.Job {
+		if u, ok := k.m[o.RunID]; ok && u.C.Job == o.Job {
 			delete(k.m, o.RunID)
-			written = append(written, c)
+			u.Slot = o.ScheduledAt
+			written = append(written, u)
 			continue
 		}
 		rest = append(rest, o)

@@ -1,6 +1,16 @@
 package parallel
 
-import "sync"
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"scheduler/internal/jobs/internal/clock"
+)
 
 // Do calls fn(i) for i in [0, n), at most limit at once, and hands each i to done on the
 // calling goroutine as soon as its fn has returned, in the order they return: a takeover's
@@ -47,4 +57,34 @@ func Batches(n, size, limit int, write func(k, lo, hi int), settle func(k, lo, h
 	}
 	bounds := func(k int) (int, int, int) { return k, k * size, min((k+1)*size, n) }
 	return Do(batches, limit, func(k int) { write(bounds(k)) }, func(k int) error { return settle(bounds(k)) })
+}
+
+// MaxYield bounds how long Yield holds its caller back.
+const MaxYield = 100 * time.Millisecond
+
+// Yield gives the processors to other goroutines until done reports true, or MaxYield passed
+// on c: a loop lets the goroutines it just started run before it goes on with work that can wait.
+func Yield(c clock.Clock, done func() bool) {
+	var deadline time.Time
+	for i := 0; !done(); i++ {
+		if i%64 == 0 {
+			now := c.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(MaxYield)
+			} else if now.After(deadline) {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// Parts splits items into at most parts parts and calls fn on each, all at once; the first
+// error cancels the ctx of the others, and is returned once all have.
+func Parts[T any](ctx context.Context, items []T, parts int, fn func(ctx context.Context, part []T) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for part := range slices.Chunk(items, max(1, (len(items)+parts-1)/parts)) {
+		g.Go(func() error { return fn(gctx, part) })
+	}
+	return g.Wait()
 }

@@ -1,7 +1,9 @@
 package parallel
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,5 +115,28 @@ func TestBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParts: items are split into at most parts parts, each written once; a part's error is
+// returned.
+func TestParts(t *testing.T) {
+	var mu sync.Mutex
+	var seen []int
+	parts := 0
+	err := Parts(context.Background(), []int{1, 2, 3, 4, 5}, 2, func(_ context.Context, part []int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		parts++
+		seen = append(seen, part...)
+		return nil
+	})
+	slices.Sort(seen)
+	if err != nil || parts != 2 || !slices.Equal(seen, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("err %v, %d parts, items %v; want 2 parts of all 5 items", err, parts, seen)
+	}
+	boom := errors.New("boom")
+	if err := Parts(context.Background(), []int{1, 2}, 2, func(context.Context, []int) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("err %v, want %v", err, boom)
 	}
 }

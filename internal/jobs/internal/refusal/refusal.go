@@ -1,13 +1,29 @@
 // Package refusal reads the store's refusals of a leader's writes for the runner: which job a
-// refusal names, and what an operator is told about a job blocked by one.
+// refusal names, what an operator is told about a job blocked by one (Block), and how a batch
+// write goes on without the jobs blocked (Without).
 package refusal
 
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"scheduler"
 )
+
+// Block is a job the leader does not run because the store refuses its token for that job while
+// etcd confirms the term.
+type Block struct {
+	Job    string
+	Token  int64     // the term's token
+	Fence  int64     // the job's fence, above Token (0: the store did not say)
+	Since  time.Time // when the job was blocked, on the runner's clock
+	Reason string    // both possible causes and the remedy of each, for an operator
+	// Held: the job's fence is not above Token, but its raise to Token gave up waiting for a
+	// transaction that entered the fence with an older token and is still open.
+	Held bool
+}
 
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
 func BlockReason(job string, token, fence int64) string {
@@ -58,4 +74,35 @@ func BatchJob[T any](items []T, jobOf func(T) string) string {
 		}
 	}
 	return jobOf(items[0])
+}
+
+// Ops are what Without asks of the runner.
+type Ops struct {
+	// Refused settles a refusal of a write for job: nil when the job is now blocked and the
+	// term goes on, else the error that ends the term.
+	Refused func(job string, err error) error
+	Blocked func(job string) bool             // whether job is blocked
+	Fenced  func(job string, err error) error // the error that ends the term for a refusal
+}
+
+// Without settles a write of a batch that the store refused (err) for one of its jobs. When the
+// refusal blocks that job and the term goes on, write is called again with the items of the jobs
+// not blocked, until it is not refused. It returns the items last written and that write's error
+// (nil, or a failure other than the fence), or end, the error that ends the term. An err that is
+// not a refusal is returned with items as they are.
+func Without[T any](ops Ops, items []T, jobOf func(T) string, err error, write func([]T) error) (rest []T, werr, end error) {
+	for errors.Is(err, scheduler.ErrFenced) {
+		if end := ops.Refused(BatchJob(items, jobOf), err); end != nil {
+			return items, err, end
+		}
+		rest := slices.DeleteFunc(slices.Clone(items), func(x T) bool { return ops.Blocked(jobOf(x)) })
+		if len(rest) == len(items) {
+			return items, err, ops.Fenced(jobOf(items[0]), err)
+		}
+		if items = rest; len(items) == 0 {
+			return nil, nil, nil
+		}
+		err = write(items)
+	}
+	return items, err, nil
 }

@@ -1,0 +1,128 @@
+package jobs_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"scheduler"
+	"scheduler/internal/fence"
+	"scheduler/internal/fence/fencetest"
+	"scheduler/internal/jobs"
+)
+
+// slotLedger is the store, counting the claims of each slot and the executions of each slot.
+type slotLedger struct {
+	*fence.Store
+	mu     sync.Mutex
+	claims map[time.Time]int
+	ran    map[time.Time]int
+}
+
+func newSlotLedger(store *fence.Store) *slotLedger {
+	return &slotLedger{Store: store, claims: map[time.Time]int{}, ran: map[time.Time]int{}}
+}
+
+func (l *slotLedger) count(m map[time.Time]int, at time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return m[at.UTC()]
+}
+
+func (l *slotLedger) claimed(slots []scheduler.SlotKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range slots {
+		l.claims[s.At.UTC()]++
+	}
+}
+
+func (l *slotLedger) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	l.claimed(slots)
+	return l.Store.ClaimMany(ctx, token, node, slots)
+}
+
+func (l *slotLedger) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	l.claimed(slots)
+	return l.Store.ClaimAheadMany(ctx, token, node, slots)
+}
+
+// Execute runs a slot of the job: it counts it.
+func (l *slotLedger) Execute(_ context.Context, a scheduler.Attempt) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ran[a.Slot.UTC()]++
+	return "ran", nil
+}
+
+// TestRunner_ReloadAfterClaimAheadOnStore: a reload changes a job's timing after its next slot was
+// claimed ahead in the real store. A slot the new timing still has runs once, as the run claimed
+// for it and claimed once; one it does not have is closed skipped. Before, both were closed
+// skipped.
+func TestRunner_ReloadAfterClaimAheadOnStore(t *testing.T) {
+	for name, kept := range map[string]bool{"SlotKept": true, "SlotGone": false} {
+		t.Run(name, func(t *testing.T) {
+			fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+				led := newSlotLedger(store)
+				r, err := jobs.New([]jobs.Spec{testSpec(t, led, "@every 2s")}, jobs.Options{Node: "n1", Ledger: led, Logger: zaptest.NewLogger(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				leadFor(t, r, 10)
+				slot := claimedAhead(ctx, t, store)
+				// The new timing: every second keeps the slot; a period it is no multiple of does not.
+				to := "@every 1s"
+				for _, n := range []int64{3, 5, 7, 11, 13} {
+					if !kept && slot.Unix()%n != 0 {
+						to = "@every " + time.Duration(n*int64(time.Second)).String()
+						break
+					}
+				}
+				if err := r.SetTable([]jobs.Spec{testSpec(t, led, to)}); err != nil {
+					t.Fatal(err)
+				}
+				run := waitRun(ctx, t, store, slot)
+				want, runs := scheduler.StatusSucceeded, 1
+				if !kept {
+					want, runs = scheduler.StatusSkipped, 0
+				}
+				if run.Status != want || run.Token != 10 || run.Attempt != runs || led.count(led.ran, slot) != runs || led.count(led.claims, slot) != 1 {
+					t.Fatalf("run=%+v, %d executions, %d claims; want %s under token 10, attempt %d, executed %d times, claimed once",
+						run, led.count(led.ran, slot), led.count(led.claims, slot), want, runs, runs)
+				}
+				if !kept && run.Reason != "the job's schedule changed before the slot" {
+					t.Fatalf("reason %q, want the schedule's change", run.Reason)
+				}
+				oneRowPerSlot(ctx, t, store)
+			})
+		})
+	}
+}
+
+// claimedAhead waits for the job's next slot to be claimed ahead (running, not started) and
+// returns it.
+func claimedAhead(ctx context.Context, t *testing.T, store *fence.Store) time.Time {
+	t.Helper()
+	return awaitRun(ctx, t, store, "no slot claimed ahead", func(r scheduler.Run) bool {
+		return r.Status == scheduler.StatusRunning && r.Attempt == 0
+	}).ScheduledAt
+}
+
+// oneRowPerSlot fails the test if the job has two runs of one slot.
+func oneRowPerSlot(ctx context.Context, t *testing.T, store *fence.Store) {
+	t.Helper()
+	runs, err := store.History(ctx, "job", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[time.Time]bool{}
+	for _, r := range runs {
+		if k := r.ScheduledAt.UTC(); seen[k] && !r.Manual {
+			t.Fatalf("two runs of slot %s: %+v", k, runs)
+		}
+		seen[r.ScheduledAt.UTC()] = true
+	}
+}

@@ -1,0 +1,205 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+
+	"scheduler"
+	"scheduler/internal/schedule"
+	"scheduler/internal/testenv"
+)
+
+// slotClaims is a fakeLedger that counts the claims of each slot, ahead or at fire.
+type slotClaims struct {
+	*fakeLedger
+	mu sync.Mutex
+	n  map[time.Time]int
+	// hold: the next claim ahead says it is sent on sent, and waits for release to close.
+	hold          atomic.Bool
+	sent, release chan struct{}
+}
+
+func (l *slotClaims) count(slots []scheduler.SlotKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range slots {
+		l.n[s.At.UTC()]++
+	}
+}
+
+func (l *slotClaims) claimsOf(at time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[at.UTC()]
+}
+
+func (l *slotClaims) ClaimMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	l.count(slots)
+	return l.fakeLedger.ClaimMany(ctx, token, node, slots)
+}
+
+func (l *slotClaims) ClaimAheadMany(ctx context.Context, token int64, node string, slots []scheduler.SlotKey) ([]scheduler.Result, error) {
+	if l.hold.CompareAndSwap(true, false) {
+		l.sent <- struct{}{}
+		<-l.release
+	}
+	l.count(slots)
+	return l.fakeLedger.ClaimAheadMany(ctx, token, node, slots)
+}
+
+// reloadCase is a reload of a job whose slot 12:10 was claimed ahead.
+type reloadCase struct {
+	name      string
+	from, to  func(*Spec)
+	claimLead time.Duration // how long before its fire time the slot is claimed (ClaimAhead)
+	fire      time.Duration // after the slot, when it fires by the new timing; < 0: at once
+	ran       bool          // the slot runs (else it is closed skipped)
+	before    []time.Time   // slots of the new timing that fire before it, and run
+}
+
+// TestRunner_ReloadKeepsSlotClaimedAhead: a reload changes a job's timing after its next slot
+// was claimed ahead, before or after the claim answered. A slot the new timing still has runs
+// once, as the run claimed for it, at its new fire time (at once if that passed); one it does
+// not have is closed skipped. Before, every such slot was closed skipped ("the job's schedule
+// changed") and never run.
+func TestRunner_ReloadKeepsSlotClaimedAhead(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := t0.Add(10 * time.Minute)
+	jittered := func(text string, jitter time.Duration) func(*Spec) {
+		return func(s *Spec) { s.Schedule, s.Jitter = mustSchedule(t, text), jitter }
+	}
+	every := func(text string) func(*Spec) { return jittered(text, 0) }
+	for _, tc := range []reloadCase{
+		{name: "CoarserSchedule", from: every("*/5 * * * *"), to: every("*/10 * * * *"), ran: true},
+		{name: "EquivalentText", from: every("*/10 * * * *"), to: every("@every 10m"), ran: true},
+		{name: "SameInstantOtherZone", from: every("10 12 * * *"),
+			to: func(s *Spec) { s.Schedule = mustScheduleIn(t, "10 13 * * *", paris) }, ran: true},
+		{name: "JitterAdded", from: every("*/10 * * * *"), to: jittered("*/10 * * * *", 5*time.Minute),
+			fire: schedule.Jitter("job", slot, 5*time.Minute), ran: true},
+		{name: "JitterRemoved", from: jittered("*/10 * * * *", 5*time.Minute), to: every("*/10 * * * *"), fire: -1, ran: true},
+		{name: "DenserSchedule", from: every("*/10 * * * *"), to: every("@every 20s"), claimLead: 30 * time.Second, ran: true,
+			before: []time.Time{slot.Add(-20 * time.Second)}},
+		{name: "SlotGone", from: every("*/10 * * * *"), to: every("*/7 * * * *")},
+		{name: "Disabled", from: every("*/10 * * * *"), to: func(s *Spec) { every("*/10 * * * *")(s); s.Enabled = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, slot, false) })
+		t.Run(tc.name+"/ClaimInFlight", func(t *testing.T) { tc.check(t, slot, true) })
+	}
+}
+
+// check runs the case; inFlight: the reload comes before the claim's answer.
+func (tc reloadCase) check(t *testing.T, slot time.Time, inFlight bool) {
+	var mu sync.Mutex
+	ran := map[time.Time]int{}
+	exec := execFunc(func(_ context.Context, a scheduler.Attempt) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran[a.Slot.UTC()]++
+		return "ran", nil
+	})
+	runs := func(at time.Time) int { mu.Lock(); defer mu.Unlock(); return ran[at] }
+	from := spec(t, "job", exec, tc.from)
+	oldFire := from.fireAt(slot)
+	lead := cmp.Or(tc.claimLead, time.Second)
+	clk := newFakeClock(oldFire.Add(-lead - 30*time.Second))
+	led := &slotClaims{fakeLedger: newFakeLedger(), n: map[time.Time]int{}, sent: make(chan struct{}), release: make(chan struct{})}
+	led.hold.Store(inFlight)
+	core, logs := observer.New(zapcore.InfoLevel)
+	r := mustNew(t, []Spec{from}, Options{Node: "n1", Ledger: led, Clock: clk, ClaimAhead: lead,
+		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))})
+	stop := leadAsync(t, r, token).stop
+	armed := func() {
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() == 1 })
+	}
+	armed()
+	clk.Advance(30 * time.Second) // the slot is claimed ahead
+	if inFlight {
+		<-led.sent
+	} else {
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "the claim ahead", func() bool {
+			rows := led.snapshot("job")
+			return len(rows) == 1 && rows[0].ScheduledAt.Equal(slot) && clk.Pending() == 1
+		})
+	}
+	if err := r.SetTable([]Spec{spec(t, "job", exec, tc.to)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reloaded", func() bool { return logs.FilterMessage("table reloaded").Len() == 1 })
+	if inFlight {
+		close(led.release) // the claim answers
+	}
+	fire := slot.Add(tc.fire)
+	if tc.fire < 0 {
+		fire = clk.Now()
+	}
+	for _, at := range tc.before {
+		armed()
+		clk.Advance(at.Sub(clk.Now()))
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "the slot before", func() bool { return runs(at) == 1 })
+	}
+	switch {
+	case tc.ran && fire.After(clk.Now()):
+		armed()
+		clk.Advance(fire.Sub(clk.Now()) - time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the loop's turn: a run started early would show
+		if n := runs(slot); n != 0 {
+			t.Fatalf("the slot ran %d times before its new fire time", n)
+		}
+		clk.Advance(time.Millisecond)
+	case !tc.ran:
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() >= 1 })
+		clk.Advance(oldFire.Sub(clk.Now()))
+	}
+	var row ledgerRow
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the slot settled", func() bool {
+		for _, r := range led.snapshot("job") {
+			if r.ScheduledAt.Equal(slot) && r.Status != scheduler.StatusRunning {
+				row = r
+				return true
+			}
+		}
+		return false
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("Lead=%v", err)
+	}
+	want, wantRuns := scheduler.StatusSucceeded, 1
+	if !tc.ran {
+		want, wantRuns = scheduler.StatusSkipped, 0
+	}
+	if row.Status != want || runs(slot) != wantRuns || row.Token != token || row.Attempt != wantRuns || led.claimsOf(slot) != 1 {
+		t.Fatalf("slot 12:10: row %+v, %d runs, %d claims; want %s, run %d times (attempt %d) under token %d, claimed once",
+			row, runs(slot), led.claimsOf(slot), want, wantRuns, wantRuns, token)
+	}
+	if !tc.ran && row.Completion.Reason != reasonReloaded {
+		t.Fatalf("reason %q, want %q", row.Completion.Reason, reasonReloaded)
+	}
+	seen := map[time.Time]bool{}
+	for _, r := range led.snapshot("job") {
+		if seen[r.ScheduledAt.UTC()] {
+			t.Fatalf("two rows for slot %s", r.ScheduledAt)
+		}
+		seen[r.ScheduledAt.UTC()] = true
+	}
+}
+
+func mustScheduleIn(tb testing.TB, text string, loc *time.Location) *schedule.Schedule {
+	tb.Helper()
+	s, err := schedule.Parse(text, loc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
