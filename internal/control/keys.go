@@ -96,11 +96,18 @@ func checkPrefix(prefix string) error {
 	return nil
 }
 
+// MaxJobName is the longest job name, in bytes. A name is a key of the store's indexes, whose
+// entries Postgres bounds (a little over 2,700 bytes): one longer name made every raise of the
+// fences fail, and with it every term, for all jobs.
+const MaxJobName = 128
+
 // checkJob validates a job name the way the configuration does.
 func checkJob(job string) error {
 	switch {
 	case job == "":
 		return fmt.Errorf("%w: empty", ErrInvalidJob)
+	case len(job) > MaxJobName:
+		return fmt.Errorf("%w %q: %d bytes long, more than the limit of %d", ErrInvalidJob, shownKey(job), len(job), MaxJobName)
 	case strings.Contains(job, "/"):
 		return fmt.Errorf("%w %q: must not contain /", ErrInvalidJob, shownKey(job))
 	}

@@ -50,6 +50,8 @@ func TestCheckJob(t *testing.T) {
 		{"a b", false, "[a-z0-9_-]+"},
 		{"a:b", false, "[a-z0-9_-]+"},
 		{"a\n", false, "[a-z0-9_-]+"},
+		{strings.Repeat("a", MaxJobName), true, ""},
+		{strings.Repeat("a", MaxJobName+1), false, "129 bytes long, more than the limit of 128"},
 	} {
 		err := checkJob(tc.job)
 		switch {
