@@ -51,7 +51,7 @@ func TestConfig_Backend(t *testing.T) {
 		if z := cfg.ZooKeeper; len(z.Servers) != 2 || z.SessionTimeout != 4*time.Second || z.Path != "/scheduler/election" {
 			t.Fatalf("zookeeper = %+v", z)
 		}
-		cfg, err = Load(configtest.Write(t, ""), nil)
+		cfg, err = Load(configtest.Write(t, "jobs: []\n"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

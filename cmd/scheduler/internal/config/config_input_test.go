@@ -61,6 +61,16 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EndpointPortOutOfRange", "single_node: true\netcd: {endpoints: ['etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 		{"EndpointURLPortOutOfRange", "single_node: true\netcd: {endpoints: ['http://etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 
+		{"EmptyFile", "", nil, []string{"the file holds no settings (it is empty, or comments only): for a table without jobs write `jobs: []`"}, nil},
+		{"CommentsOnly", "# jobs:\n#   - {name: a}\n", nil, []string{"the file holds no settings"}, nil},
+		{"NullDocument", "~\n", nil, []string{"the file holds no settings"}, nil},
+		{"EmptyFileAndVariable", "", []string{"SCHEDULER_XYZZY=1"}, []string{"the file holds no settings", "SCHEDULER_XYZZY: unknown variable"}, nil},
+		{"SecondDocument", configtest.MinimalJob + "---\njobs: []\n", nil, []string{"line 7: a second YAML document begins here"}, nil},
+		{"SecondDocumentBroken", configtest.MinimalJob + "---\njobs: [\n", nil, []string{"line 8: did not find expected node content"}, nil},
+		{"ThirdDocument", configtest.MinimalJob + "---\n---\nnode: x\n", nil, []string{"line 8: a second YAML document begins here"}, nil},
+		{"PythonTag", "node: !!python/object/apply:os.system [ls]\n" + configtest.MinimalJob, nil, []string{`line 1: the tag "!!python/object/apply:os.system" is not supported`}, nil},
+		{"LocalTag", "node: !secret x\n" + configtest.MinimalJob, nil, []string{`line 1: the tag "!secret" is not supported`}, nil},
+		{"BinaryTag", "jobs:\n  - {name: !!binary YmVhdA==, schedule: '@hourly', type: sql, sql: x}\n", nil, []string{`line 2: the tag "!!binary" is not supported`}, nil},
 		{"JobNameTooLong", "jobs:\n  - {name: " + strings.Repeat("a", 129) + ", schedule: '@hourly', type: sql, sql: x}\n", nil,
 			[]string{"jobs[0].name: is 129 bytes long, more than the limit of 128"}, []string{strings.Repeat("a", 129)}},
 		{"JitterHuge", configtest.MinimalJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},
@@ -110,6 +120,10 @@ func TestLoad_GoodInput(t *testing.T) {
 		env   []string
 		check func(*testing.T, *Config)
 	}{
+		{"NoJobs", "jobs: []\n", nil, nil},
+		{"EndMarkers", configtest.MinimalJob + "---\n...\n---\n", nil, nil},
+		{"CoreTags", "node: !!str 12\nshutdown_grace: !!str 5s\n" + configtest.MinimalJob + "    retries: !!int 2\n", nil, nil},
+		{"Anchors", "defaults: &d {timeout: 10s}\njobs:\n  - {<<: *d, name: a, schedule: '@hourly', type: sql, sql: x}\n", nil, nil},
 		{"JobNameLongest", "jobs:\n  - {name: " + strings.Repeat("a", 128) + ", schedule: '@hourly', type: sql, sql: x}\n", nil, nil},
 		{"HTTPPortZero", "http: {addr: ':0'}\n" + configtest.MinimalJob, nil, nil},
 		{"HTTPPortMax", "http: {addr: '[::1]:65535'}\n" + configtest.MinimalJob, nil, nil},

@@ -12,9 +12,9 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
-	"go.yaml.in/yaml/v3"
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
+	"scheduler/cmd/scheduler/internal/config/internal/document"
 	"scheduler/cmd/scheduler/internal/suggest"
 )
 
@@ -70,13 +70,17 @@ func readErrorMessage(err error) string {
 // problems met on the way. The Config is nil when the document is not YAML or not a mapping, and
 // partly decoded when some values could not be.
 func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
-	// The one parse of the file, by yaml.v3: it names the line of a syntax error and rejects
-	// duplicate keys, which viper would let the last one win. Viper gets the parsed document.
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, []Problem{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	// Viper gets the document parsed once (parseDocument).
+	doc, msgs := document.Parse(data)
+	if len(msgs) > 0 {
+		problems := make([]Problem, len(msgs))
+		for i, m := range msgs {
+			problems[i] = Problem{Msg: m}
+		}
+		return nil, problems
 	}
-	file := map[string]any{}
+	// A file that sets nothing is refused, and the environment still checked.
+	file, fileProblems := map[string]any{}, []Problem{{Msg: document.Empty}}
 	if doc != nil {
 		m, ok := doc.(map[string]any)
 		if !ok {
@@ -85,7 +89,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
 			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
 		}
-		file = m
+		file, fileProblems = m, nil
 	}
 
 	v := viper.New()
@@ -150,7 +154,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	if len(fromEnv) > 0 {
 		cfg.fromEnv = fromEnv
 	}
-	problems = append(envProblems, problems...)
+	problems = append(append(fileProblems, envProblems...), problems...)
 	cfg.historyFromTop = historyFromTop
 	if cfg.Node == "" {
 		host, err := os.Hostname()

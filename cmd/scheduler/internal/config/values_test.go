@@ -99,7 +99,7 @@ func TestLoad_ListsFromEnv(t *testing.T) {
 			if got := listAt(t, cfg, key); !slices.Equal(got, []string{"a:1", "b:2"}) {
 				t.Fatalf("%s=%q, want [a:1 b:2]", key, got)
 			}
-			if _, problems := decodeConfig(nil, []string{name + "="}); len(problems) != 0 {
+			if _, problems := decodeConfig([]byte("jobs: []\n"), []string{name + "="}); len(problems) != 0 {
 				t.Fatalf("an empty variable: %v, want an empty list", problems)
 			}
 			for _, bad := range []string{",,", " ", "a:1,", ",a:1", "a:1,,b:2"} {
