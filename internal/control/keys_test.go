@@ -75,6 +75,9 @@ func TestCheckNode(t *testing.T) {
 		{"a b", false},
 		{"a\tb", false},
 		{"a\x7f", false},
+		{"a\x01b", false},
+		{strings.Repeat("n", MaxNodeName), true},
+		{strings.Repeat("n", MaxNodeName+1), false},
 	} {
 		err := checkNode(tc.node)
 		switch {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
+	"scheduler/internal/control"
 )
 
 var (
@@ -30,8 +31,8 @@ func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
 // validateAt is Validate with the instant from which schedules are looked at.
 func (c *Config) validateAt(now time.Time) []Problem {
 	var p problems
-	if strings.ContainsAny(c.Node, " \t\n/") {
-		p.add("node", "must not contain spaces or slashes, got %q", c.Node)
+	if msg := control.NodeProblem(c.Node); msg != "" {
+		p.add("node", "%s, got %.200q", msg, c.Node)
 	}
 	if c.DataDir == "" {
 		p.add("data_dir", "must not be empty")
