@@ -28,6 +28,7 @@ func TestCheck(t *testing.T) {
 			{"env.OK", "contains a NUL byte"},
 			{"env.SCHEDULER_JOB", "set by the scheduler for each run"},
 		}},
+		{"ExecDirNUL", ExecConfig{Command: []string{"true"}, Dir: "/tmp\x00x"}, []Problem{{"dir", "contains a NUL byte"}}},
 		{"ExecUnknownUserAndGroup", ExecConfig{Command: []string{"true"}, User: "no-such-user-here", Group: "no-such-group-here"}, []Problem{
 			{"user", `unknown user "no-such-user-here"`},
 			{"group", `unknown group "no-such-group-here"`},
@@ -43,6 +44,7 @@ func TestCheck(t *testing.T) {
 		}},
 		{"SQLValid", SQLConfig{Statements: "SELECT 1; SELECT 2", Role: "nightly_job"}, nil},
 		{"SQLNoStatements", SQLConfig{Statements: " \n"}, []Problem{{"sql", "is required for a sql job: the statements to run"}}},
+		{"SQLNUL", SQLConfig{Statements: "SELECT 1;\x00DELETE FROM invoices"}, []Problem{{"sql", "contains a NUL byte"}}},
 		{"SQLRoleInjection", SQLConfig{Statements: "SELECT 1", Role: `x"; DROP TABLE runs; --`}, []Problem{
 			{"role", `must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got "x\"; DROP TABLE runs; --"`},
 		}},

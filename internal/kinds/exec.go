@@ -120,6 +120,9 @@ func (cfg ExecConfig) Check() []Problem {
 			ps.add(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
 		}
 	}
+	if strings.IndexByte(cfg.Dir, 0) >= 0 {
+		ps.add("dir", "contains a NUL byte") // no directory has one: every run would fail
+	}
 	for _, k := range sortedNames(cfg.Env) {
 		switch v := cfg.Env[k]; {
 		case k == "" || strings.ContainsAny(k, "=\x00"):
