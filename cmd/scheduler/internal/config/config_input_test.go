@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config/configtest"
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 )
 
 // mustLoadError loads path with env and fails the test unless the load fails with a *Error
@@ -265,7 +266,7 @@ func TestLoad_FileLimits(t *testing.T) {
 		// be refused, not waited on.
 		done := make(chan error, 1)
 		go func() {
-			f, err := openChecked(fifo, time.Second)
+			f, err := filelimit.OpenChecked(fifo, time.Second)
 			if f != nil {
 				f.Close()
 			}
@@ -282,7 +283,7 @@ func TestLoad_FileLimits(t *testing.T) {
 	})
 	t.Run("ReadsAtMostOneBytePastTheLimit", func(t *testing.T) {
 		r := &countingReader{r: zeroReader{}}
-		if _, err := readLimited(r, "stream", fileLimit{1000, "configuration"}); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
+		if _, err := filelimit.ReadLimited(r, "stream", filelimit.Limit{Bytes: 1000, Kind: "configuration"}); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
 			t.Fatalf("err=%v", err)
 		}
 		if r.n > 1001 {

@@ -15,6 +15,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/config/internal/document"
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/suggest"
 )
 
@@ -36,7 +37,7 @@ func Load(path string, environ []string) (*Config, error) {
 // checkConfig reads, decodes and validates the file at path: the config (nil when the file
 // could not be read or is no mapping) and every problem found in it.
 func checkConfig(path string, environ []string) (*Config, []Problem) {
-	data, err := readBoundedFile(path, configLimit)
+	data, err := filelimit.Read(path, configLimit)
 	if err != nil {
 		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
