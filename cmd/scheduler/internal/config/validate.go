@@ -63,6 +63,8 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	c.validateJobStore(&p)
 	if !identifierRE.MatchString(c.Store.Schema) || len(c.Store.Schema) > 63 {
 		p.add("store.schema", "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Store.Schema)
+	} else if strings.HasPrefix(c.Store.Schema, "pg_") {
+		p.add("store.schema", "%s: names beginning pg_ are PostgreSQL's own, `migrate` could not create the schema", c.Store.Schema)
 	}
 	if c.HTTP.Addr != "" {
 		if msg := checkHostPort(c.HTTP.Addr); msg != "" {
