@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,6 +28,11 @@ func TestCheck(t *testing.T) {
 			{"env", `invalid variable name "A=B"`},
 			{"env.OK", "contains a NUL byte"},
 			{"env.SCHEDULER_JOB", "set by the scheduler for each run"},
+		}},
+		{"ExecLongestStrings", ExecConfig{Command: []string{"true", strings.Repeat("a", 131071)}, Env: map[string]string{"A": strings.Repeat("v", 131069)}}, nil},
+		{"ExecTooLongStrings", ExecConfig{Command: []string{"true", strings.Repeat("a", 131072)}, Env: map[string]string{"A": strings.Repeat("v", 131070)}}, []Problem{
+			{"command[1]", "is 131072 bytes long: the kernel takes an argument of at most 131071"},
+			{"env.A", "is 131072 bytes long with its name: the kernel takes a variable of at most 131071"},
 		}},
 		{"ExecDirNUL", ExecConfig{Command: []string{"true"}, Dir: "/tmp\x00x"}, []Problem{{"dir", "contains a NUL byte"}}},
 		{"ExecUnknownUserAndGroup", ExecConfig{Command: []string{"true"}, User: "no-such-user-here", Group: "no-such-group-here"}, []Problem{
