@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zapcore"
 
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
 	"scheduler/internal/control"
 )
@@ -71,7 +72,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
 		}
 	}
-	if token, err := tokenfile.Read(c.HTTP.AdminTokenFile); err != nil {
+	if token, err := tokenfile.Read(c.HTTP.AdminTokenFile, filelimit.Open); err != nil {
 		p.add("http.admin_token_file", "%v", err)
 	} else {
 		c.HTTP.AdminToken = token

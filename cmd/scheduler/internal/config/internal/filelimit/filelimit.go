@@ -34,6 +34,11 @@ func Read(path string, l Limit) ([]byte, error) {
 	return data, err
 }
 
+// Open opens path for reading as Read does, without reading it: a regular file only, never
+// waiting on a pipe, and with a read deadline on a file whose reads can wait (see
+// openRegularFile). A read past the deadline fails with os.ErrDeadlineExceeded.
+func Open(path string) (*os.File, error) { return openRegularFile(path, fileStall) }
+
 // fileStall is how long a read of the configuration or a secret file may wait for data. A file
 // on disk never makes a read wait; a kernel stream that stat calls a regular file (/proc/kmsg)
 // would block `validate`, a reload, and with it the daemon's shutdown, forever.
