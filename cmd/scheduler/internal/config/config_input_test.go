@@ -46,6 +46,16 @@ func loadWant(t *testing.T, path string, env []string, want ...string) *Error {
 	return mustLoadError(t, path, env, want...)
 }
 
+// pipe makes a named pipe, with no writer, and returns its path.
+func pipe(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestLoad_BadInput covers values, variables and sizes that used to get through.
 func TestLoad_BadInput(t *testing.T) {
 	cases := []struct {
@@ -75,6 +85,10 @@ func TestLoad_BadInput(t *testing.T) {
 		{"NodeControlCharacter", "node: \"a\\x01b\"\n" + configtest.MinimalJob, nil, []string{`node: must not contain /, spaces or control characters, got "a\x01b"`}, nil},
 		{"NodeFromVariable", configtest.MinimalJob, []string{"SCHEDULER_NODE=a\x7fb"}, []string{`node: set by SCHEDULER_NODE: must not contain /`}, nil},
 		{"NodeTooLong", configtest.MinimalJob, []string{"SCHEDULER_NODE=" + strings.Repeat("n", 254)}, []string{`node: set by SCHEDULER_NODE: 254 bytes long, more than the limit of 253`}, nil},
+		{"TLSFileIsAPipe", "single_node: true\netcd: {endpoints: ['e:2379']}\n" + configtest.MinimalJob, []string{"SCHEDULER_ETCD_TLS_CA_FILE=" + pipe(t)},
+			[]string{"etcd.tls.ca_file: set by SCHEDULER_ETCD_TLS_CA_FILE: cannot read", "is not a regular file (a named pipe)"}, nil},
+		{"TLSFileIsADevice", "single_node: true\netcd: {endpoints: ['e:2379'], tls: {cert_file: /dev/zero, key_file: /dev/urandom}}\n" + configtest.MinimalJob, nil,
+			[]string{`etcd.tls.cert_file: cannot read "/dev/zero": /dev/zero is not a regular file (a device)`, `etcd.tls.key_file: cannot read "/dev/urandom"`}, nil},
 		{"JobNameTooLong", "jobs:\n  - {name: " + strings.Repeat("a", 129) + ", schedule: '@hourly', type: sql, sql: x}\n", nil,
 			[]string{"jobs[0].name: is 129 bytes long, more than the limit of 128"}, []string{strings.Repeat("a", 129)}},
 		{"JitterHuge", configtest.MinimalJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},

@@ -14,4 +14,6 @@ const MaxJobs = 100_000
 var (
 	configLimit = filelimit.Limit{Bytes: MaxConfigBytes, Kind: "configuration"}
 	secretLimit = filelimit.Limit{Bytes: MaxSecretBytes, Kind: "secret"}
+	// tlsLimit bounds a PEM file: a bundle of every public CA is a fifth of it.
+	tlsLimit = filelimit.Limit{Bytes: 1 << 20, Kind: "TLS"}
 )
