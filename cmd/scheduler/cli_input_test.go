@@ -53,6 +53,17 @@ func TestCLI_BadInput(t *testing.T) {
 			}
 		})
 	}
+	// A node name the registry refuses was taken by `validate` (from the file or a variable) and
+	// by `run --node` (never checked): the daemon then failed its registration every second.
+	t.Run("NodeFlag", func(t *testing.T) {
+		path := configtest.Write(t, "data_dir: "+t.TempDir()+"\nhttp: {addr: ''}\n"+configtest.MinimalJob)
+		for _, node := range []string{"a\x01b", strings.Repeat("n", 254)} {
+			code, out, errOut := runCLIEnv(t, nil, "run", "--config", path, "--node", node)
+			if code != 2 || !strings.Contains(errOut, "--node: ") {
+				t.Errorf("run --node %.20q: exit %d, want 2 naming --node; out=%q err=%.500q", node, code, out, errOut)
+			}
+		}
+	})
 	t.Run("RunVariablesAreNotErrors", func(t *testing.T) {
 		env := []string{kinds.EnvFenceToken + "=42", kinds.EnvJob + "=beat", kinds.EnvScheduledAt + "=2026-03-01T00:00:00Z", kinds.EnvRunID + "=9", kinds.EnvAttempt + "=1", kinds.EnvRunSecret + "=00ff"}
 		if code, out, errOut := runCLIEnv(t, env, "validate", "--config", configtest.Write(t, configtest.MinimalJob)); code != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/coord"
+	"scheduler/cmd/scheduler/internal/logs"
 	"scheduler/internal/control"
 	"scheduler/internal/fence"
 	"scheduler/internal/status"
@@ -133,7 +134,7 @@ func printStatus(w io.Writer, doc status.Doc) {
 		fmt.Fprintf(w, "replica:  %s version %s table %s http %s\n", r.Node, r.Version, r.TableHash, r.HTTPAddr)
 	}
 	for _, warn := range doc.Warnings {
-		fmt.Fprintf(w, "warning:  %s\n", warn)
+		fmt.Fprintf(w, "warning:  %s\n", logs.Escape(warn))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -109,10 +109,10 @@ func runDaemon(ctx context.Context, c *cli, node string) (err error) {
 	if err != nil {
 		return err
 	}
-	cfg := l.Config
-	if node != "" {
-		cfg.Node = node
+	if err := l.OverrideNode(node); err != nil {
+		return &usageError{err}
 	}
+	cfg := l.Config
 	lg, err := newLogger(cfg.Log, c.stderr)
 	if err != nil {
 		return err

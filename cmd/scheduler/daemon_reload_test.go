@@ -23,7 +23,8 @@ import (
 
 // TestDaemon_ReloadRefusesOversizeOrSpecialFile: a SIGHUP reload reads through the same limits
 // as validate. A file past config.MaxConfigBytes, or a named pipe in its place, is refused at once with
-// the file and the reason named, and the running table keeps firing.
+// the file and the reason named, and the running table keeps firing; so is a file that sets
+// nothing or holds a second document.
 func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
@@ -69,6 +70,29 @@ func TestDaemon_ReloadRefusesOversizeOrSpecialFile(t *testing.T) {
 	restore()
 	before = countStatus(c.history("tick"), scheduler.StatusSucceeded)
 	c.wait("tick keeps running after the pipe", func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) > before+1 })
+
+	// A file emptied by a writer that has not finished, and one with a second document after
+	// the first, were taken: a table of no jobs, or the first document's alone.
+	for _, bad := range []struct{ body, says string }{
+		{"", "the file holds no settings"},
+		{"# being written\n", "the file holds no settings"},
+		{string(good) + "\n---\njobs: []\n", "a second YAML document begins here"},
+	} {
+		if err := os.WriteFile(c.path, []byte(bad.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(r.logs.String(), bad.says)
+		if err := syscallHUP(); err != nil {
+			t.Fatal(err)
+		}
+		c.wait("the reload of "+bad.says+" to be rejected", func() bool { return strings.Count(r.logs.String(), bad.says) > n })
+		restore()
+		before = countStatus(c.history("tick"), scheduler.StatusSucceeded)
+		c.wait("tick keeps running after "+bad.says, func() bool { return countStatus(c.history("tick"), scheduler.StatusSucceeded) > before+1 })
+	}
+	if strings.Contains(r.logs.String(), "configuration reloaded") {
+		t.Fatalf("a bad file was reloaded:\n%s", r.logs.String())
+	}
 	if err := syscallHUP(); err != nil { // and a good reload still succeeds afterwards
 		t.Fatal(err)
 	}

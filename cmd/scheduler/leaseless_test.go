@@ -96,7 +96,11 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	outsider := "/test/election/outsider"
-	if _, err := cli.Put(ctx, outsider, "someone", clientv3.WithLease(lease.ID)); err != nil {
+	// Its value, and a registry entry on its lease, hold what a terminal acts on.
+	if _, err := cli.Put(ctx, outsider, "someone\x1b]0;owned\x07", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/test/election:replica/x", `{"node":"x","version":"\u001b[2J"}`, clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
 	// a's leader key deleted: a's next key is newer than the outsider's, which now holds the election.
@@ -114,6 +118,8 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	})
 	if out := c.cli("status"); !strings.Contains(out, "names no running replica") || !strings.Contains(out, revoke) {
 		t.Fatalf("status does not say that no replica holds the election:\n%s", out)
+	} else if strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `leader:   someone\x1b]0;owned\x07,`) {
+		t.Fatalf("status prints the keys' control characters as they are, or not the leader escaped:\n%q", out)
 	}
 	if _, body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, "names no running replica") {
 		t.Fatalf("/status does not say that no replica holds the election:\n%.1000s", body)

@@ -43,10 +43,8 @@ func (d *daemon) reload(context.Context) {
 		d.lg.Error("reload rejected; the current table keeps running", zap.String("config", d.path), zap.Error(err))
 		return
 	}
+	_ = l.OverrideNode(d.node) // the flag was checked at start
 	cfg := l.Config
-	if d.node != "" {
-		cfg.Node = d.node
-	}
 	d.m.Reloaded(true)
 	d.reg.Republish()
 	d.lg.Info("configuration reloaded", zap.Int("jobs", len(cfg.Jobs)), zap.String("table_hash", l.Hash))

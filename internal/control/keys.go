@@ -96,11 +96,18 @@ func checkPrefix(prefix string) error {
 	return nil
 }
 
+// MaxJobName is the longest job name, in bytes. A name is a key of the store's indexes, whose
+// entries Postgres bounds (a little over 2,700 bytes): one longer name made every raise of the
+// fences fail, and with it every term, for all jobs.
+const MaxJobName = 128
+
 // checkJob validates a job name the way the configuration does.
 func checkJob(job string) error {
 	switch {
 	case job == "":
 		return fmt.Errorf("%w: empty", ErrInvalidJob)
+	case len(job) > MaxJobName:
+		return fmt.Errorf("%w %q: %d bytes long, more than the limit of %d", ErrInvalidJob, shownKey(job), len(job), MaxJobName)
 	case strings.Contains(job, "/"):
 		return fmt.Errorf("%w %q: must not contain /", ErrInvalidJob, shownKey(job))
 	}
@@ -112,6 +119,10 @@ func checkJob(job string) error {
 	return nil
 }
 
+// MaxNodeName is the longest node name, in bytes: a DNS name's. A name is a key of the store's
+// registry, which Postgres indexes with a bound of its own.
+const MaxNodeName = 253
+
 // checkNode validates a replica's node name, which defaults to the host
 // name and is therefore checked only for what would break a key or a log
 // line.
@@ -119,10 +130,23 @@ func checkNode(node string) error {
 	if node == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidNode)
 	}
-	for _, c := range node {
-		if c == '/' || c <= ' ' || c == 0x7f {
-			return fmt.Errorf("%w %q: must not contain /, spaces or control characters", ErrInvalidNode, shownKey(node))
-		}
+	if msg := NodeProblem(node); msg != "" {
+		return fmt.Errorf("%w %q: %s", ErrInvalidNode, shownKey(node), msg)
 	}
 	return nil
+}
+
+// NodeProblem says what unfits a non-empty node name for a replica's keys, or "" when nothing
+// does: the one rule, which the configuration applies too, so that a name `validate` takes is
+// never refused by a running daemon's registration, again and again.
+func NodeProblem(node string) string {
+	if len(node) > MaxNodeName {
+		return fmt.Sprintf("%d bytes long, more than the limit of %d", len(node), MaxNodeName)
+	}
+	for _, c := range node {
+		if c == '/' || c <= ' ' || c == 0x7f {
+			return "must not contain /, spaces or control characters"
+		}
+	}
+	return ""
 }

@@ -50,6 +50,8 @@ func TestCheckJob(t *testing.T) {
 		{"a b", false, "[a-z0-9_-]+"},
 		{"a:b", false, "[a-z0-9_-]+"},
 		{"a\n", false, "[a-z0-9_-]+"},
+		{strings.Repeat("a", MaxJobName), true, ""},
+		{strings.Repeat("a", MaxJobName+1), false, "129 bytes long, more than the limit of 128"},
 	} {
 		err := checkJob(tc.job)
 		switch {
@@ -73,6 +75,9 @@ func TestCheckNode(t *testing.T) {
 		{"a b", false},
 		{"a\tb", false},
 		{"a\x7f", false},
+		{"a\x01b", false},
+		{strings.Repeat("n", MaxNodeName), true},
+		{strings.Repeat("n", MaxNodeName+1), false},
 	} {
 		err := checkNode(tc.node)
 		switch {

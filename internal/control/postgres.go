@@ -186,8 +186,8 @@ func (s *Postgres) Register(ctx context.Context, r Replica, ttl time.Duration) e
 }
 
 // Replicas returns the replicas whose entries have not expired, by node
-// name. An entry whose value does not parse is returned with its node name
-// only.
+// name. An entry whose value does not parse, or holds a text no replica
+// publishes (checkReplicaFields), is returned with its node name only.
 func (s *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
 	rows, err := s.pool.Query(ctx, s.q.replicas)
 	if err != nil {
@@ -200,7 +200,7 @@ func (s *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
 	)
 	_, err = pgx.ForEachRow(rows, []any{&node, &entry}, func() error {
 		var r Replica
-		if json.Unmarshal(entry, &r) != nil {
+		if json.Unmarshal(entry, &r) != nil || checkReplicaFields(r) != nil {
 			r = Replica{}
 		}
 		r.Node = node

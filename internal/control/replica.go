@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -100,7 +101,30 @@ func decodeReplica(node string, value []byte) (Replica, error) {
 	if r.Node != node {
 		return Replica{}, fmt.Errorf("value names node %q", shownKey(r.Node))
 	}
+	if err := checkReplicaFields(r); err != nil {
+		return Replica{}, err
+	}
 	return r, nil
+}
+
+// maxReplicaField bounds each text a replica publishes besides its name; a replica's own are
+// far shorter.
+const maxReplicaField = 256
+
+// checkReplicaFields refuses an entry whose texts a replica would never publish: longer than
+// maxReplicaField, or holding a control character (JSON decoding has replaced bytes that are
+// not UTF-8 already). `status` prints them to a terminal, where an entry written by hand could
+// otherwise retitle the window or clear it.
+func checkReplicaFields(r Replica) error {
+	for _, f := range []struct{ name, v string }{{"version", r.Version}, {"table_hash", r.TableHash}, {"http_addr", r.HTTPAddr}} {
+		switch {
+		case len(f.v) > maxReplicaField:
+			return fmt.Errorf("its %s is %d bytes long, more than %d", f.name, len(f.v), maxReplicaField)
+		case strings.ContainsFunc(f.v, unicode.IsControl):
+			return fmt.Errorf("its %s holds a control character", f.name)
+		}
+	}
+	return nil
 }
 
 // TableHash returns a short, stable digest of a job table described as

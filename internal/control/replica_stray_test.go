@@ -10,7 +10,7 @@ import (
 )
 
 // TestStore_Registry: registry entries written by hand (without a lease, or not a replica's
-// entry for their key) are no replicas: each is reported, bounded, with the command that
+// entry for their key, or with texts no replica publishes) are no replicas: each is reported, bounded, with the command that
 // removes it, and the real replicas are listed alone.
 func TestStore_Registry(t *testing.T) {
 	t.Parallel()
@@ -33,14 +33,22 @@ func TestStore_Registry(t *testing.T) {
 		p + long:     clientv3.NoLease,
 		p + "ghost":  clientv3.NoLease,
 		p + "leased": sess.Lease(),
+		// Leased, and a replica's entry for its key, but with texts that `status` would print
+		// to a terminal as they are.
+		p + "escape":  sess.Lease(),
+		p + "c1":      sess.Lease(),
+		p + "longver": sess.Lease(),
 	}
 	values := map[string]string{
-		p + "evil":   "not json",
-		p:            `{"node":"zz"}`,
-		p + "typed":  `{"node":5,"version":[1],"table_hash":{},"http_addr":true,"started_at":"x"}`,
-		p + long:     `{"http_addr":"127.0.0.1:1"}`,
-		p + "ghost":  `{"node":"ghost","version":"v1","table_hash":"x"}`,
-		p + "leased": `{"node":"other"}`,
+		p + "evil":    "not json",
+		p:             `{"node":"zz"}`,
+		p + "typed":   `{"node":5,"version":[1],"table_hash":{},"http_addr":true,"started_at":"x"}`,
+		p + long:      `{"http_addr":"127.0.0.1:1"}`,
+		p + "ghost":   `{"node":"ghost","version":"v1","table_hash":"x"}`,
+		p + "leased":  `{"node":"other"}`,
+		p + "escape":  `{"node":"escape","version":"\u001b]0;owned\u0007","table_hash":"\u001b[2J","http_addr":"127.0.0.1:1"}`,
+		p + "c1":      `{"node":"c1","version":"v1","http_addr":"\u009b2J"}`,
+		p + "longver": `{"node":"longver","version":"` + strings.Repeat("v", 257) + `"}`,
 	}
 	for k, lease := range stray {
 		if _, err := s.cli.Put(ctx, k, values[k], clientv3.WithLease(lease)); err != nil {

@@ -31,8 +31,9 @@ func TestWatcher_HandWrittenKeys(t *testing.T) {
 		prefix + ":trigger/yearly/0000-06-01T00:00:00.000000Z",
 		prefix + ":trigger/" + strings.ToUpper(long) + "/2026-01-01T00:00:00.000000Z",
 	}
-	badPauses := []string{prefix + ":paused/", prefix + ":paused/UPPER", prefix + ":paused/a/b", prefix + ":paused/" + strings.ToUpper(long)}
-	unknownPauses := []string{prefix + ":paused/nosuchjob", prefix + ":paused/" + long}
+	// A name longer than any job's is no name at all.
+	badPauses := []string{prefix + ":paused/", prefix + ":paused/UPPER", prefix + ":paused/a/b", prefix + ":paused/" + strings.ToUpper(long), prefix + ":paused/" + long}
+	unknownPauses := []string{prefix + ":paused/nosuchjob", prefix + ":paused/" + strings.Repeat("x", MaxJobName)}
 	for _, k := range append(append(append([]string{}, badTriggers...), badPauses...), unknownPauses...) {
 		if _, err := cli.Put(ctx, k, `{"by":42}`); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,6 +29,12 @@ func TestCheck(t *testing.T) {
 			{"env.OK", "contains a NUL byte"},
 			{"env.SCHEDULER_JOB", "set by the scheduler for each run"},
 		}},
+		{"ExecLongestStrings", ExecConfig{Command: []string{"true", strings.Repeat("a", 131071)}, Env: map[string]string{"A": strings.Repeat("v", 131069)}}, nil},
+		{"ExecTooLongStrings", ExecConfig{Command: []string{"true", strings.Repeat("a", 131072)}, Env: map[string]string{"A": strings.Repeat("v", 131070)}}, []Problem{
+			{"command[1]", "is 131072 bytes long: the kernel takes an argument of at most 131071"},
+			{"env.A", "is 131072 bytes long with its name: the kernel takes a variable of at most 131071"},
+		}},
+		{"ExecDirNUL", ExecConfig{Command: []string{"true"}, Dir: "/tmp\x00x"}, []Problem{{"dir", "contains a NUL byte"}}},
 		{"ExecUnknownUserAndGroup", ExecConfig{Command: []string{"true"}, User: "no-such-user-here", Group: "no-such-group-here"}, []Problem{
 			{"user", `unknown user "no-such-user-here"`},
 			{"group", `unknown group "no-such-group-here"`},
@@ -43,6 +50,7 @@ func TestCheck(t *testing.T) {
 		}},
 		{"SQLValid", SQLConfig{Statements: "SELECT 1; SELECT 2", Role: "nightly_job"}, nil},
 		{"SQLNoStatements", SQLConfig{Statements: " \n"}, []Problem{{"sql", "is required for a sql job: the statements to run"}}},
+		{"SQLNUL", SQLConfig{Statements: "SELECT 1;\x00DELETE FROM invoices"}, []Problem{{"sql", "contains a NUL byte"}}},
 		{"SQLRoleInjection", SQLConfig{Statements: "SELECT 1", Role: `x"; DROP TABLE runs; --`}, []Problem{
 			{"role", `must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got "x\"; DROP TABLE runs; --"`},
 		}},

@@ -104,6 +104,11 @@ type ExecJob struct {
 	cred  *syscall.Credential
 }
 
+// maxArgString is the most bytes, its terminating NUL included, that Linux's execve takes of one
+// argument or one NAME=value string (MAX_ARG_STRLEN): past it every run fails with "argument
+// list too long".
+const maxArgString = 32 * 4096
+
 // Check reports every problem of cfg, each at its key: the one check of an exec job's
 // settings. It looks the user and group up, but does not ask whether this process may switch
 // to them (UserSwitch).
@@ -116,9 +121,15 @@ func (cfg ExecConfig) Check() []Problem {
 		ps.add("command[0]", "must name the program to run")
 	}
 	for i, a := range cfg.Command {
-		if strings.IndexByte(a, 0) >= 0 {
+		switch {
+		case strings.IndexByte(a, 0) >= 0:
 			ps.add(fmt.Sprintf("command[%d]", i), "contains a NUL byte")
+		case len(a) >= maxArgString:
+			ps.add(fmt.Sprintf("command[%d]", i), fmt.Sprintf("is %d bytes long: the kernel takes an argument of at most %d", len(a), maxArgString-1))
 		}
+	}
+	if strings.IndexByte(cfg.Dir, 0) >= 0 {
+		ps.add("dir", "contains a NUL byte") // no directory has one: every run would fail
 	}
 	for _, k := range sortedNames(cfg.Env) {
 		switch v := cfg.Env[k]; {
@@ -128,6 +139,8 @@ func (cfg ExecConfig) Check() []Problem {
 			ps.add("env."+k, "set by the scheduler for each run")
 		case strings.IndexByte(v, 0) >= 0:
 			ps.add("env."+k, "contains a NUL byte")
+		case len(k)+1+len(v) >= maxArgString:
+			ps.add("env."+k, fmt.Sprintf("is %d bytes long with its name: the kernel takes a variable of at most %d", len(k)+1+len(v), maxArgString-1))
 		}
 	}
 	if cfg.User != "" {

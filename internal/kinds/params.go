@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,12 +138,28 @@ func asInt(v any) (int, bool) {
 	case uint64:
 		return int(n), n <= 1<<53
 	case float64:
-		return int(n), n == float64(int(n))
+		return wholeFloat(n)
 	case string: // a variable's value, SCHEDULER_DEFAULTS_PARAMS_CLIENTS=5
-		i, err := strconv.Atoi(strings.TrimSpace(n))
-		return i, err == nil
+		s := strings.TrimSpace(n)
+		if i, err := strconv.Atoi(s); err == nil {
+			return i, true
+		}
+		// The file's 5.0 and 1e3 are whole numbers, so a variable's are too.
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, false
+		}
+		return wholeFloat(x)
 	}
 	return 0, false
+}
+
+// wholeFloat is x as an int when it is a whole number an int holds.
+func wholeFloat(x float64) (int, bool) {
+	if x != math.Trunc(x) || x >= math.MaxInt || x < math.MinInt {
+		return 0, false
+	}
+	return int(x), true
 }
 
 func asDuration(v any) (time.Duration, error) {

@@ -38,6 +38,10 @@ func (cfg SQLConfig) Check() []Problem {
 	if strings.TrimSpace(cfg.Statements) == "" {
 		ps.add("sql", "is required for a sql job: the statements to run")
 	}
+	if strings.IndexByte(cfg.Statements, 0) >= 0 {
+		// SQLite stops reading the text at it, so what follows would be dropped without a word.
+		ps.add("sql", "contains a NUL byte")
+	}
 	if cfg.Role != "" && (!roleRE.MatchString(cfg.Role) || len(cfg.Role) > 63) {
 		ps.add("role", fmt.Sprintf("must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", cfg.Role))
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/redact"
@@ -72,6 +73,29 @@ func TestLoad_AdminTokenFile(t *testing.T) {
 		}
 		if cfg.HTTP.AdminToken != "" || cfg.HTTP.AdminTokenFile != "" {
 			t.Fatalf("admin token=%q file=%q, want none", cfg.HTTP.AdminToken, cfg.HTTP.AdminTokenFile)
+		}
+	})
+
+	t.Run("KernelStream", func(t *testing.T) {
+		// /proc/kmsg is a regular file of mode 0400 to stat, whose reads wait for the kernel's
+		// next message: `validate` waited on it for good, deaf to SIGTERM.
+		f, err := os.Open("/proc/kmsg")
+		if err != nil {
+			t.Fatalf("this test needs /proc/kmsg readable, as root: %v", err)
+		}
+		f.Close()
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(configtest.Write(t, configtest.MinimalJob), []string{"SCHEDULER_HTTP_ADMIN_TOKEN_FILE=/proc/kmsg"})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "http.admin_token_file: set by SCHEDULER_HTTP_ADMIN_TOKEN_FILE: cannot read the admin token: /proc/kmsg gave no data") {
+				t.Fatalf("err=%v, want the stream named as giving no data", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Load still waits on /proc/kmsg after 30s")
 		}
 	})
 

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The coordinators election.backend names.
@@ -104,7 +106,16 @@ func (c *Config) validateZooKeeper(p *problems) {
 	}
 	if z.Path == "" || z.Path[0] != '/' || z.Path == "/" || path.Clean(z.Path) != z.Path {
 		p.add("zookeeper.path", "must be an absolute, clean node path other than /, got %q", z.Path)
+	} else if i := strings.IndexFunc(z.Path, zkRefuses); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(z.Path[i:])
+		p.add("zookeeper.path", "holds %U, which ZooKeeper refuses in a node path, got %q", r, z.Path)
 	}
+}
+
+// zkRefuses reports whether ZooKeeper's client refuses r in a node path: every campaign would
+// fail on it.
+func zkRefuses(r rune) bool {
+	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xf000 && r <= 0xf8ff || r >= 0xfff0 && r < 0xffff
 }
 
 func (c *Config) validateRedis(p *problems) {

@@ -31,6 +31,8 @@ func TestConfig_Backend(t *testing.T) {
 			{"NoServers", pgDSN + "election:\n  backend: zookeeper\n", []string{"zookeeper.servers: is empty"}},
 			{"BadServer", pgDSN + "election:\n  backend: zookeeper\nzookeeper:\n  servers: [zk]\n", []string{"zookeeper.servers[0]: must be host:port"}},
 			{"BadPath", pgDSN + "election:\n  backend: zookeeper\nzookeeper:\n  servers: [zk:2181]\n  path: sched/\n", []string{"zookeeper.path:"}},
+			{"PathControlCharacter", pgDSN + "election:\n  backend: zookeeper\nzookeeper:\n  servers: [zk:2181]\n  path: \"/sched\\x01\"\n", []string{`zookeeper.path: holds U+0001, which ZooKeeper refuses in a node path, got "/sched\x01"`}},
+			{"PathPrivateUse", pgDSN + "election:\n  backend: zookeeper\nzookeeper:\n  servers: [zk:2181]\n  path: \"/a/\\uf000\"\n", []string{"zookeeper.path: holds U+F000"}},
 			{"NoRedisAddr", pgDSN + "election:\n  backend: redis\n", []string{"redis.addr: is empty"}},
 			{"NegativeDB", pgDSN + "election:\n  backend: redis\nredis:\n  addr: r:6379\n  db: -1\n", []string{"redis.db: must not be negative"}},
 			{"EmptyKey", pgDSN + "election:\n  backend: redis\nredis:\n  addr: r:6379\n  key: ''\n", []string{"redis.key: must not be empty"}},
@@ -51,7 +53,7 @@ func TestConfig_Backend(t *testing.T) {
 		if z := cfg.ZooKeeper; len(z.Servers) != 2 || z.SessionTimeout != 4*time.Second || z.Path != "/scheduler/election" {
 			t.Fatalf("zookeeper = %+v", z)
 		}
-		cfg, err = Load(configtest.Write(t, ""), nil)
+		cfg, err = Load(configtest.Write(t, "jobs: []\n"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,7 +131,7 @@ type LogConfig struct {
 
 // Job is one entry of the cron table.
 type Job struct {
-	// Name identifies the job: unique, [a-z0-9_-]+.
+	// Name identifies the job: unique, [a-z0-9_-]+, at most control.MaxJobName bytes.
 	Name    string `mapstructure:"name"`
 	JobSpec `mapstructure:",squash"`
 

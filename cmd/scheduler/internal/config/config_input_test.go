@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config/configtest"
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 )
 
 // mustLoadError loads path with env and fails the test unless the load fails with a *Error
@@ -45,6 +46,16 @@ func loadWant(t *testing.T, path string, env []string, want ...string) *Error {
 	return mustLoadError(t, path, env, want...)
 }
 
+// pipe makes a named pipe, with no writer, and returns its path.
+func pipe(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestLoad_BadInput covers values, variables and sizes that used to get through.
 func TestLoad_BadInput(t *testing.T) {
 	cases := []struct {
@@ -61,6 +72,25 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EndpointPortOutOfRange", "single_node: true\netcd: {endpoints: ['etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 		{"EndpointURLPortOutOfRange", "single_node: true\netcd: {endpoints: ['http://etcd1:70000']}\n", nil, []string{"etcd.endpoints[0]:", "port 70000 is out of range"}, nil},
 
+		{"EmptyFile", "", nil, []string{"the file holds no settings (it is empty, or comments only): for a table without jobs write `jobs: []`"}, nil},
+		{"CommentsOnly", "# jobs:\n#   - {name: a}\n", nil, []string{"the file holds no settings"}, nil},
+		{"NullDocument", "~\n", nil, []string{"the file holds no settings"}, nil},
+		{"EmptyFileAndVariable", "", []string{"SCHEDULER_XYZZY=1"}, []string{"the file holds no settings", "SCHEDULER_XYZZY: unknown variable"}, nil},
+		{"SecondDocument", configtest.MinimalJob + "---\njobs: []\n", nil, []string{"line 7: a second YAML document begins here"}, nil},
+		{"SecondDocumentBroken", configtest.MinimalJob + "---\njobs: [\n", nil, []string{"line 8: did not find expected node content"}, nil},
+		{"ThirdDocument", configtest.MinimalJob + "---\n---\nnode: x\n", nil, []string{"line 8: a second YAML document begins here"}, nil},
+		{"PythonTag", "node: !!python/object/apply:os.system [ls]\n" + configtest.MinimalJob, nil, []string{`line 1: the tag "!!python/object/apply:os.system" is not supported`}, nil},
+		{"LocalTag", "node: !secret x\n" + configtest.MinimalJob, nil, []string{`line 1: the tag "!secret" is not supported`}, nil},
+		{"BinaryTag", "jobs:\n  - {name: !!binary YmVhdA==, schedule: '@hourly', type: sql, sql: x}\n", nil, []string{`line 2: the tag "!!binary" is not supported`}, nil},
+		{"NodeControlCharacter", "node: \"a\\x01b\"\n" + configtest.MinimalJob, nil, []string{`node: must not contain /, spaces or control characters, got "a\x01b"`}, nil},
+		{"NodeFromVariable", configtest.MinimalJob, []string{"SCHEDULER_NODE=a\x7fb"}, []string{`node: set by SCHEDULER_NODE: must not contain /`}, nil},
+		{"NodeTooLong", configtest.MinimalJob, []string{"SCHEDULER_NODE=" + strings.Repeat("n", 254)}, []string{`node: set by SCHEDULER_NODE: 254 bytes long, more than the limit of 253`}, nil},
+		{"TLSFileIsAPipe", "single_node: true\netcd: {endpoints: ['e:2379']}\n" + configtest.MinimalJob, []string{"SCHEDULER_ETCD_TLS_CA_FILE=" + pipe(t)},
+			[]string{"etcd.tls.ca_file: set by SCHEDULER_ETCD_TLS_CA_FILE: cannot read", "is not a regular file (a named pipe)"}, nil},
+		{"TLSFileIsADevice", "single_node: true\netcd: {endpoints: ['e:2379'], tls: {cert_file: /dev/zero, key_file: /dev/urandom}}\n" + configtest.MinimalJob, nil,
+			[]string{`etcd.tls.cert_file: cannot read "/dev/zero": /dev/zero is not a regular file (a device)`, `etcd.tls.key_file: cannot read "/dev/urandom"`}, nil},
+		{"JobNameTooLong", "jobs:\n  - {name: " + strings.Repeat("a", 129) + ", schedule: '@hourly', type: sql, sql: x}\n", nil,
+			[]string{"jobs[0].name: is 129 bytes long, more than the limit of 128"}, []string{strings.Repeat("a", 129)}},
 		{"JitterHuge", configtest.MinimalJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},
 		{"JitterEqualToGap", configtest.MinimalJob + "    jitter: 10s\n", nil, []string{"jobs[0].jitter:", "10s must be shorter"}, nil},
 		{"JitterAboveCronGap", "jobs:\n  - {name: a, schedule: '*/5 * * * *', type: sql, sql: x, jitter: 6m}\n", nil,
@@ -108,6 +138,11 @@ func TestLoad_GoodInput(t *testing.T) {
 		env   []string
 		check func(*testing.T, *Config)
 	}{
+		{"NoJobs", "jobs: []\n", nil, nil},
+		{"EndMarkers", configtest.MinimalJob + "---\n...\n---\n", nil, nil},
+		{"CoreTags", "node: !!str 12\nshutdown_grace: !!str 5s\n" + configtest.MinimalJob + "    retries: !!int 2\n", nil, nil},
+		{"Anchors", "defaults: &d {timeout: 10s}\njobs:\n  - {<<: *d, name: a, schedule: '@hourly', type: sql, sql: x}\n", nil, nil},
+		{"JobNameLongest", "jobs:\n  - {name: " + strings.Repeat("a", 128) + ", schedule: '@hourly', type: sql, sql: x}\n", nil, nil},
 		{"HTTPPortZero", "http: {addr: ':0'}\n" + configtest.MinimalJob, nil, nil},
 		{"HTTPPortMax", "http: {addr: '[::1]:65535'}\n" + configtest.MinimalJob, nil, nil},
 		{"HTTPServiceName", "http: {addr: 'localhost:http'}\n" + configtest.MinimalJob, nil, nil},
@@ -245,7 +280,7 @@ func TestLoad_FileLimits(t *testing.T) {
 		// be refused, not waited on.
 		done := make(chan error, 1)
 		go func() {
-			f, err := openChecked(fifo, time.Second)
+			f, err := filelimit.OpenChecked(fifo, time.Second)
 			if f != nil {
 				f.Close()
 			}
@@ -262,7 +297,7 @@ func TestLoad_FileLimits(t *testing.T) {
 	})
 	t.Run("ReadsAtMostOneBytePastTheLimit", func(t *testing.T) {
 		r := &countingReader{r: zeroReader{}}
-		if _, err := readLimited(r, "stream", fileLimit{1000, "configuration"}); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
+		if _, err := filelimit.ReadLimited(r, "stream", filelimit.Limit{Bytes: 1000, Kind: "configuration"}); err == nil || !strings.Contains(err.Error(), "stream is larger than the limit of 1000 bytes") {
 			t.Fatalf("err=%v", err)
 		}
 		if r.n > 1001 {

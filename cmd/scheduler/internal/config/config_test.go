@@ -139,6 +139,8 @@ func TestLoad_Invalid(t *testing.T) {
 		{"BadLogFormat", "log:\n  format: xml\n", nil, []string{"log.format: must be one of json, console"}},
 		{"BadLogLevel", "log:\n  level: loud\n", nil, []string{"log.level:"}},
 		{"BadSchema", "store:\n  schema: Bad-Name\n", nil, []string{"store.schema:"}},
+		{"SystemSchema", "store:\n  schema: pg_catalog\n", nil, []string{"store.schema: pg_catalog: names beginning pg_ are PostgreSQL's own"}},
+		{"ReservedSchema", "store:\n  schema: pg_x\n", nil, []string{"store.schema: pg_x: names beginning pg_"}},
 		{"BadDSN", "store:\n  dsn: 'postgres://u:hunter2@host:notaport/db'\n", nil, []string{"store.dsn:"}},
 		{"BadEndpoint", "etcd:\n  endpoints: [localhost]\n", nil, []string{"etcd.endpoints[0]:"}},
 		{"BadPrefix", "election:\n  prefix: scheduler/\n", nil, []string{"election.prefix:"}},

@@ -1,13 +1,6 @@
 package config
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"syscall"
-	"time"
-)
+import "scheduler/cmd/scheduler/internal/config/internal/filelimit"
 
 // MaxConfigBytes is the largest configuration file accepted. A cron table is small; the bound
 // keeps `validate`, `run` and a SIGHUP reload fast and their memory bounded whatever the path
@@ -18,108 +11,9 @@ const MaxConfigBytes = 16 << 20
 // so the bound keeps `validate` and a reload quick.
 const MaxJobs = 100_000
 
-// fileLimit is the largest file of one kind that is read, and the kind, for the refusal.
-type fileLimit struct {
-	bytes int64
-	kind  string
-}
-
 var (
-	configLimit = fileLimit{MaxConfigBytes, "configuration"}
-	secretLimit = fileLimit{MaxSecretBytes, "secret"}
+	configLimit = filelimit.Limit{Bytes: MaxConfigBytes, Kind: "configuration"}
+	secretLimit = filelimit.Limit{Bytes: MaxSecretBytes, Kind: "secret"}
+	// tlsLimit bounds a PEM file: a bundle of every public CA is a fifth of it.
+	tlsLimit = filelimit.Limit{Bytes: 1 << 20, Kind: "TLS"}
 )
-
-// readBoundedFile reads a regular file of at most l.bytes, reading no more than one byte past
-// the limit and waiting no longer than fileStall for data. Its errors name the path and never
-// quote the content, which may be a secret.
-func readBoundedFile(path string, l fileLimit) ([]byte, error) {
-	f, err := openRegularFile(path, fileStall)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := readLimited(f, path, l)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, stalledError(path, fileStall)
-	}
-	return data, err
-}
-
-// fileStall is how long a read of the configuration or a secret file may wait for data. A file
-// on disk never makes a read wait; a kernel stream that stat calls a regular file (/proc/kmsg)
-// would block `validate`, a reload, and with it the daemon's shutdown, forever.
-const fileStall = 5 * time.Second
-
-// openRegularFile opens path for reading if it is a regular file, and refuses anything else
-// without blocking: the open is non-blocking, so a named pipe put in place of the file after
-// the first check does not wait for a writer, and a file whose reads can wait (one the poller
-// accepts, which a file on disk never is) gets a read deadline stall from now.
-func openRegularFile(path string, stall time.Duration) (*os.File, error) {
-	// Stat before open, so that a device is refused without being opened at all.
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
-	}
-	return openChecked(path, stall)
-}
-
-// openChecked is openRegularFile once path was seen to be a regular file: what it opens may
-// have been replaced since.
-func openChecked(path string, stall time.Duration) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
-	}
-	_ = f.SetReadDeadline(time.Now().Add(stall)) // os.ErrNoDeadline for a file on disk
-	return f, nil
-}
-
-// stalledError says that reading path waited past stall.
-func stalledError(path string, stall time.Duration) error {
-	return fmt.Errorf("%s gave no data for %s: it is not a file on disk", path, stall)
-}
-
-// readLimited reads r to its end, at most l.bytes+1 bytes of it, and refuses more than l.bytes.
-func readLimited(r io.Reader, name string, l fileLimit) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, l.bytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if int64(len(data)) > l.bytes {
-		unit := ""
-		switch {
-		case l.bytes%(1<<20) == 0:
-			unit = fmt.Sprintf(" (%d MiB)", l.bytes>>20)
-		case l.bytes%(1<<10) == 0:
-			unit = fmt.Sprintf(" (%d KiB)", l.bytes>>10)
-		}
-		return nil, fmt.Errorf("%s is larger than the limit of %d bytes%s for a %s file", name, l.bytes, unit, l.kind)
-	}
-	return data, nil
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a plain file"
-}

@@ -27,6 +27,10 @@ type JobHistory struct {
 	MaxRuns int `mapstructure:"max_runs"`
 }
 
+// minPruneInterval bounds history.prune_interval from below: a pass asks the store once per job,
+// and passes a nanosecond apart kept the leader on a whole core, and the store busy, for good.
+const minPruneInterval = 100 * time.Millisecond
+
 // maxPruneBatch bounds history.prune_batch: one delete must stay short.
 const maxPruneBatch = 10000
 
@@ -69,8 +73,8 @@ func inheritHistory(raw map[string]any) map[string]bool {
 // validateHistory checks the top-level history block.
 func validateHistory(p *problems, h HistoryConfig) {
 	checkJobHistory(p, "history", h.JobHistory, nil)
-	if h.PruneInterval <= 0 {
-		p.add("history.prune_interval", "must be positive, got %s", h.PruneInterval)
+	if h.PruneInterval < minPruneInterval {
+		p.add("history.prune_interval", "must be at least %s, got %s", minPruneInterval, h.PruneInterval)
 	}
 	if h.PruneBatch < 1 || h.PruneBatch > maxPruneBatch {
 		p.add("history.prune_batch", "must be between 1 and %d, got %d", maxPruneBatch, h.PruneBatch)

@@ -12,9 +12,10 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
-	"go.yaml.in/yaml/v3"
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
+	"scheduler/cmd/scheduler/internal/config/internal/document"
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/suggest"
 )
 
@@ -36,7 +37,7 @@ func Load(path string, environ []string) (*Config, error) {
 // checkConfig reads, decodes and validates the file at path: the config (nil when the file
 // could not be read or is no mapping) and every problem found in it.
 func checkConfig(path string, environ []string) (*Config, []Problem) {
-	data, err := readBoundedFile(path, configLimit)
+	data, err := filelimit.Read(path, configLimit)
 	if err != nil {
 		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
@@ -70,13 +71,17 @@ func readErrorMessage(err error) string {
 // problems met on the way. The Config is nil when the document is not YAML or not a mapping, and
 // partly decoded when some values could not be.
 func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
-	// The one parse of the file, by yaml.v3: it names the line of a syntax error and rejects
-	// duplicate keys, which viper would let the last one win. Viper gets the parsed document.
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, []Problem{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	// Viper gets the document parsed once (parseDocument).
+	doc, msgs := document.Parse(data)
+	if len(msgs) > 0 {
+		problems := make([]Problem, len(msgs))
+		for i, m := range msgs {
+			problems[i] = Problem{Msg: m}
+		}
+		return nil, problems
 	}
-	file := map[string]any{}
+	// A file that sets nothing is refused, and the environment still checked.
+	file, fileProblems := map[string]any{}, []Problem{{Msg: document.Empty}}
 	if doc != nil {
 		m, ok := doc.(map[string]any)
 		if !ok {
@@ -85,7 +90,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
 			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
 		}
-		file = m
+		file, fileProblems = m, nil
 	}
 
 	v := viper.New()
@@ -150,7 +155,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	if len(fromEnv) > 0 {
 		cfg.fromEnv = fromEnv
 	}
-	problems = append(envProblems, problems...)
+	problems = append(append(fileProblems, envProblems...), problems...)
 	cfg.historyFromTop = historyFromTop
 	if cfg.Node == "" {
 		host, err := os.Hostname()

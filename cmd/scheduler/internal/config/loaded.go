@@ -1,10 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"scheduler/internal/control"
 	"scheduler/internal/jobs"
 	"scheduler/internal/kinds"
 )
@@ -40,6 +42,19 @@ func LoadTable(path string, environ []string) (*Loaded, error) {
 		return nil, &Error{File: path, Problems: problems, Env: env}
 	}
 	return &Loaded{Config: cfg, Table: table, Hash: TableHash(cfg)}, nil
+}
+
+// OverrideNode makes node (the --node flag) the replica's name when it is set, checked as the
+// file's node is.
+func (l *Loaded) OverrideNode(node string) error {
+	if node == "" {
+		return nil
+	}
+	if msg := control.NodeProblem(node); msg != "" {
+		return fmt.Errorf("--node: %s, got %.200q", msg, node)
+	}
+	l.Config.Node = node
+	return nil
 }
 
 // LoadForRun is the daemon's read of the configuration, at start and on a reload: the table

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
@@ -64,7 +65,7 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
 			continue
 		}
-		data, err := readBoundedFile(path, secretLimit)
+		data, err := filelimit.Read(path, secretLimit)
 		if err != nil {
 			// The *PathError names the path; the content, a secret, is never quoted.
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("cannot read the secret: %v", err)})
@@ -81,7 +82,7 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 }
 
 // MaxSecretBytes is the largest secret file accepted (a password, a DSN): the same checks as the
-// configuration file (readBoundedFile), with a bound fit for a secret.
+// configuration file (filelimit.Read), with a bound fit for a secret.
 const MaxSecretBytes = 64 << 10
 
 // settingParent returns the mapping of raw that holds the dotted key path, and the last element

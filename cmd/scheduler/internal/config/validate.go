@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zapcore"
 
+	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
+	"scheduler/internal/control"
 )
 
 var (
@@ -30,8 +31,8 @@ func (c *Config) Validate() []Problem { return c.validateAt(time.Now()) }
 // validateAt is Validate with the instant from which schedules are looked at.
 func (c *Config) validateAt(now time.Time) []Problem {
 	var p problems
-	if strings.ContainsAny(c.Node, " \t\n/") {
-		p.add("node", "must not contain spaces or slashes, got %q", c.Node)
+	if msg := control.NodeProblem(c.Node); msg != "" {
+		p.add("node", "%s, got %.200q", msg, c.Node)
 	}
 	if c.DataDir == "" {
 		p.add("data_dir", "must not be empty")
@@ -62,13 +63,15 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	c.validateJobStore(&p)
 	if !identifierRE.MatchString(c.Store.Schema) || len(c.Store.Schema) > 63 {
 		p.add("store.schema", "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Store.Schema)
+	} else if strings.HasPrefix(c.Store.Schema, "pg_") {
+		p.add("store.schema", "%s: names beginning pg_ are PostgreSQL's own, `migrate` could not create the schema", c.Store.Schema)
 	}
 	if c.HTTP.Addr != "" {
 		if msg := checkHostPort(c.HTTP.Addr); msg != "" {
 			p.add("http.addr", "must be host:port (or empty to disable), got %q: %s", c.HTTP.Addr, msg)
 		}
 	}
-	if token, err := tokenfile.Read(c.HTTP.AdminTokenFile); err != nil {
+	if token, err := tokenfile.Read(c.HTTP.AdminTokenFile, filelimit.Open); err != nil {
 		p.add("http.admin_token_file", "%v", err)
 	} else {
 		c.HTTP.AdminToken = token
@@ -144,7 +147,9 @@ func (c *Config) validateEtcd(p *problems) {
 		if file == "" {
 			continue
 		}
-		if _, err := os.Stat(file); err != nil {
+		// Read as the configuration is (a regular file, bounded, never waited on), so that the
+		// etcd client's own read at connect cannot hang on a pipe or exhaust memory on /dev/zero.
+		if _, err := filelimit.Read(file, tlsLimit); err != nil {
 			p.add("etcd.tls."+key, "cannot read %q: %v", file, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"scheduler/internal/control"
 	"scheduler/internal/schedule"
 )
 
@@ -19,6 +20,8 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 		p.add(at("name"), "is required")
 	case !jobNameRE.MatchString(job.Name):
 		p.add(at("name"), "must match [a-z0-9_-]+, got %q", job.Name)
+	case len(job.Name) > control.MaxJobName:
+		p.add(at("name"), "is %d bytes long, more than the limit of %d", len(job.Name), control.MaxJobName)
 	}
 
 	// A schedule is parsed in UTC when the zone is bad, so its own problems still show.

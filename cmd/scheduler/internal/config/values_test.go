@@ -99,7 +99,7 @@ func TestLoad_ListsFromEnv(t *testing.T) {
 			if got := listAt(t, cfg, key); !slices.Equal(got, []string{"a:1", "b:2"}) {
 				t.Fatalf("%s=%q, want [a:1 b:2]", key, got)
 			}
-			if _, problems := decodeConfig(nil, []string{name + "="}); len(problems) != 0 {
+			if _, problems := decodeConfig([]byte("jobs: []\n"), []string{name + "="}); len(problems) != 0 {
 				t.Fatalf("an empty variable: %v, want an empty list", problems)
 			}
 			for _, bad := range []string{",,", " ", "a:1,", ",a:1", "a:1,,b:2"} {
@@ -147,4 +147,18 @@ func TestLoad_ParamsFromEnv(t *testing.T) {
 		t.Fatalf("clients=%v, want the variable's 5", got)
 	}
 	mustLoadError(t, path, []string{"SCHEDULER_DEFAULTS_PARAMS_CLIENTS=5.5"}, "defaults.params.clients: set by SCHEDULER_DEFAULTS_PARAMS_CLIENTS: must be a whole number")
+	// A whole number written with a fraction or an exponent is taken from both, as whole-number
+	// keys are; a fraction is refused by both.
+	for _, v := range []string{"5.0", "5e0"} {
+		if _, err := Load(path, []string{"SCHEDULER_DEFAULTS_PARAMS_CLIENTS=" + v}); err != nil {
+			t.Errorf("SCHEDULER_DEFAULTS_PARAMS_CLIENTS=%s: %v, want it read as 5", v, err)
+		}
+		if _, err := Load(configtest.Write(t, "defaults: {params: {clients: "+v+"}}\njobs:\n  - {name: a, schedule: '@hourly', type: builtin, builtin: invoices}\n"), nil); err != nil {
+			t.Errorf("clients: %s in the file: %v, want it read as 5", v, err)
+		}
+	}
+	mustLoadError(t, configtest.Write(t, "defaults: {params: {clients: 5.5}}\njobs:\n  - {name: a, schedule: '@hourly', type: builtin, builtin: invoices}\n"), nil, "defaults.params.clients: must be a whole number")
+	for _, v := range []string{"NaN", "Inf", "1e19", "-1e19"} {
+		mustLoadError(t, path, []string{"SCHEDULER_DEFAULTS_PARAMS_CLIENTS=" + v}, "defaults.params.clients: set by SCHEDULER_DEFAULTS_PARAMS_CLIENTS: must be a whole number")
+	}
 }

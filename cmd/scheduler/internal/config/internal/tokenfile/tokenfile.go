@@ -6,11 +6,11 @@
 package tokenfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"syscall"
 )
 
 // MinBytes is the shortest token accepted.
@@ -20,8 +20,10 @@ const MinBytes = 16
 const maxBytes = 4 << 10
 
 // Read returns the token in the file at path without its trailing line break; "" for an
-// empty path, which configures no token.
-func Read(path string) (string, error) {
+// empty path, which configures no token. open opens the file as every file of the
+// configuration is opened: non-blocking, a regular file only, with a deadline on a read that
+// could wait (os.ErrDeadlineExceeded past it).
+func Read(path string, open func(string) (*os.File, error)) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -35,7 +37,7 @@ func Read(path string) (string, error) {
 	}
 	// Non-blocking, and checked again once open, so that a pipe put in the file's place since
 	// the stat does not wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := open(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the admin token: %w", err)
 	}
@@ -47,6 +49,11 @@ func Read(path string) (string, error) {
 		return "", err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// A kernel stream that stat calls a regular file, such as /proc/kmsg: without the
+		// deadline `validate` waited on it for good, deaf to SIGTERM.
+		return "", fmt.Errorf("cannot read the admin token: %s gave no data: it is not a file on disk", path)
+	}
 	if err != nil {
 		return "", fmt.Errorf("cannot read the admin token: %w", err)
 	}
