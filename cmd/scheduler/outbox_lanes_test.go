@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,9 +69,9 @@ func (r *outboxRig) holdHooks() (release func()) {
 	return release
 }
 
-// dispatchLanes runs a dispatcher of the default size's shape (Concurrency 4, Batch 10) whose
-// webhooks give up after hookTimeout, until stop.
-func (r *outboxRig) dispatchLanes(token int64, hookTimeout time.Duration) (stop func() error) {
+// dispatchLanes runs a dispatcher over st (Concurrency 4, Batch 10) whose webhooks give up
+// after hookTimeout, until stop.
+func (r *outboxRig) dispatchLanes(st outbox.Store, token int64, hookTimeout time.Duration) (stop func() error) {
 	smtpD, err := outbox.NewSMTP(outbox.SMTPConfig{Addr: r.smtp.Addr, From: "billing@example.test", TLS: outbox.NoTLS})
 	if err != nil {
 		r.t.Fatal(err)
@@ -79,7 +80,7 @@ func (r *outboxRig) dispatchLanes(token int64, hookTimeout time.Duration) (stop 
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	d, err := outbox.New(outbox.Config{Store: r.store, Batch: 10, Concurrency: 4, MaxAttempts: 1000, SendTimeout: outboxTimeout,
+	d, err := outbox.New(outbox.Config{Store: st, Batch: 10, Concurrency: 4, MaxAttempts: 1000, SendTimeout: outboxTimeout,
 		RetryBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Poll: 5 * time.Millisecond,
 		Fenced:     func(err error) bool { return errors.Is(err, fence.ErrStale) },
 		Deliverers: map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageEmail: smtpD, scheduler.MessageWebhook: hookD},
@@ -129,15 +130,15 @@ func (r *outboxRig) waitEmails(keys []string, queued time.Time) {
 }
 
 // heldMixed queues the mixed messages under term 10 while the receiver holds every request,
-// dispatches them with webhooks that give up after hookTimeout, and returns once every e-mail
+// dispatches them over st with webhooks that give up after hookTimeout, and returns once every e-mail
 // is delivered (failing t if they are not); settle lets the receiver answer, waits for every
 // message to settle and ends the term.
-func (r *outboxRig) heldMixed(hookTimeout time.Duration) (emails, hooks []string, settle func() map[string]scheduler.Message) {
+func (r *outboxRig) heldMixed(st outbox.Store, hookTimeout time.Duration) (emails, hooks []string, settle func() map[string]scheduler.Message) {
 	r.t.Helper()
 	release := r.holdHooks()
 	queued := time.Now()
 	emails, hooks = r.enqueueMixed(10)
-	stop := r.dispatchLanes(10, hookTimeout)
+	stop := r.dispatchLanes(st, 10, hookTimeout)
 	r.waitEmails(emails, queued)
 	return emails, hooks, func() map[string]scheduler.Message {
 		r.t.Helper()
@@ -173,7 +174,7 @@ func (r *outboxRig) wantOnce(got map[string]scheduler.Message, emails, hooks []s
 // e-mails behind them waited for as long as it held them.
 func TestOutbox_HangingReceiverHoldsUpNoOne(t *testing.T) {
 	forEachOutboxStore(t, func(t *testing.T, r *outboxRig) {
-		emails, hooks, settle := r.heldMixed(outboxTimeout)
+		emails, hooks, settle := r.heldMixed(r.store, outboxTimeout)
 		held := r.messages()
 		for _, k := range hooks {
 			if m := held[k]; m.Status == scheduler.MessageDelivered {
@@ -190,28 +191,51 @@ func TestOutbox_HangingReceiverHoldsUpNoOne(t *testing.T) {
 	})
 }
 
+// lostDeferStore hands messages back through the real store, and the first time a hand-back
+// commits it reports it failed, as when the connection breaks between a commit and its reply.
+type lostDeferStore struct {
+	*fence.Store
+	lose atomic.Bool
+}
+
+func (l *lostDeferStore) DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error) {
+	n, err := l.Store.DeferOutbox(ctx, token, keys, now, next)
+	if err == nil && n > 0 && l.lose.CompareAndSwap(true, false) {
+		return 0, errors.New("unexpected EOF: the reply of the commit was lost")
+	}
+	return n, err
+}
+
 // TestOutbox_FailingReceiverIsHandedBack: a receiver that holds every request past the
 // webhook's timeout fails each attempt; every e-mail is delivered while it fails, its waiting
 // webhooks are handed back to the store without an attempt counted (so each webhook's attempts
 // are the requests the receiver saw for it, and none is dead, though never sent), and once it
-// answers every webhook is delivered.
+// answers every webhook is delivered. A hand-back whose answer is lost sends none of its
+// messages in that claim: they are released once nothing is in flight (a message sent twice
+// in the term would show one more request than attempts).
 func TestOutbox_FailingReceiverIsHandedBack(t *testing.T) {
-	forEachOutboxStore(t, func(t *testing.T, r *outboxRig) {
-		emails, hooks, settle := r.heldMixed(200 * time.Millisecond)
-		testenv.Eventually(t, outboxTimeout/3, 5*time.Millisecond, "a webhook handed back, never sent", func() bool {
-			for k, m := range r.messages() {
-				if m.Kind == scheduler.MessageWebhook && m.Status == scheduler.MessagePending && m.Attempts == 0 && r.hookCount(k) == 0 {
-					return true
+	for _, lost := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HandedBack", true: "AnswerLost"}[lost], func(t *testing.T) {
+			forEachOutboxStore(t, func(t *testing.T, r *outboxRig) {
+				st := &lostDeferStore{Store: r.store}
+				st.lose.Store(lost)
+				emails, hooks, settle := r.heldMixed(st, 200*time.Millisecond)
+				testenv.Eventually(t, outboxTimeout/3, 5*time.Millisecond, "a webhook handed back, never sent", func() bool {
+					for k, m := range r.messages() {
+						if m.Kind == scheduler.MessageWebhook && m.Status == scheduler.MessagePending && m.Attempts == 0 && r.hookCount(k) == 0 {
+							return !st.lose.Load()
+						}
+					}
+					return false
+				})
+				got := settle()
+				r.wantOnce(got, emails, nil)
+				for _, k := range hooks {
+					if m, n := got[k], r.hookCount(k); m.Status != scheduler.MessageDelivered || m.Attempts != n {
+						t.Errorf("webhook %s: status %s, %d attempts, %d requests; want delivered, one attempt per request", k, m.Status, m.Attempts, n)
+					}
 				}
-			}
-			return false
+			})
 		})
-		got := settle()
-		r.wantOnce(got, emails, nil)
-		for _, k := range hooks {
-			if m, n := got[k], r.hookCount(k); m.Status != scheduler.MessageDelivered || m.Attempts != n {
-				t.Errorf("webhook %s: status %s, %d attempts, %d requests; want delivered, one attempt per request", k, m.Status, m.Attempts, n)
-			}
-		}
-	})
+	}
 }

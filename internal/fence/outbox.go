@@ -140,9 +140,10 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 // ReleaseOutbox hands every message sending under token back to pending,
 // due as it was, its claim's attempt not counted, in one transaction fenced
 // with token on OutboxFence, and returns how many. It is for a dispatcher
-// with no delivery in flight and every outcome recorded after a claim
-// failed: the messages still sending under its token can then only be
-// that claim's, committed though its answer was lost, and never sent.
+// with no delivery in flight and every outcome recorded after a claim (or a
+// DeferOutbox) failed: the messages still sending under its token are then
+// that write's, committed though its answer was lost, or claimed and not
+// started, and none of them is sent.
 func (s *Store) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error) {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return 0, fmt.Errorf("release outbox: %w", err)

@@ -67,7 +67,7 @@ func (d *Dispatcher) releaseOwn(ctx context.Context, lg *zap.Logger, token int64
 	case err != nil:
 		return true, nil
 	case n > 0:
-		lg.Warn("outbox claim committed though its answer was lost; its messages are handed back to pending", zap.Int64("messages", n))
+		lg.Warn("outbox claim or hand-back committed though its answer was lost; its messages are handed back to pending", zap.Int64("messages", n))
 	}
 	return false, nil
 }
