@@ -239,3 +239,57 @@ func TestOutbox_FailingReceiverIsHandedBack(t *testing.T) {
 		})
 	}
 }
+
+// TestOutbox_TermEndsWhileReceiverHangs: the term ends while the receiver holds requests and
+// webhooks wait in their lane: those cut short are retried at once and those waiting stay
+// sending, and the next term delivers every one of them, with one attempt per request, but
+// for the attempt the older term's claim counted of those it never sent (as when a term ends
+// with a claim not sent: they are sent once, by the next term).
+func TestOutbox_TermEndsWhileReceiverHangs(t *testing.T) {
+	forEachOutboxStore(t, func(t *testing.T, r *outboxRig) {
+		release := r.holdHooks()
+		queued := time.Now()
+		emails, hooks := r.enqueueMixed(10)
+		stop := r.dispatchLanes(r.store, 10, outboxTimeout)
+		r.waitEmails(emails, queued)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		unsent := map[string]bool{}
+		for _, k := range hooks {
+			m := r.messages()[k]
+			switch {
+			case m.Status == scheduler.MessageSending && r.hookCount(k) == 0:
+				unsent[k] = true
+			case m.Status != scheduler.MessagePending && m.Status != scheduler.MessageSending:
+				t.Fatalf("webhook %s = %+v when the term ended, want pending or sending", k, m)
+			}
+		}
+		if len(unsent) == 0 {
+			t.Fatal("no webhook waited in its lane, claimed and not sent, when the term ended")
+		}
+		if err := r.store.RaiseAll(r.ctx, []string{"invoices"}, 11); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		stop = r.dispatchLanes(r.store, 11, outboxTimeout)
+		got := r.settled()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		r.wantOnce(got, emails, hooks)
+		for _, k := range hooks {
+			r.mu.Lock()
+			tokens := r.tokens[k]
+			r.mu.Unlock()
+			want := len(tokens)
+			if unsent[k] {
+				want++
+			}
+			if m := got[k]; m.Attempts != want || tokens[len(tokens)-1] != "11" || (unsent[k] && len(tokens) != 1) {
+				t.Errorf("webhook %s (unsent by term 10: %v): %d attempts, requests with tokens %v; want %d, the last by term 11",
+					k, unsent[k], m.Attempts, tokens, want)
+			}
+		}
+	})
+}

@@ -2,8 +2,12 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 
+	gomail "github.com/wneessen/go-mail"
 	"go.uber.org/zap"
 
 	"scheduler"
@@ -33,8 +37,10 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 		case ctx.Err() != nil:
 			// The term ended during the send: hand it on without a backoff.
 			res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: err.Error(), At: res.At, Next: res.At}
-		default:
+		case unanswered(err):
 			v = failed
+		default:
+			v = answered // a reply that asks to try later: the destination answers
 		}
 	}
 	if res.Outcome == scheduler.DeliveryDead && d.cfg.Dead != nil {
@@ -75,4 +81,17 @@ func (d *Dispatcher) send(ctx context.Context, m scheduler.Message, token int64)
 		return fmt.Errorf("deliver %s message %q to %s: %w", m.Kind, m.Key, m.Destination, err)
 	}
 	return nil
+}
+
+// unanswered reports whether err, a retryable failure, says that the destination did not
+// answer (a timeout, a connection refused, reset or closed) rather than that it replied, asking
+// to try later (a webhook's 5xx or 429, an SMTP 4xx): only a destination that does not answer
+// holds the slots it gets, and one message's refusal must not slow the relay's others.
+func unanswered(err error) bool {
+	var se *gomail.SendError
+	if errors.As(err, &se) {
+		return se.ErrorCode() < 400 // no reply code: the session broke
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

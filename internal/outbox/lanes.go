@@ -15,16 +15,16 @@ import (
 // one per destination, and a free slot goes to the lane with the fewest deliveries in flight,
 // within the lane's limit:
 //
-//   - a destination that answered in this term (delivered, or refused for good) and has not
+//   - a destination that answered in this term (any reply, "try later" included) and has not
 //     failed since may take every slot, so that one relay alone drains at full concurrency;
 //   - one not heard from yet takes every slot while it is the only lane, and half of them while
 //     another lane is active (or was, in the last claims): a receiver that hangs from its first
 //     request cannot take the slots that another destination frees between two claims;
-//   - one whose last attempt failed (a timeout, a refused connection, a 5xx) is probed with one
-//     delivery at a time, and such destinations together hold at most half the slots, until an
-//     attempt answers. The messages it cannot take meanwhile are handed back to the store
-//     (Store.DeferOutbox) with the destination's backoff, their attempt not counted, so that
-//     they take neither memory nor the claims' room from the others.
+//   - one whose last attempt got no answer (a timeout, a connection refused or broken) is
+//     probed with one delivery at a time, and such destinations together hold at most half the
+//     slots, until an attempt answers. The messages it cannot take meanwhile are handed back to
+//     the store (Store.DeferOutbox) with the destination's backoff, their attempt not counted,
+//     so that they take neither memory nor the claims' room from the others.
 //
 // A delivery in flight is never cut short for another: a destination that answered and then
 // hangs holds what it took until the send timeout, and fails then.
@@ -61,8 +61,8 @@ type verdict int
 
 const (
 	nothingLearnt verdict = iota // not sent: the term ended, the claim expired
-	answered                     // delivered, or refused for good: the destination answers
-	failed                       // retryable failure: a timeout, a network error, a 5xx
+	answered                     // a reply, whatever it said: the destination answers
+	failed                       // no answer: a timeout, a connection refused or broken
 )
 
 // deferral is messages of one destination to hand back, with its failures in a row.

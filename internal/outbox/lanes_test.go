@@ -3,6 +3,10 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -229,5 +233,74 @@ func TestDispatcher_OneRelayFullConcurrency(t *testing.T) {
 	}
 	if n := len(srv.Messages()); n != 12 {
 		t.Fatalf("relay accepted %d e-mails, want 12", n)
+	}
+}
+
+// TestUnanswered: what makes a destination failing, from real servers' errors: a relay or a
+// receiver that does not answer (silent, refusing connections, hanging past the timeout) does;
+// one that replies "try later" (an SMTP 451, a webhook 503 or 429) does not, so that one
+// message's refusal does not slow the relay's others.
+func TestUnanswered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	later := testenv.MustSMTP(t, testenv.SMTPOptions{Refuse: func(string) (int, string) { return 451, "try again later" }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String() // nothing listens there once it is closed
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/503":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/429":
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(hold) // before the server waits for its handlers
+	hooks, err := NewWebhook(WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	smtpTo := func(addr string) Deliverer {
+		dl, err := NewSMTP(SMTPConfig{Addr: addr, From: "billing@example.test", TLS: NoTLS, Timeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dl
+	}
+	for _, c := range []struct {
+		name string
+		dl   Deliverer
+		m    scheduler.Message
+		want bool
+	}{
+		{"SMTPSilent", smtpTo(silentSMTP(t)), email("k", "a@example.test"), true},
+		{"SMTPTryLater", smtpTo(later.Addr), email("k", "a@example.test"), false},
+		{"WebhookHangs", hooks, hook("k", srv.URL+"/hang"), true},
+		{"Webhook503", hooks, hook("k", srv.URL+"/503"), false},
+		{"Webhook429", hooks, hook("k", srv.URL+"/429"), false},
+		{"WebhookRefused", hooks, hook("k", refused+"/x"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.dl.Deliver(ctx, c.m, 7)
+			if err == nil || IsPermanent(err) {
+				t.Fatalf("deliver: err %v, want a retryable error", err)
+			}
+			if got := unanswered(err); got != c.want {
+				t.Fatalf("unanswered(%v) = %v, want %v", err, got, c.want)
+			}
+		})
 	}
 }
