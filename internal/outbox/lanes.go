@@ -95,15 +95,20 @@ func destination(m scheduler.Message) string {
 }
 
 // idleClaims is how many claims a lane that holds nothing and does not fail is kept for: it
-// still limits a destination not heard from yet to its half.
-const idleClaims = 2
+// still limits a destination not heard from yet to its half. A failing lane is kept for
+// idleFailingClaims (about the longest backoff at the default poll), so that it is probed
+// again when its messages come back, and then forgotten: memory holds no lane for ever.
+const (
+	idleClaims        = 2
+	idleFailingClaims = 3600
+)
 
 // share is half the slots: what a destination not heard from yet takes beside others, and
 // what the failing destinations hold together at most.
 func (l *lanes) share() int { return max(1, l.concurrency/2) }
 
 // add queues msgs, just claimed, in their lanes, and forgets the lanes idle for idleClaims
-// claims (a failing one is kept: it is still to be probed).
+// claims (a failing one for idleFailingClaims).
 func (l *lanes) add(msgs []scheduler.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -112,7 +117,7 @@ func (l *lanes) add(msgs []scheduler.Message) {
 			ln.idle = 0
 			continue
 		}
-		if ln.idle++; ln.idle > idleClaims && ln.failures == 0 {
+		if ln.idle++; ln.idle > idleFailingClaims || (ln.idle > idleClaims && ln.failures == 0) {
 			delete(l.byDest, dest)
 		}
 	}

@@ -136,6 +136,12 @@ func TestLanes(t *testing.T) {
 		if df := l.deferrals(); len(df) != 1 || len(df[0].keys) != 2 || df[0].failures != 8 {
 			t.Fatalf("deferrals %+v, want the 2 webhooks that wait behind the probe, after 8 failures", df)
 		}
+		for range idleFailingClaims {
+			l.add(nil)
+		}
+		if ln := l.byDest["webhook http://hangs.test:80"]; ln == nil || ln.failures != 8 {
+			t.Fatalf("failing lane with its probe in flight = %+v, want kept however long", ln)
+		}
 		// It answers: it shares the slots again.
 		if changed, failures := l.done(hook[8], answered); !changed || failures != 0 {
 			t.Fatalf("done(answered) = %v, %d; want changed, 0", changed, failures)
@@ -165,6 +171,27 @@ func TestLanes(t *testing.T) {
 		}
 		if _, ready := l.counts(); ready != 8 {
 			t.Fatalf("ready %d, want the 8 waiting e-mails alone", ready)
+		}
+	})
+	t.Run("ForgottenWhenIdle", func(t *testing.T) {
+		l := newLanes(4)
+		hook := laneMsgs("hook", 1, scheduler.MessageWebhook, hangs)
+		mail := laneMsgs("mail", 1, scheduler.MessageEmail, "a@example.test")
+		l.add(append(hook, mail...))
+		for m, ok := l.next(); ok; m, ok = l.next() {
+			l.done(m, map[bool]verdict{true: failed, false: answered}[m.Kind == scheduler.MessageWebhook])
+		}
+		for range idleClaims + 1 {
+			l.add(nil)
+		}
+		if _, ok := l.byDest["email"]; ok || l.byDest["webhook http://hangs.test:80"] == nil {
+			t.Fatalf("lanes after %d idle claims: %v, want the failing one alone", idleClaims+1, l.byDest)
+		}
+		for range idleFailingClaims {
+			l.add(nil)
+		}
+		if len(l.byDest) != 0 {
+			t.Fatalf("lanes after %d idle claims: %v, want none", idleFailingClaims, l.byDest)
 		}
 	})
 	t.Run("Drop", func(t *testing.T) {
