@@ -72,18 +72,10 @@ func (r *outboxRig) holdHooks() (release func()) {
 // dispatchLanes runs a dispatcher over st (Concurrency 4, Batch 10) whose webhooks give up
 // after hookTimeout, until stop.
 func (r *outboxRig) dispatchLanes(st outbox.Store, token int64, hookTimeout time.Duration) (stop func() error) {
-	smtpD, err := outbox.NewSMTP(outbox.SMTPConfig{Addr: r.smtp.Addr, From: "billing@example.test", TLS: outbox.NoTLS})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	hookD, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: hookTimeout})
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	d, err := outbox.New(outbox.Config{Store: st, Batch: 10, Concurrency: 4, MaxAttempts: 1000, SendTimeout: outboxTimeout,
 		RetryBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Poll: 5 * time.Millisecond,
 		Fenced:     func(err error) bool { return errors.Is(err, fence.ErrStale) },
-		Deliverers: map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageEmail: smtpD, scheduler.MessageWebhook: hookD},
+		Deliverers: r.deliverers(hookTimeout),
 		Logger:     zaptest.NewLogger(r.t)})
 	if err != nil {
 		r.t.Fatal(err)
