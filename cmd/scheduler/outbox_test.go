@@ -131,18 +131,10 @@ func (r *outboxRig) enqueue(token int64, emails map[string]string, hooks ...stri
 // dispatch runs a dispatcher with token until the test ends. stop ends it and returns Run's
 // error; ended is closed when Run has returned by itself or through stop.
 func (r *outboxRig) dispatch(token int64, maxAttempts int) (stop func() error, ended <-chan struct{}) {
-	smtpD, err := outbox.NewSMTP(outbox.SMTPConfig{Addr: r.smtp.Addr, From: "billing@example.test", TLS: outbox.NoTLS})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	hookD, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: 10 * time.Second})
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	d, err := outbox.New(outbox.Config{Store: r.store, Batch: 7, Concurrency: 4, MaxAttempts: maxAttempts,
 		RetryBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Poll: 5 * time.Millisecond,
 		Fenced:     func(err error) bool { return errors.Is(err, fence.ErrStale) },
-		Deliverers: map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageEmail: smtpD, scheduler.MessageWebhook: hookD},
+		Deliverers: r.deliverers(10 * time.Second),
 		Logger:     zaptest.NewLogger(r.t)})
 	if err != nil {
 		r.t.Fatal(err)
@@ -161,6 +153,20 @@ func (r *outboxRig) dispatch(token int64, maxAttempts int) (stop func() error, e
 	}
 	r.t.Cleanup(func() { _ = stop() })
 	return stop, done
+}
+
+// deliverers returns SMTP to the rig's server and webhooks to its receiver, which give up
+// after hookTimeout.
+func (r *outboxRig) deliverers(hookTimeout time.Duration) map[scheduler.MessageKind]outbox.Deliverer {
+	smtpD, err := outbox.NewSMTP(outbox.SMTPConfig{Addr: r.smtp.Addr, From: "billing@example.test", TLS: outbox.NoTLS})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	hookD, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: []string{"127.0.0.1"}, Timeout: hookTimeout})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return map[scheduler.MessageKind]outbox.Deliverer{scheduler.MessageEmail: smtpD, scheduler.MessageWebhook: hookD}
 }
 
 // messages returns the outbox by key.

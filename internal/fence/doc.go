@@ -180,5 +180,7 @@
 // keeps an old fence that no new leader raises, and its messages must still
 // go out. The first claim of a new term raises OutboxFence, waiting for the
 // older term's claims and records in flight, and hands the messages older
-// terms left sending back to pending in the same transaction.
+// terms left sending back to pending in the same transaction. A term hands
+// back its own claimed messages, never sent, with ReleaseOutbox (all of
+// them) and DeferOutbox (those named, due later), fenced alike.
 package fence

@@ -46,6 +46,7 @@ type outbox interface {
 	ClaimOutbox(ctx context.Context, token int64, limit int, now time.Time) ([]scheduler.Message, error)
 	RecordDelivery(ctx context.Context, token int64, key string, d scheduler.Delivery) (bool, error)
 	ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error)
+	DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error)
 	Outbox(ctx context.Context, status scheduler.MessageStatus, limit int) ([]scheduler.Message, error)
 	RetryOutbox(ctx context.Context, key string, now time.Time) (bool, error)
 	SlotMessages(ctx context.Context, job string, at time.Time, manual bool) ([]scheduler.Message, error)
@@ -139,9 +140,10 @@ func (s *Store) ClaimOutbox(ctx context.Context, token int64, limit int, now tim
 // ReleaseOutbox hands every message sending under token back to pending,
 // due as it was, its claim's attempt not counted, in one transaction fenced
 // with token on OutboxFence, and returns how many. It is for a dispatcher
-// with no delivery in flight and every outcome recorded after a claim
-// failed: the messages still sending under its token can then only be
-// that claim's, committed though its answer was lost, and never sent.
+// with no delivery in flight and every outcome recorded after a claim (or a
+// DeferOutbox) failed: the messages still sending under its token are then
+// that write's, committed though its answer was lost, or claimed and not
+// started, and none of them is sent.
 func (s *Store) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error) {
 	if err := checkJobToken(OutboxFence, token); err != nil {
 		return 0, fmt.Errorf("release outbox: %w", err)
@@ -151,6 +153,28 @@ func (s *Store) ReleaseOutbox(ctx context.Context, token int64, now time.Time) (
 	})
 	if err != nil {
 		return 0, fmt.Errorf("release outbox messages claimed with token %d: %w", token, err)
+	}
+	return n, nil
+}
+
+// DeferOutbox hands the messages keys that are sending under token back to pending, due at
+// next and updated at now, their claim's attempt not counted, in one transaction fenced with token on
+// OutboxFence, and returns how many it handed back (a key not sending under token is left
+// alone). It is for a dispatcher that claimed messages it will not send in this claim, and
+// has not started: those of a destination that does not answer, which wait for it elsewhere
+// than in the dispatcher's memory and leave the claims free for the others' messages.
+func (s *Store) DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error) {
+	if err := checkJobToken(OutboxFence, token); err != nil {
+		return 0, fmt.Errorf("defer outbox: %w", err)
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	n, err := retried(ctx, s, OutboxFence, token, func() (int64, error) {
+		return s.b.DeferOutbox(ctx, token, keys, tables.NormTime(now), tables.NormTime(next))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("defer %d outbox messages claimed with token %d: %w", len(keys), token, err)
 	}
 	return n, nil
 }

@@ -26,6 +26,9 @@ type Store interface {
 	// ReleaseOutbox hands the messages sending under token back to pending, their claim's
 	// attempt not counted, and returns how many.
 	ReleaseOutbox(ctx context.Context, token int64, now time.Time) (int64, error)
+	// DeferOutbox hands the messages keys sending under token back to pending, due at next,
+	// their claim's attempt not counted, and returns how many.
+	DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error)
 }
 
 // Deliverer delivers messages of one kind. An error wrapped with Permanent
@@ -188,10 +191,12 @@ func New(cfg Config) (*Dispatcher, error) {
 // error wrapping ErrFenced as soon as the store refuses token (after the
 // deliveries in flight ended). Call it once per term, with the term's ctx.
 // Messages claimed but not sent when ctx ends stay sending; the next term
-// takes them over.
+// takes them over. The claimed messages wait in lanes, one per destination,
+// for a slot (lanes.go): at most Batch of them, and the messages of a
+// destination that does not answer are handed back to the store until it does.
 func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	lg := d.lg.With(zap.Int64("token", token))
-	sem := make(chan struct{}, d.cfg.Concurrency)
+	ln := newLanes(d.cfg.Concurrency)
 	var wg sync.WaitGroup
 	left := &unrecorded{res: map[string]outcome{}}
 	defer func() {
@@ -207,8 +212,9 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	// A claim that failed may have committed all the same, its answer lost: its messages are
 	// then sending under token, and nothing of this term sends them. Once no delivery is in
 	// flight and every outcome is recorded, whatever is still sending under token is that
-	// claim's, and is handed back to pending.
+	// claim's, and is handed back to pending. A hand-back that failed is the same.
 	doubt := false
+round:
 	for {
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
 			return err
@@ -219,12 +225,17 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 		}
 		if doubt {
 			wg.Wait()
+			// What waits in the lanes is sending under token and not started: the release
+			// hands it back with the lost claim's, or it stays sending for the next term.
+			ln.drop()
 			var err error
 			if doubt, err = d.releaseOwn(ctx, lg, token, left); err != nil {
 				return err
 			}
 		}
-		msgs, err := d.cfg.Store.ClaimOutbox(ctx, token, d.cfg.Batch, d.cfg.Now())
+		waiting, _ := ln.counts()
+		limit := d.cfg.Batch - waiting
+		msgs, err := d.cfg.Store.ClaimOutbox(ctx, token, limit, d.cfg.Now())
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -243,173 +254,83 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 			failures = 0
 			d.unblocked(lg)
 		}
-		for _, m := range msgs {
+		ln.add(msgs)
+		// due: claim again once the lanes have room and few messages a slot could take; at
+		// once after a full claim, after Poll otherwise.
+		due := err == nil && len(msgs) == limit
+		var poll <-chan time.Time
+		if !due {
+			poll = d.cfg.After(d.cfg.Poll)
+		}
+		for {
+			if err := d.handBack(ctx, lg, token, ln, &doubt); err != nil {
+				return err
+			}
+			for m, ok := ln.next(); ok; m, ok = ln.next() {
+				if !d.gate.enter() {
+					ln.abandon(m)
+					continue round // drained: what waits stays sending, for the next term
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					v := nothingLearnt
+					defer func() { d.learn(lg, ln, m, v) }()
+					defer d.gate.leave()
+					v = d.deliver(ctx, lg, token, m, left)
+				}()
+			}
+			if waiting, ready := ln.counts(); due && waiting < d.cfg.Batch && ready <= d.cfg.Concurrency {
+				continue round
+			}
 			select {
-			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return nil
+			case <-ln.freed:
+			case <-poll:
+				due = true
 			}
-			if !d.gate.enter() {
-				<-sem
-				break // drained: what is left of the batch stays sending, for the next term
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				defer d.gate.leave()
-				d.deliver(ctx, lg, token, m, left)
-			}()
-		}
-		if err == nil && len(msgs) == d.cfg.Batch {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.cfg.After(d.cfg.Poll):
 		}
 	}
 }
 
-// unrecorded holds the outcomes whose record failed, by key, for Run to
-// record later in the term: the message is not sent again meanwhile.
-type unrecorded struct {
-	mu  sync.Mutex
-	res map[string]outcome
-}
-
-// outcome is an attempt's message and the result to record.
-type outcome struct {
-	m   scheduler.Message
-	res scheduler.Delivery
-}
-
-// recordLeft records the outcomes left, once each, and returns an error
-// wrapping ErrFenced if the store refused token.
-func (d *Dispatcher) recordLeft(ctx context.Context, lg *zap.Logger, token int64, left *unrecorded) error {
-	left.mu.Lock()
-	defer left.mu.Unlock()
-	for key, o := range left.res {
-		err := d.cfg.Store.RecordDelivery(ctx, token, key, o.res)
-		switch {
-		case err == nil:
-			delete(left.res, key)
-			lg.Info("outbox record made late", zap.String("key", key), zap.String("job", o.m.Job), zap.Time("slot", o.m.ScheduledAt),
-				zap.Int("attempt", o.m.Attempts), zap.String("outcome", string(o.res.Outcome)))
-			// Counted now that it is recorded: an outcome that the next term
-			// repeats instead is counted by that term.
-			if d.cfg.Observe != nil {
-				d.cfg.Observe(o.m, o.res)
-			}
-		case d.cfg.Fenced(err):
-			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
-		default:
-			return nil // the store is still away: try again at the next round
-		}
-	}
-	return nil
-}
-
-// releaseOwn hands the messages sending under token back to pending once every outcome of the
-// term is recorded, when no delivery is in flight, and reports whether that is still to do. It
-// returns an error wrapping ErrFenced if the store refused token.
-func (d *Dispatcher) releaseOwn(ctx context.Context, lg *zap.Logger, token int64, left *unrecorded) (bool, error) {
-	left.mu.Lock()
-	pending := len(left.res)
-	left.mu.Unlock()
-	if pending > 0 {
-		return true, nil // the store is still away; what they hold is sent, not to be sent again
-	}
-	n, err := d.cfg.Store.ReleaseOutbox(ctx, token, d.cfg.Now())
-	switch {
-	case err != nil && d.cfg.Fenced(err):
-		return false, fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
-	case err != nil:
-		return true, nil
-	case n > 0:
-		lg.Warn("outbox claim committed though its answer was lost; its messages are handed back to pending", zap.Int64("messages", n))
-	}
-	return false, nil
-}
-
-// deliver sends m, claimed under token, and records the outcome; an
-// outcome it could not record is left in left.
-func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m scheduler.Message, left *unrecorded) {
-	lg = lg.With(zap.String("key", m.Key), zap.String("job", m.Job), zap.Time("slot", m.ScheduledAt),
-		zap.String("kind", string(m.Kind)), zap.Int("attempt", m.Attempts))
+// handBack hands the messages that failing destinations cannot take now back to the store,
+// due after the destination's backoff, their attempt not counted. A hand-back that failed may
+// have committed all the same: its messages are not sent in this term, and doubt makes Run
+// release them once nothing is in flight, as after a claim that failed.
+func (d *Dispatcher) handBack(ctx context.Context, lg *zap.Logger, token int64, ln *lanes, doubt *bool) error {
 	if ctx.Err() != nil {
-		return // the next term takes it over
+		return nil // the term ended: what waits stays sending, for the next term
 	}
-	var res scheduler.Delivery
-	if age := d.cfg.Now().Sub(m.Updated); age > d.cfg.ClaimTTL {
-		lg.Warn("outbox claim expired", zap.Duration("age", age))
-		res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: fmt.Sprintf("claim expired after %s", age),
-			At: d.cfg.Now(), Next: d.cfg.Now()}
-	} else {
-		err := d.send(ctx, m, token)
-		res = d.policy.outcome(m, err, d.cfg.Now())
-		if err != nil && ctx.Err() != nil && !IsPermanent(err) {
-			// The term ended during the send: hand it on without a backoff.
-			res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: err.Error(), At: res.At, Next: res.At}
+	for _, df := range ln.deferrals() {
+		now := d.cfg.Now()
+		next := now.Add(d.policy.delay(df.failures))
+		n, err := d.cfg.Store.DeferOutbox(ctx, token, df.keys, now, next)
+		switch {
+		case err != nil && d.cfg.Fenced(err):
+			lg.Warn("outbox fenced", zap.Error(err))
+			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
+		case err != nil:
+			*doubt = true
+			lg.Warn("outbox hand-back failed; its messages are released once nothing is in flight",
+				zap.String("destination", df.dest), zap.Int("messages", len(df.keys)), zap.Error(err))
+		default:
+			lg.Debug("outbox messages handed back until their destination answers", zap.String("destination", df.dest),
+				zap.Int64("messages", n), zap.Time("next", next))
 		}
-	}
-	if res.Outcome == scheduler.DeliveryDead && d.cfg.Dead != nil {
-		res.Notice = d.cfg.Dead(m, res)
-	}
-	if err := d.record(ctx, token, m.Key, res); err != nil {
-		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))
-		if !d.cfg.Fenced(err) {
-			left.mu.Lock()
-			left.res[m.Key] = outcome{m: m, res: res}
-			left.mu.Unlock()
-		}
-		return
-	}
-	switch res.Outcome {
-	case scheduler.DeliveryOK:
-		lg.Info("message delivered")
-	case scheduler.DeliveryRetry:
-		lg.Warn("message retried", zap.Time("next", res.Next), zap.String("error", res.Error))
-	default:
-		lg.Error("message dead", zap.String("error", res.Error))
-	}
-	if d.cfg.Observe != nil {
-		d.cfg.Observe(m, res)
-	}
-}
-
-// record records res for key, retrying within RecordTimeout, even after
-// the term's ctx ended: a message left sending waits for the next term, and
-// one delivered but not recorded is sent again.
-func (d *Dispatcher) record(ctx context.Context, token int64, key string, res scheduler.Delivery) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.RecordTimeout)
-	defer cancel()
-	wait := 20 * time.Millisecond
-	for {
-		err := d.cfg.Store.RecordDelivery(rctx, token, key, res)
-		if err == nil || d.cfg.Fenced(err) {
-			return err
-		}
-		select {
-		case <-rctx.Done():
-			return err
-		case <-d.cfg.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
-}
-
-// send delivers m with its kind's deliverer, within SendTimeout.
-func (d *Dispatcher) send(ctx context.Context, m scheduler.Message, token int64) error {
-	dl, ok := d.cfg.Deliverers[m.Kind]
-	if !ok {
-		return fmt.Errorf("no deliverer for %s messages", m.Kind)
-	}
-	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
-	defer cancel()
-	if err := dl.Deliver(sctx, m, token); err != nil {
-		return fmt.Errorf("deliver %s message %q to %s: %w", m.Kind, m.Key, m.Destination, err)
 	}
 	return nil
+}
+
+// learn counts m's delivery out of its lane and logs a change of its destination's state.
+func (d *Dispatcher) learn(lg *zap.Logger, ln *lanes, m scheduler.Message, v verdict) {
+	changed, failures := ln.done(m, v)
+	switch {
+	case !changed:
+	case failures > 0:
+		lg.Warn("outbox destination failing; one delivery at a time until it answers", zap.String("destination", destination(m)),
+			zap.String("key", m.Key), zap.String("job", m.Job))
+	default:
+		lg.Info("outbox destination answers again", zap.String("destination", destination(m)))
+	}
 }

@@ -62,5 +62,7 @@
 // session reads at most 1 MiB of the server's replies, so a server that
 // never ends a reply cannot fill the daemon's memory. A message the server
 // accepted (its reply to the end of DATA) is delivered, whatever the server
-// does with the rest of the session (the RSET or QUIT after it).
+// does with the rest of the session (the RSET or QUIT after it). A receiver
+// that hangs or fails holds up no other destination: the claimed messages wait
+// in one lane per destination for a share of Config.Concurrency (lanes.go).
 package outbox

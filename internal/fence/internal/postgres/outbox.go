@@ -64,6 +64,21 @@ func (p *Backend) ReleaseOutbox(ctx context.Context, token int64, now time.Time)
 	return n, err
 }
 
+// DeferOutbox hands the messages keys sending under token back to pending, due at next, in
+// one batch fenced with token on the outbox's fence.
+func (p *Backend) DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error) {
+	var n int64
+	err := p.fencedBatch(ctx, []string{tables.OutboxFence}, token, func(b *pgx.Batch) {
+		for _, key := range keys {
+			b.Queue(p.outboxSQL(tables.OutboxDeferSQL), token, now, next, key).Exec(func(tag pgconn.CommandTag) error {
+				n += tag.RowsAffected()
+				return nil
+			})
+		}
+	})
+	return n, err
+}
+
 // RecordDelivery records an attempt of the message key claimed with token,
 // fenced with token on the outbox's fence; false when it is not sending
 // under token.

@@ -77,6 +77,27 @@ func (l *Backend) ReleaseOutbox(ctx context.Context, token int64, now time.Time)
 	return n, err
 }
 
+// DeferOutbox hands the messages keys sending under token back to pending, due at next, in
+// one IMMEDIATE transaction that entered the outbox's fence with token.
+func (l *Backend) DeferOutbox(ctx context.Context, token int64, keys []string, now, next time.Time) (int64, error) {
+	var n int64
+	err := l.fencedWrite(ctx, []string{tables.OutboxFence}, token, func(tx *sql.Tx) error {
+		for _, key := range keys {
+			res, err := tx.ExecContext(ctx, liteOutboxSQL(tables.OutboxDeferSQL), token, now.UnixMicro(), next.UnixMicro(), key)
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	return n, err
+}
+
 // RecordDelivery records, in one IMMEDIATE transaction that entered the
 // outbox's fence with token, an attempt of the message key claimed with
 // that token; false when the message is not sending under it.

@@ -25,6 +25,12 @@ const (
 	// Placeholders: token, now.
 	OutboxReleaseOwnSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2, attempts = attempts - 1
 		WHERE status = 'sending' AND claim_token = $1`
+	// OutboxDeferSQL hands one message sending under the dispatcher's own
+	// token back to pending, due at next, not counting the attempt its claim
+	// counted: it was never sent (see fence.Store.DeferOutbox).
+	// Placeholders: token, now, next, key.
+	OutboxDeferSQL = `UPDATE {s}outbox SET status = 'pending', updated_at = $2, next_attempt_at = $3, attempts = attempts - 1
+		WHERE key = $4 AND status = 'sending' AND claim_token = $1`
 	// OutboxRecordSQL records an attempt. Placeholders: key, token, status,
 	// at, next (for pending), error. The same record made again by the same
 	// term matches as well: when the store went away after a record's commit
