@@ -19,7 +19,7 @@ func (t *tenure) drain(idle chan struct{}) {
 	t.queue.Reset()
 	t.pendingClaims = nil
 	for _, js := range t.jobs {
-		js.entry, js.queue = nil, nil
+		js.entry, js.queue, js.carried = nil, nil, nil // claims a reload kept stay running, for the next leader
 	}
 	if t.runs == 0 {
 		close(idle)

@@ -203,3 +203,58 @@ func mustScheduleIn(tb testing.TB, text string, loc *time.Location) *schedule.Sc
 	}
 	return s
 }
+
+// TestRunner_ReloadWhileDrainingStartsNoCarriedSlot: a reload kept the slot 12:10, claimed
+// ahead, for a denser timing whose slot 12:09:40 comes first, and the shutdown's drain began
+// before either fired. A reload during the drain (a SIGHUP within the grace) must start
+// nothing: the drain stops firing, and the claimed slot stays running for the next leader, as
+// every slot claimed ahead does. Before, the reload fired the kept slot, its new fire time
+// passed, in the middle of the shutdown.
+func TestRunner_ReloadWhileDrainingStartsNoCarriedSlot(t *testing.T) {
+	slot := t0.Add(10 * time.Minute)
+	started := make(chan time.Time, 4)
+	exec := execFunc(func(_ context.Context, a scheduler.Attempt) (string, error) {
+		started <- a.Slot.UTC()
+		return "ran", nil
+	})
+	every := func(text string) func(*Spec) { return func(s *Spec) { s.Schedule = mustSchedule(t, text) } }
+	lead := 30 * time.Second
+	clk := newFakeClock(slot.Add(-lead - 30*time.Second))
+	led := newFakeLedger()
+	core, logs := observer.New(zapcore.InfoLevel)
+	r := mustNew(t, []Spec{spec(t, "job", exec, every("*/10 * * * *"))}, Options{Node: "n1", Ledger: led, Clock: clk,
+		ClaimAhead: lead, Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))})
+	stop := leadAsync(t, r, token).stop
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(30 * time.Second) // the slot is claimed ahead
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the claim ahead", func() bool {
+		rows := led.snapshot("job")
+		return len(rows) == 1 && rows[0].ScheduledAt.Equal(slot) && clk.Pending() == 1
+	})
+	denser := []Spec{spec(t, "job", exec, every("@every 20s"))}
+	if err := r.SetTable(denser); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reloaded", func() bool { return logs.FilterMessage("table reloaded").Len() == 1 })
+	r.Drain(context.Background()) // no run in progress: it returns once the loop stopped firing
+	clk.Advance(time.Minute)      // past the kept slot's fire time
+	if err := r.SetTable(denser); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reloaded while draining", func() bool {
+		return logs.FilterMessage("table reloaded").Len() == 2
+	})
+	select {
+	case at := <-started:
+		t.Fatalf("slot %s started during the drain", at)
+	case <-time.After(200 * time.Millisecond): // a run the reload launched reaches its executor by then
+	}
+	for _, row := range led.snapshot("job") {
+		if row.Status != scheduler.StatusRunning || row.Attempt != 0 {
+			t.Fatalf("row %+v: want every slot claimed ahead left running (attempt 0) for the next leader", row)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Lead=%v", err)
+	}
+}

@@ -20,7 +20,8 @@ import (
 // so the counter moves only with a successful SET NX. It returns
 // {outcome, token, pttl, removed lock, lock given an expiry, replaced
 // counter}: outcome 1 taken, 0 held by another (pttl is how long), 2 no
-// token left; the last three are the values found, or empty.
+// token left; the last three are the values found (an empty one named so, as
+// empty says that nothing was changed), or empty.
 //
 // Others can write both keys. A lock no campaigner could have written is
 // not waited for: one whose value is not "<token> <holder> <node>" (or not
@@ -47,6 +48,7 @@ local function succ(s)
 end
 local function shown(v)
   if type(v) ~= 'string' then return 'a value of another type' end
+  if v == '' then return 'an empty string' end
   return string.sub(v, 1, 200)
 end
 local removed, expired, counternote = '', '', ''

@@ -49,6 +49,7 @@ func TestCampaigner_HandWrittenKeys(t *testing.T) {
 		"LockWithoutExpiry":      {lockValue(5, "x", "intruder"), 0, "no expiry"},
 		"LockOfAnotherShape":     {"held by hand", 24 * time.Hour, "not a campaigner"},
 		"LockOfAnotherShapeNoPX": {"x", 0, "not a campaigner"},
+		"EmptyLock":              {"", 24 * time.Hour, "not a campaigner"}, // removed, and logged all the same
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t)
@@ -65,7 +66,7 @@ func TestCampaigner_HandWrittenKeys(t *testing.T) {
 	}
 
 	t.Run("CounterNotAToken", func(t *testing.T) {
-		for _, v := range []string{"abc", "-5", "1.5", "99999999999999999999", "0007"} {
+		for _, v := range []string{"abc", "-5", "1.5", "99999999999999999999", "0007", ""} {
 			s := newServer(t)
 			set(t, s, counterKey(testKey), v, 0)
 			r, logs := start(t, s, 10)

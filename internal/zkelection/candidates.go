@@ -157,7 +157,11 @@ func readCandidates(conn *zk.Conn, parent string) (Election, error) {
 const candidatePerms = zk.PermRead | zk.PermCreate | zk.PermDelete
 
 // readAccess reads the parent node's access list and describes it when it
-// refuses the replicas, with its remedy.
+// refuses the replicas, with its remedy. An entry of the ip scheme admits a
+// client without authentication too, by its address, which this read cannot
+// tell from the replicas': it is taken to admit them (the server checks each
+// operation against any entry that matches, so the permissions add up), and a
+// refusal it causes all the same shows where the campaign fails (refused).
 func readAccess(conn *zk.Conn, parent string) (string, error) {
 	acl, _, err := conn.GetACL(parent)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -166,10 +170,14 @@ func readAccess(conn *zk.Conn, parent string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the access list of %s: %w", parent, err)
 	}
+	var perms int32
 	for _, a := range acl {
-		if a.Scheme == "world" && a.ID == "anyone" && a.Perms&candidatePerms == candidatePerms {
-			return "", nil
+		if a.Scheme == "world" && a.ID == "anyone" || a.Scheme == "ip" {
+			perms |= a.Perms
 		}
+	}
+	if perms&candidatePerms == candidatePerms {
+		return "", nil
 	}
 	return fmt.Sprintf("the access list of %s (%s) refuses the replicas, which connect without authentication and need "+
 		"read, create and delete as world:anyone: no replica can become a candidate; restore it with: zkCli.sh setAcl %s world:anyone:cdrwa",

@@ -2,6 +2,7 @@ package zkelection
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -113,4 +114,35 @@ func warnedOf(logs *observer.ObservedLogs, node, data string) bool {
 		}
 	}
 	return false
+}
+
+// TestReadElection_AccessListByAddress: an access list that admits the replicas by their
+// address (the ip scheme, which needs no authentication either) lets them campaign, and a read
+// of the election must not report it as refusing them. Before, every access list without cdr
+// for world:anyone was reported so: status, /status and /readyz (503) on every replica named a
+// problem in an election that worked.
+func TestReadElection_AccessListByAddress(t *testing.T) {
+	s := newServer(t)
+	if err := ensurePath(s.conn, testPath); err != nil {
+		t.Fatal(err)
+	}
+	host, _, err := net.SplitHostPort(s.srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "ip", ID: host}}
+	if _, err := s.conn.SetACL(testPath, acl, -1); err != nil {
+		t.Fatal(err)
+	}
+	c := newCampaigner(t, s.srv.Addr(), "a")
+	var seq atomic.Int64
+	r := leasetest.Run(t, c, &seq, true)
+	e := leasetest.Next(t, r.Won, 15*time.Second, "a's term under the access list by address")
+	el, err := ReadElection(s.conn, testPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !el.Leads || el.Leader.Token != e.Term.Token || el.Refused != "" || len(el.Problems()) != 0 {
+		t.Fatalf("ReadElection = %+v, problems %q; want a leading with token %d and no problem", el, el.Problems(), e.Term.Token)
+	}
 }
