@@ -48,6 +48,7 @@ const controlPoll = time.Second
 type registration interface {
 	Run(ctx context.Context) error
 	Republish()
+	Published() <-chan struct{}
 }
 
 var (

@@ -18,6 +18,7 @@ type PostgresRegistration struct {
 	replica   func() Replica
 	lg        *zap.Logger
 	republish chan struct{}
+	first     published
 }
 
 // NewRegistration returns the registration of the replica that replica describes (it is called
@@ -29,8 +30,11 @@ func (s *Postgres) NewRegistration(ttl time.Duration, replica func() Replica, lg
 	case replica == nil || lg == nil:
 		return nil, errors.New("control: NewRegistration needs the replica and a logger")
 	}
-	return &PostgresRegistration{s: s, ttl: ttl, replica: replica, lg: lg, republish: make(chan struct{}, 1)}, nil
+	return &PostgresRegistration{s: s, ttl: ttl, replica: replica, lg: lg, republish: make(chan struct{}, 1), first: newPublished()}, nil
 }
+
+// Published is closed once the entry has been published for the first time.
+func (r *PostgresRegistration) Published() <-chan struct{} { return r.first.ch }
 
 // Republish publishes the entry again, as replica now describes it; it does not wait.
 func (r *PostgresRegistration) Republish() {
@@ -50,8 +54,9 @@ func (r *PostgresRegistration) Run(ctx context.Context) error {
 			if failures++; failures == 1 || failures%30 == 0 {
 				r.lg.Warn("register replica", zap.Int("attempt", failures), zap.Error(err))
 			}
-		} else {
+		} else if ctx.Err() == nil {
 			failures = 0
+			r.first.done()
 		}
 		select {
 		case <-ctx.Done():

@@ -25,6 +25,7 @@ func TestPostgresRegistration_Run(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertPublished(t, reg.Published(), false)
 	stop := startRun(ctx, t, reg.Run)
 	shows := func(want string) func() bool {
 		return func() bool {
@@ -33,6 +34,14 @@ func TestPostgresRegistration_Run(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry a with hash h1", shows("h1"))
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "published", func() bool {
+		select {
+		case <-reg.Published():
+			return true
+		default:
+			return false
+		}
+	})
 
 	hash.Store("h2")
 	reg.Republish()
@@ -69,6 +78,22 @@ func TestPostgresRegistration_Failing(t *testing.T) {
 	// Renewed every TTL/3 for a second: several failures, logged once (the first of thirty).
 	if n := logs.FilterMessage("register replica").Len(); n != 1 {
 		t.Fatalf("%d warnings, want 1: %v", n, logs.All())
+	}
+	assertPublished(t, reg.Published(), false)
+}
+
+// assertPublished fails t unless whether ch is closed is want: a registration is published only
+// once its entry was written, and a replica waits for that before it campaigns.
+func assertPublished(t *testing.T, ch <-chan struct{}, want bool) {
+	t.Helper()
+	got := false
+	select {
+	case <-ch:
+		got = true
+	default:
+	}
+	if got != want {
+		t.Fatalf("published = %v, want %v", got, want)
 	}
 }
 

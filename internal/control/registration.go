@@ -22,6 +22,7 @@ type Registration struct {
 	replica   func() Replica
 	lg        *zap.Logger
 	republish chan struct{}
+	first     published
 }
 
 // NewRegistration returns the registration of the replica that replica describes (it is called
@@ -33,8 +34,11 @@ func (s *Store) NewRegistration(ttl time.Duration, replica func() Replica, lg *z
 	case replica == nil || lg == nil:
 		return nil, errors.New("control: NewRegistration needs the replica and a logger")
 	}
-	return &Registration{s: s, ttl: ttl, replica: replica, lg: lg, republish: make(chan struct{}, 1)}, nil
+	return &Registration{s: s, ttl: ttl, replica: replica, lg: lg, republish: make(chan struct{}, 1), first: newPublished()}, nil
 }
+
+// Published is closed once the entry has been published for the first time.
+func (r *Registration) Published() <-chan struct{} { return r.first.ch }
 
 // Republish publishes the entry again, as replica now describes it; it does not wait.
 func (r *Registration) Republish() {
@@ -91,5 +95,9 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 }
 
 func (r *Registration) publish(ctx context.Context, lease clientv3.LeaseID) error {
-	return r.s.Register(ctx, lease, r.replica())
+	if err := r.s.Register(ctx, lease, r.replica()); err != nil {
+		return err
+	}
+	r.first.done()
+	return nil
 }

@@ -23,6 +23,7 @@ func TestRegistration_Run(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertPublished(t, reg.Published(), false)
 	stop := startRun(ctx, t, reg.Run)
 	entry := func() (Replica, bool) {
 		rs, err := s.Replicas(ctx)
@@ -35,6 +36,11 @@ func TestRegistration_Run(t *testing.T) {
 		return func() bool { r, ok := entry(); return ok && r.TableHash == want }
 	}
 	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry a with hash h1", shows("h1"))
+	select {
+	case <-reg.Published():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not published after the entry appeared")
+	}
 
 	hash.Store("h2")
 	reg.Republish()

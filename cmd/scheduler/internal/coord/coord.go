@@ -320,7 +320,8 @@ func (v countedView) Run(ctx context.Context) error {
 		var (
 			last     int64
 			logged   []string
-			outsider string // the last judgement of the leader
+			outsider string // the leader's judgement, once two in a row agree
+			previous string // the last judgement of the leader
 			judged   time.Time
 		)
 		t := time.NewTicker(countEvery)
@@ -337,7 +338,13 @@ func (v countedView) Run(ctx context.Context) error {
 				v.inc()
 			}
 			if v.replicas != nil && time.Since(judged) >= judgeEvery {
-				judged, outsider = time.Now(), v.judge(cctx, l, ok)
+				// Logged once two judgements in a row find the same hold naming no replica: a
+				// killed leader's entry can leave the registry a moment before its hold ends.
+				j := v.judge(cctx, l, ok)
+				if outsider = ""; j == previous {
+					outsider = j
+				}
+				judged, previous = time.Now(), j
 			}
 			problems := l.Problems
 			if outsider != "" {
