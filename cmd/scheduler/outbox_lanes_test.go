@@ -70,13 +70,17 @@ func (r *outboxRig) holdHooks() (release func()) {
 }
 
 // dispatchLanes runs a dispatcher over st (Concurrency 4, Batch 10) whose webhooks give up
-// after hookTimeout, until stop.
-func (r *outboxRig) dispatchLanes(st outbox.Store, token int64, hookTimeout time.Duration) (stop func() error) {
-	d, err := outbox.New(outbox.Config{Store: st, Batch: 10, Concurrency: 4, MaxAttempts: 1000, SendTimeout: outboxTimeout,
+// after hookTimeout, until stop; claimTTL, if given, is its Config.ClaimTTL.
+func (r *outboxRig) dispatchLanes(st outbox.Store, token int64, hookTimeout time.Duration, claimTTL ...time.Duration) (stop func() error) {
+	cfg := outbox.Config{Store: st, Batch: 10, Concurrency: 4, MaxAttempts: 1000, SendTimeout: outboxTimeout,
 		RetryBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Poll: 5 * time.Millisecond,
 		Fenced:     func(err error) bool { return errors.Is(err, fence.ErrStale) },
 		Deliverers: r.deliverers(hookTimeout),
-		Logger:     zaptest.NewLogger(r.t)})
+		Logger:     zaptest.NewLogger(r.t)}
+	for _, ttl := range claimTTL {
+		cfg.ClaimTTL = ttl
+	}
+	d, err := outbox.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}

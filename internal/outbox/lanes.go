@@ -1,8 +1,10 @@
 package outbox
 
 import (
+	"cmp"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -230,17 +232,30 @@ func (l *lanes) abandon(m scheduler.Message) {
 }
 
 // deferrals takes out of the lanes the messages of failing destinations beyond the one each
-// may start: they are to be handed back.
+// may start: they are to be handed back. A probe is kept only while the failing destinations'
+// half has room for it, the oldest first: one that waits for that room waits in the store, as
+// their other messages do, and not in the claims' room, where many failing destinations (many
+// ports of one host) would fill it and wait past their claim's TTL.
 func (l *lanes) deferrals() []deferral {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []deferral
+	var failing []string
 	for dest, ln := range l.byDest {
-		keep := 0
-		if ln.inflight == 0 {
-			keep = 1 // the probe
+		if ln.failures > 0 && len(ln.queue) > 0 {
+			failing = append(failing, dest)
 		}
-		if ln.failures == 0 || len(ln.queue) <= keep {
+	}
+	slices.SortFunc(failing, func(a, b string) int { return cmp.Compare(l.byDest[a].queue[0].seq, l.byDest[b].queue[0].seq) })
+	probes := l.share() - l.failingInflight()
+	var out []deferral
+	for _, dest := range failing {
+		ln := l.byDest[dest]
+		keep := 0
+		if ln.inflight == 0 && probes > 0 {
+			keep = 1 // the probe
+			probes--
+		}
+		if len(ln.queue) <= keep {
 			continue
 		}
 		df := deferral{dest: dest, failures: ln.failures}

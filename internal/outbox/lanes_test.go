@@ -172,6 +172,14 @@ func TestLanes(t *testing.T) {
 		if _, ready := l.counts(); ready != 8 {
 			t.Fatalf("ready %d, want the 8 waiting e-mails alone", ready)
 		}
+		// The two probes that wait for the failing ports' half are handed back, not kept in
+		// the claims' room.
+		if df := l.deferrals(); len(df) != 2 || len(df[0].keys) != 1 || len(df[1].keys) != 1 {
+			t.Fatalf("deferrals %+v, want the 2 probes that cannot start", df)
+		}
+		if waiting, _ := l.counts(); waiting != 8 {
+			t.Fatalf("waiting %d after the hand-back, want the 8 e-mails", waiting)
+		}
 	})
 	t.Run("ForgottenWhenIdle", func(t *testing.T) {
 		l := newLanes(4)
