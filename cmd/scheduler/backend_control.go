@@ -93,3 +93,16 @@ func (d *daemon) setNames(jobs []config.Job) {
 	}
 	d.names.Store(&names)
 }
+
+// campaign runs the election once this replica is registered, or a TTL has passed: a hold of
+// the election that names no registered replica is reported as a stranger's (an error line,
+// /readyz 503).
+func (d *daemon) campaign(ctx context.Context) error {
+	select {
+	case <-d.reg.Published():
+	case <-time.After(d.cfg.Election.TTL):
+	case <-ctx.Done():
+		return nil
+	}
+	return d.camp.Run(ctx, d.lead)
+}

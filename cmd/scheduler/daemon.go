@@ -262,17 +262,7 @@ func (d *daemon) serve(ctx context.Context) error {
 			return nil
 		})
 	}
-	part("election", func(c context.Context) error {
-		// Registered first, or for at most a TTL: a hold naming no registered replica is reported
-		// as a stranger's (an error line, /readyz 503).
-		select {
-		case <-d.reg.Published():
-		case <-time.After(d.cfg.Election.TTL):
-		case <-c.Done():
-			return nil
-		}
-		return d.camp.Run(c, d.lead)
-	}, campCtx)
+	part("election", d.campaign, campCtx)
 	part("control watcher", d.watcher.Run, svcCtx)
 	part("leader observer", d.observer.Run, svcCtx)
 	part("trigger requests", func(c context.Context) error { return d.triggers.Consume(c, d.watcher.Requests()) }, svcCtx)
