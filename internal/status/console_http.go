@@ -129,8 +129,6 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.lg.Info("console action", zap.String("job", job), zap.String("action", act), zap.String("by", by))
-	s.statusDoc.invalidate()
-	s.consoleDoc.invalidate()
 	writeJSON(w, http.StatusOK, map[string]string{"message": msg})
 }
 

@@ -13,7 +13,7 @@
 // readiness failure: a partial answer still helps an operator.
 //
 // A client that floods the port gets no more of the store and etcd than one reader: the
-// documents that read them are shared by the requests that come at once (snapshot.go), the
+// documents that read them are shared by the requests that come at once (shared.go), the
 // scrapes and the run output streams served at once are bounded, beyond which they are
 // answered 503, so that the store's pool stays the runner's.
 //

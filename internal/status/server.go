@@ -73,16 +73,16 @@ type Server struct {
 
 	origins  *http.CrossOriginProtection // the console's actions come from its own page
 	refusals *rate.Sometimes             // bounds the log lines of refused actions
-	// streams ends the streaming responses and the snapshots' reads when the server shuts
+	// streams ends the streaming responses and the shared reads when the server shuts
 	// down (streaming).
 	streams    context.Context
 	endStreams context.CancelFunc
 	open       streamCount // the run output streams open, by client
 
 	// The documents that read the store and the coordinator, shared by concurrent requests.
-	statusDoc  *snapshot[Doc]
-	consoleDoc *snapshot[ConsoleDoc]
-	ready      *snapshot[error]
+	statusDoc  *shared[Doc]
+	consoleDoc *shared[ConsoleDoc]
+	ready      *shared[error]
 }
 
 // New listens on cfg.Addr, so that an address in use fails at start, and returns the server
@@ -106,13 +106,13 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln,
 		origins: http.NewCrossOriginProtection(), refusals: &rate.Sometimes{First: 10, Interval: 10 * time.Second}}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
-	s.statusDoc = newSnapshot(s.streams, cfg.Now, statusTimeout, func(ctx context.Context) Doc {
+	s.statusDoc = newShared(s.streams, statusTimeout, func(ctx context.Context) Doc {
 		return Collect(ctx, src, cfg.Explain, d.Table(), cfg.Now())
 	})
-	s.consoleDoc = newSnapshot(s.streams, cfg.Now, statusTimeout, func(ctx context.Context) ConsoleDoc {
+	s.consoleDoc = newShared(s.streams, statusTimeout, func(ctx context.Context) ConsoleDoc {
 		return CollectConsole(ctx, src, cfg.Console, cfg.Explain, d.Table(), cfg.Now())
 	})
-	s.ready = newSnapshot(s.streams, cfg.Now, readyTimeout, func(ctx context.Context) error {
+	s.ready = newShared(s.streams, readyTimeout, func(ctx context.Context) error {
 		return Ready(ctx, src, d, cfg.Explain)
 	})
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idleTimeout}
