@@ -82,9 +82,10 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 		mux.Handle("GET /console/"+name, secure(page(name)))
 	}
 	mux.Handle("GET /api/console", secure(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
-		defer cancel()
-		doc := CollectConsole(ctx, s.src, s.cfg.Console, s.cfg.Explain, s.d.Table(), s.cfg.Now())
+		doc, err := s.consoleDoc.get(r.Context())
+		if err != nil {
+			return // the client went away
+		}
 		doc.Node, doc.Admin = s.cfg.Node, s.cfg.AdminToken != ""
 		writeJSON(w, http.StatusOK, doc)
 	}))

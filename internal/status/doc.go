@@ -12,6 +12,11 @@
 // console's own page (a custom header and the browser's origin headers, against CSRF). A part that cannot be read (etcd down, the store unreachable) becomes a warning in the document or a reason in the
 // readiness failure: a partial answer still helps an operator.
 //
+// A client that floods the port gets no more of the store and etcd than one reader: the
+// documents that read them are shared by the requests that come at once (shared.go), the
+// scrapes and the run output streams served at once are bounded, beyond which they are
+// answered 503, so that the store's pool stays the runner's.
+//
 // The package reads through the small interfaces it declares, Source and Daemon, which the
 // command wires to the election, the control store, the fence store and the runner. The
 // document's JSON and the metric names and labels are part of the external contract.

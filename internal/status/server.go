@@ -50,6 +50,14 @@ const (
 	readyTimeout  = 2 * time.Second
 )
 
+// idleTimeout closes a kept-alive connection that sends no request: a client cannot hold
+// connections, and their goroutines, open for ever.
+const idleTimeout = 2 * time.Minute
+
+// metricsInFlight bounds the scrapes served at once: each reads the outbox's summary from the
+// store. Prometheus scrapes one at a time; a scrape beyond it is answered 503.
+const metricsInFlight = 3
+
 // shutdownTimeout bounds how long Run waits for requests in flight once its context ends.
 const shutdownTimeout = 5 * time.Second
 
@@ -65,9 +73,16 @@ type Server struct {
 
 	origins  *http.CrossOriginProtection // the console's actions come from its own page
 	refusals *rate.Sometimes             // bounds the log lines of refused actions
-	// streams ends the streaming responses when the server shuts down (streaming).
+	// streams ends the streaming responses and the shared reads when the server shuts
+	// down (streaming).
 	streams    context.Context
 	endStreams context.CancelFunc
+	open       streamCount // the run output streams open, by client
+
+	// The documents that read the store and the coordinator, shared by concurrent requests.
+	statusDoc  *shared[Doc]
+	consoleDoc *shared[ConsoleDoc]
+	ready      *shared[error]
 }
 
 // New listens on cfg.Addr, so that an address in use fails at start, and returns the server
@@ -91,7 +106,16 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln,
 		origins: http.NewCrossOriginProtection(), refusals: &rate.Sometimes{First: 10, Interval: 10 * time.Second}}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	s.statusDoc = newShared(s.streams, statusTimeout, func(ctx context.Context) Doc {
+		return Collect(ctx, src, cfg.Explain, d.Table(), cfg.Now())
+	})
+	s.consoleDoc = newShared(s.streams, statusTimeout, func(ctx context.Context) ConsoleDoc {
+		return CollectConsole(ctx, src, cfg.Console, cfg.Explain, d.Table(), cfg.Now())
+	})
+	s.ready = newShared(s.streams, readyTimeout, func(ctx context.Context) error {
+		return Ready(ctx, src, d, cfg.Explain)
+	})
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idleTimeout}
 	s.srv.RegisterOnShutdown(s.endStreams)
 	return s, nil
 }
@@ -129,11 +153,12 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.RunOutput != nil {
 		mux.Handle("GET /runs/{id}/output", s.streaming(s.cfg.RunOutput))
 	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{Registry: s.m.reg}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{Registry: s.m.reg, MaxRequestsInFlight: metricsInFlight}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
-		defer cancel()
-		doc := Collect(ctx, s.src, s.cfg.Explain, s.d.Table(), s.cfg.Now())
+		doc, err := s.statusDoc.get(r.Context())
+		if err != nil {
+			return // the client went away
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -149,9 +174,11 @@ func (s *Server) Handler() http.Handler {
 // readyz answers 200 when the coordinator and the store answer, the schema is current, the election works
 // and no job is blocked, else 503 with what is wrong.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	if err := Ready(ctx, s.src, s.d, s.cfg.Explain); err != nil {
+	err, gone := s.ready.get(r.Context())
+	if gone != nil {
+		return // the client went away
+	}
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
