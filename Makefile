@@ -75,7 +75,7 @@ bench-fence:
 	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./internal/fence/
 
 # bench-pgbench: the README's script pattern under pgbench, fenced and plain, like for like
-# (bench/pgbench/*.sql); 3 s per variant and client count, ten rounds, about 8 minutes.
+# (bench/pgbench/*.sql); 3 s per variant and client count, ten rounds, about 13 minutes.
 bench-pgbench:
 	$(GO) test -run '^$$' -bench Pgbench -benchtime 1x -timeout 30m ./bench/pgbench/
 

@@ -14,6 +14,11 @@
 //	fenced.sql              (c) BEGIN; SELECT scheduler.fence_verify(...); INSERT; COMMIT
 //	fenced_one_message.sql  (d) (c) sent as one multi-statement message (\; between statements)
 //	plain_one_message.sql   (e) (a) sent as one message, the baseline of (d)
+//	plain_two_selects.sql   (f) (e) with two SELECTs of a constant: the check's statements, empty
+//	plain_lock.sql          (g) (f) with the first taking the job's shared advisory lock
+//	plain_row_read.sql      (h) (f) with the second reading one row by its primary key
+//
+// (f) to (h) check nothing: they take the check of (d) apart, to show what its cost is made of.
 //
 // Every variant runs for a fixed time (-duration, 3 s) at 1, 4 and 16 clients; within each
 // round and client count the variants take turns in an order that rotates from round to round,
@@ -23,7 +28,8 @@
 //	go test -run '^$' -bench Pgbench -benchtime 1x ./bench/pgbench/ -args -duration 10s -rounds 3
 //
 // The report gives each variant's tps and mean latency (median of the rounds, min–max) and the
-// ratios of the pairings c/a, c/b, d/e and d/a, each computed within a round and client count.
+// ratios of the pairings c/a, c/b, d/e, d/a, f/e, g/e and h/e, each computed within a round and
+// client count.
 package pgbench
 
 import (
@@ -50,7 +56,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// The defaults keep a run to about eight minutes: short slices, many rounds, so that the
+// The defaults keep a run to about thirteen minutes: short slices, many rounds, so that the
 // ratios of slices run close together outlast changes in the machine's load and disk.
 var (
 	duration = flag.Duration("duration", 3*time.Second, "how long pgbench runs each variant at each client count (whole seconds)")
@@ -83,10 +89,13 @@ var variants = []variant{
 	{key: "c", script: "fenced.sql", messages: 4, fenced: true},
 	{key: "d", script: "fenced_one_message.sql", messages: 1, fenced: true},
 	{key: "e", script: "plain_one_message.sql", messages: 1},
+	{key: "f", script: "plain_two_selects.sql", messages: 1},
+	{key: "g", script: "plain_lock.sql", messages: 1},
+	{key: "h", script: "plain_row_read.sql", messages: 1},
 }
 
 // pairings are the ratios the report gives: fenced over its plain counterpart.
-var pairings = [][2]string{{"c", "a"}, {"c", "b"}, {"d", "e"}, {"d", "a"}}
+var pairings = [][2]string{{"c", "a"}, {"c", "b"}, {"d", "e"}, {"d", "a"}, {"f", "e"}, {"g", "e"}, {"h", "e"}}
 
 // clientCounts are the numbers of concurrent writers.
 var clientCounts = []int{1, 4, 16}
@@ -96,6 +105,8 @@ var jobRoleGrants = []string{
 	`GRANT USAGE ON SCHEMA scheduler TO {role}`,
 	`GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint) TO {role}`,
 	`GRANT INSERT ON public.bench_rows TO {role}`,
+	// Beyond the recipe: the read of (h), a stand-in's, on the table the scripts write.
+	`GRANT SELECT ON public.bench_rows TO {role}`,
 }
 
 // prepare migrates the store on the database of dsn, raises the fence of job to token as a

@@ -14,8 +14,8 @@ import (
 // TestScripts runs each benchmark script for a few transactions through a counter of the
 // messages pgbench sends, on a migrated store with the job's fence raised: every script
 // writes a row per transaction and sends as many messages per transaction as the comparison
-// says it does (three, four, four, one, one), and the fenced scripts refuse a token older or
-// newer than the fence and write nothing with it.
+// says it does (three, four, four, and one for the others), and the fenced scripts refuse a
+// token older or newer than the fence and write nothing with it.
 func TestScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
