@@ -94,7 +94,8 @@ var variants = []variant{
 	{key: "h", script: "plain_row_read.sql", messages: 1},
 }
 
-// pairings are the ratios the report gives: fenced over its plain counterpart.
+// pairings are the ratios the report gives: fenced over its plain counterpart, then each
+// stand-in over the plain one-message baseline.
 var pairings = [][2]string{{"c", "a"}, {"c", "b"}, {"d", "e"}, {"d", "a"}, {"f", "e"}, {"g", "e"}, {"h", "e"}}
 
 // clientCounts are the numbers of concurrent writers.
