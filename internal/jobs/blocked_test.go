@@ -73,6 +73,13 @@ func (bh *blockHarness) running() {
 	}
 }
 
+// queued returns a job that runs every minute with exec, a slot due while its previous run is
+// still in flight queued behind it: the tests wait for a run's ledger row, and the runner learns
+// of the run's end a moment after writing it, so a slot fired in between would be skipped.
+func queued(tb testing.TB, name string, exec scheduler.Executor) Spec {
+	return spec(tb, name, exec, func(s *Spec) { s.Overlap = OverlapQueue })
+}
+
 func blockedJobs(r *Runner) []string {
 	var out []string
 	for _, b := range r.Blocked() {
@@ -84,7 +91,7 @@ func blockedJobs(r *Runner) []string {
 func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 	t.Run("BlocksOnlyThatJobAndUnblocksAfterReset", func(t *testing.T) {
 		h := newBlockHarness(t, t0.Add(30*time.Second), nil,
-			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
+			queued(t, "x", execFunc(succeed)), queued(t, "y", execFunc(succeed)))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		h.waitRows("x", "x's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
@@ -137,7 +144,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 	t.Run("StepsDownWhenEtcdDoesNotConfirm", func(t *testing.T) {
 		h := newBlockHarness(t, t0.Add(30*time.Second), errors.New("leader key gone"),
-			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
+			queued(t, "x", execFunc(succeed)), queued(t, "y", execFunc(succeed)))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
@@ -156,7 +163,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 	t.Run("BlocksAtTakeover", func(t *testing.T) {
 		h := newBlockHarness(t, t0.Add(30*time.Second), nil,
-			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
+			queued(t, "x", execFunc(succeed)), queued(t, "y", execFunc(succeed)))
 		h.ledger.raise("x", outsideFence)
 		h.lead(token)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
@@ -183,7 +190,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 			return "", fmt.Errorf("write: %w", &scheduler.FenceError{Job: r.Job, Token: r.Token, Fence: outsideFence,
 				Err: fmt.Errorf("token %d below fence %d: %w", r.Token, outsideFence, scheduler.ErrFenced)})
 		})
-		h := newBlockHarness(t, t0.Add(30*time.Second), nil, spec(t, "x", own, nil), spec(t, "y", execFunc(succeed), nil))
+		h := newBlockHarness(t, t0.Add(30*time.Second), nil, queued(t, "x", own), queued(t, "y", execFunc(succeed)))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
@@ -195,7 +202,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 	t.Run("BlocksOnAClaimAtFireTime", func(t *testing.T) {
 		// Slots claimed when they fire: one ClaimMany of both jobs, refused for x, made again for y.
 		h := newBlockHarnessWith(t, t0.Add(30*time.Second), nil, func(o *Options) { o.ClaimAhead = -1 },
-			spec(t, "x", execFunc(succeed), nil), spec(t, "y", execFunc(succeed), nil))
+			queued(t, "x", execFunc(succeed)), queued(t, "y", execFunc(succeed)))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		h.waitRows("y", "y's first run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
@@ -211,7 +218,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 	t.Run("BlocksOnTheOutcomeWrite", func(t *testing.T) {
 		b := newBlocker()
-		h := newBlockHarness(t, t0.Add(30*time.Second), nil, spec(t, "x", b, nil), spec(t, "y", execFunc(succeed), nil))
+		h := newBlockHarness(t, t0.Add(30*time.Second), nil, queued(t, "x", b), queued(t, "y", execFunc(succeed)))
 		h.lead(token)
 		h.advance(time.Minute, 1)
 		<-b.started
@@ -228,7 +235,7 @@ func TestRunner_FenceAboveConfirmedToken(t *testing.T) {
 
 	t.Run("StepsDownWithoutConfirm", func(t *testing.T) {
 		// A runner that cannot ask etcd keeps the old rule: any refusal ends the term.
-		h := newHarness(t, t0.Add(30*time.Second), spec(t, "x", execFunc(succeed), nil))
+		h := newHarness(t, t0.Add(30*time.Second), queued(t, "x", execFunc(succeed)))
 		h.ledger.raise("x", outsideFence)
 		h.lead(token)
 		if err := h.term.ended("Lead did not step down"); !errors.Is(err, scheduler.ErrFenced) {

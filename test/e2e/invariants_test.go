@@ -14,10 +14,11 @@ import (
 //   - a slot recorded missed or skipped has no invoice (no slot is both missed and billed), and
 //     every invoice belongs to a slot the ledger knows;
 //   - a slot still running (in progress when the data was read) or failed has no more than N;
-//   - every invoice was written inside its own term: after its token's fence was raised and
-//     before the next term raised the fence (no stale-token row after a takeover);
+//   - every invoice was written inside its own term: after its token's fence of the job was
+//     raised and before the next term raised it (no stale-token row after a takeover);
 //   - every write to the ledger or the invoices committed under a fence raised by the same
-//     replica (no stale write got through, even one that changed no row).
+//     replica (no stale write got through, even one that changed no row); the outbox's fence,
+//     which a term raises on its own, is not the fence of these writes.
 //
 // The ledger's key makes two rows for one slot impossible; the check counts them anyway.
 func invariants(s snapshot, job string, clients int) []string {
@@ -69,22 +70,11 @@ func invariants(s snapshot, job string, clients int) []string {
 		}
 	}
 
-	// Terms as the fences saw them: each token, who raised it and when it was first raised.
-	type fenceTerm struct {
-		writer string
-		at     time.Time
-	}
-	byToken := map[int64]fenceTerm{}
-	for _, r := range s.raises {
-		if ft, ok := byToken[r.Token]; !ok || r.At.Before(ft.at) {
-			byToken[r.Token] = fenceTerm{writer: r.Writer, at: r.At}
-		}
-	}
-	tokens := make([]int64, 0, len(byToken))
-	for tok := range byToken {
-		tokens = append(tokens, tok)
-	}
-	sort.Slice(tokens, func(i, j int) bool { return tokens[i] < tokens[j] })
+	// Terms as the job's fence saw them: each token, who raised it and when it was first
+	// raised. The invoices are written under the job's fence alone; a term raises the outbox's
+	// fence on its own, maybe first, and an older term's invoice committed in between is
+	// accepted, as the job's fence promises.
+	byToken, tokens := fenceTermsOf(s.fencesOf(job))
 	for _, i := range s.invoices {
 		ft, ok := byToken[i.Token]
 		if !ok {
@@ -103,16 +93,41 @@ func invariants(s snapshot, job string, clients int) []string {
 			}
 		}
 	}
+	// The audit's fence of a write is the newest of the jobs' fences (auditSQL), whose raises
+	// are the terms' here.
+	byTerm, _ := fenceTermsOf(s.jobFences())
 	for _, w := range s.writes {
 		if w.Fence == nil {
 			continue
 		}
-		if owner := byToken[*w.Fence].writer; owner != w.Writer {
+		if owner := byTerm[*w.Fence].writer; owner != w.Writer {
 			add("stale write: %s %s by %s committed at %s under fence %d, raised by %s",
 				w.Op, w.Table, w.Writer, stamp(w.At), *w.Fence, owner)
 		}
 	}
 	return bad
+}
+
+// fenceTerm is a term as a fence saw it: who raised the fence to its token, and when first.
+type fenceTerm struct {
+	writer string
+	at     time.Time
+}
+
+// fenceTermsOf returns the terms of s's raises by token, and their tokens in ascending order.
+func fenceTermsOf(s snapshot) (map[int64]fenceTerm, []int64) {
+	byToken := map[int64]fenceTerm{}
+	for _, r := range s.raises {
+		if ft, ok := byToken[r.Token]; !ok || r.At.Before(ft.at) {
+			byToken[r.Token] = fenceTerm{writer: r.Writer, at: r.At}
+		}
+	}
+	tokens := make([]int64, 0, len(byToken))
+	for tok := range byToken {
+		tokens = append(tokens, tok)
+	}
+	sort.Slice(tokens, func(i, j int) bool { return tokens[i] < tokens[j] })
+	return byToken, tokens
 }
 
 // stamp formats t for messages and timelines.

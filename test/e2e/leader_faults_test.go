@@ -100,7 +100,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 
 	fin := d.waitFinished(invoicesJob, run.slot, 40*time.Second)
 	snap := d.snapshot()
-	raised := raiseTime(snap, next.token)
+	raised := raiseTime(snap.fencesOf(invoicesJob), next.token)
 	tl.mark(raised, "fence raised to %d by %s", next.token, next.node)
 	if fin.Finished != nil {
 		tl.mark(*fin.Finished, "slot %s %s under token %d, attempt %d", stamp(run.slot), fin.Status, fin.Token, fin.Attempt)
@@ -139,7 +139,7 @@ func (d *deployment) termOf(token int64) (term, bool) {
 	return term{}, false
 }
 
-// raiseTime returns when the fence was first raised to token, by the store's clock.
+// raiseTime returns when a fence of s was first raised to token, by the store's clock.
 func raiseTime(s snapshot, token int64) time.Time {
 	var at time.Time
 	for _, r := range s.raises {

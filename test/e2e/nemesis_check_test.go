@@ -71,7 +71,7 @@ func checkNemesis(data nemesisData, settled bool) nemesisReport {
 	add := func(format string, args ...any) {
 		rep.violations = append(rep.violations, fmt.Sprintf(format, args...))
 	}
-	rep.violations = append(rep.violations, invariants(s.jobFences(), invoicesJob, nemesisClients)...)
+	rep.violations = append(rep.violations, invariants(s, invoicesJob, nemesisClients)...)
 	rep.slots = len(s.runs)
 
 	if settled {

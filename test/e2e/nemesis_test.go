@@ -120,17 +120,8 @@ func nemesisJobs(marks, smtpAddr, hookURL string) string {
 }
 
 // nemesisRowsSQL creates the sql job's table, without a key so that a slot written twice shows,
-// and audits its writes like the ledger's and the invoices'. The audit's fence of a write is the
-// newest of the jobs' fences, not the outbox's (see snapshot.jobFences): the three tables are
-// written by jobs only.
+// and audits its writes like the ledger's and the invoices' (auditSQL).
 const nemesisRowsSQL = `
-CREATE OR REPLACE FUNCTION e2e.written() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
-BEGIN
-    INSERT INTO e2e.writes (tbl, op, writer, fence)
-    VALUES (TG_TABLE_NAME, TG_OP, current_setting('application_name'),
-        (SELECT max(token) FROM scheduler.job_fence WHERE job <> '@outbox'));
-    RETURN NULL;
-END $$;
 CREATE TABLE public.nemesis_rows (slot timestamptz NOT NULL, token bigint NOT NULL,
     at timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE TRIGGER e2e_written AFTER INSERT OR UPDATE OR DELETE ON public.nemesis_rows FOR EACH STATEMENT EXECUTE FUNCTION e2e.written();

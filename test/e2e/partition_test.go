@@ -103,7 +103,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	sleepUntil(landed)
 	fenced := r.pg.StaleErrors()
 	snap := d.snapshot()
-	tl.mark(raiseTime(snap, next.token), "fence raised to %d by %s", next.token, next.node)
+	tl.mark(raiseTime(snap.fencesOf(invoicesJob), next.token), "fence raised to %d by %s", next.token, next.node)
 	tl.mark(landed, "%s's delayed writes have landed: %d refused by the fence (JF001, or the gate's division by zero)", old.node, fenced)
 	tl.figure("writes_fenced_wire", fenced)
 	if fenced < 1 {
@@ -226,7 +226,7 @@ func (s *suite) leaderKeyDeleted(t *testing.T) {
 	})
 	fin := d.waitFinished(invoicesJob, run.slot, 30*time.Second)
 	snap := d.snapshot()
-	raised := raiseTime(snap, next.token)
+	raised := raiseTime(snap.fencesOf(invoicesJob), next.token)
 	tl.mark(next.won, "%s wins, token %d", next.node, next.token)
 	tl.mark(raised, "fence raised to %d by %s", next.token, next.node)
 	tl.mark(ended.ended, "%s ends its term (%s)", old.node, ended.reason)

@@ -261,6 +261,11 @@ func TestLoad_FileLimits(t *testing.T) {
 		{"Device", "/dev/zero", []string{"/dev/zero is not a regular file (a device)"}},
 		{"NamedPipe", fifo, []string{fifo + " is not a regular file (a named pipe)"}},
 		{"Directory", dir, []string{dir + " is not a regular file (a directory)"}},
+		// Regular files to stat, the kernel's: /proc/kmsg's reads wait or take the system
+		// logger's messages; /proc/self/status changes under the reader.
+		{"KernelStream", "/proc/kmsg", []string{"/proc/kmsg is a kernel file on procfs, not a file on disk"}},
+		{"KernelFile", "/proc/self/status", []string{"/proc/self/status is a kernel file on procfs, not a file on disk"}},
+		{"SysFile", "/sys/kernel/uevent_seqnum", []string{"/sys/kernel/uevent_seqnum is a kernel file on sysfs, not a file on disk"}},
 		{"TooLarge", huge, []string{huge + " is larger than the " + limitText}},
 		{"JustTooLarge", configtest.Write(t, "#"+strings.Repeat("x", MaxConfigBytes)+"\n"), []string{"larger than the " + limitText}},
 	}

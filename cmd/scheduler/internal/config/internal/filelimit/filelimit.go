@@ -61,8 +61,9 @@ func openRegularFile(path string, stall time.Duration) (*os.File, error) {
 }
 
 // OpenChecked is the open of a path seen to be a regular file: what it opens may have been
-// replaced since, and is refused unless it is a regular file still; a file whose reads can wait
-// gets a read deadline stall from now.
+// replaced since, and is refused unless it is a regular file still, and not the kernel's (a file
+// of /proc or /sys, which stat calls regular); a file whose reads can wait gets a read deadline
+// stall from now.
 func OpenChecked(path string, stall time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -76,6 +77,10 @@ func OpenChecked(path string, stall time.Duration) (*os.File, error) {
 	if !st.Mode().IsRegular() {
 		_ = f.Close()
 		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	if fs := kernelFS(f); fs != "" {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s is a kernel file on %s, not a file on disk: its reads may wait for the kernel or take what another reader is owed", path, fs)
 	}
 	_ = f.SetReadDeadline(time.Now().Add(stall)) // os.ErrNoDeadline for a file on disk
 	return f, nil

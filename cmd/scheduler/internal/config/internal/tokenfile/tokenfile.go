@@ -50,8 +50,8 @@ func Read(path string, open func(string) (*os.File, error)) (string, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// A kernel stream that stat calls a regular file, such as /proc/kmsg: without the
-		// deadline `validate` waited on it for good, deaf to SIGTERM.
+		// A file whose reads wait, which open did not already refuse as the kernel's (as it
+		// does /proc/kmsg): without the deadline `validate` would wait on it for good.
 		return "", fmt.Errorf("cannot read the admin token: %s gave no data: it is not a file on disk", path)
 	}
 	if err != nil {
