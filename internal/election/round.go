@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // errNotConfirmed says that Campaign returned but the ownership check
@@ -115,7 +117,7 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 
 	leadErr := lead(guard, term)
 
-	reason := c.reason(ctx, guard, leadErr)
+	reason := lease.TermReason(ctx, guard, leadErr)
 	lose(c.lost(reason))
 	held := c.cfg.Now().Sub(term.Since)
 	c.setLeading(nil)
@@ -200,22 +202,6 @@ func (c *Campaigner) watchKey(ctx context.Context, key string, rev int64, lose f
 	}
 	if ctx.Err() == nil {
 		lose(c.lost(ReasonWatchFailed))
-	}
-}
-
-// reason tells why a term ended after lead returned: the first cause that
-// cancelled the term, else what lead returned.
-func (c *Campaigner) reason(ctx, term context.Context, leadErr error) Reason {
-	var lost *LostError
-	switch {
-	case errors.As(context.Cause(term), &lost):
-		return lost.Reason
-	case ctx.Err() != nil:
-		return ReasonCancelled
-	case leadErr != nil:
-		return ReasonLeadFailed
-	default:
-		return ReasonLeadReturned
 	}
 }
 

@@ -1,8 +1,9 @@
 package election
 
 import (
-	"fmt"
 	"time"
+
+	"scheduler/internal/lease"
 )
 
 // Term is one leadership term: from a won campaign until lead returns.
@@ -23,22 +24,23 @@ type Term struct {
 }
 
 // Reason says why a term ended. Its values are stable and short, fit for
-// log fields and metric labels.
-type Reason string
+// log fields and metric labels; those of every backend are lease's, and mean
+// the same here.
+type Reason = lease.Reason
 
 // Reasons a term ends, in no particular order.
 const (
 	// ReasonCancelled: Run's context was cancelled (shutdown).
-	ReasonCancelled Reason = "cancelled"
+	ReasonCancelled = lease.ReasonCancelled
 	// ReasonLeadReturned: lead returned nil while Run's context was live.
-	ReasonLeadReturned Reason = "lead_returned"
+	ReasonLeadReturned = lease.ReasonLeadReturned
 	// ReasonLeadFailed: lead returned an error.
-	ReasonLeadFailed Reason = "lead_failed"
+	ReasonLeadFailed = lease.ReasonLeadFailed
 	// ReasonRenewalDeadline: no lease renewal succeeded in time; the lease
 	// might expire on the server soon, so the term ended before it could.
-	ReasonRenewalDeadline Reason = "renewal_deadline"
+	ReasonRenewalDeadline = lease.ReasonRenewalDeadline
 	// ReasonLeaseGone: a renewal found the lease expired or revoked.
-	ReasonLeaseGone Reason = "lease_gone"
+	ReasonLeaseGone = lease.ReasonLeaseGone
 	// ReasonSessionDone: the etcd session ended (its keep-alive stopped,
 	// the lease was revoked, or the etcd member lost its leader).
 	ReasonSessionDone Reason = "session_done"
@@ -50,15 +52,6 @@ const (
 )
 
 // LostError is the cause (context.Cause) of the cancellation of a term's
-// context, or of a campaign's, when the campaigner gave leadership up.
-type LostError struct {
-	// Reason is why.
-	Reason Reason
-	// At is when the campaigner decided, from Config.Now.
-	At time.Time
-}
-
-// Error implements error.
-func (e *LostError) Error() string {
-	return fmt.Sprintf("election: gave up: %s", e.Reason)
-}
+// context, or of a campaign's, when the campaigner gave leadership up; its
+// At is read from Config.Now.
+type LostError = lease.LostError

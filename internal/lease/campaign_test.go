@@ -51,7 +51,7 @@ func TestTermReason(t *testing.T) {
 		{"LeadReturned", live, live, nil, ReasonLeadReturned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := termReason(tc.ctx, tc.term, tc.leadErr); got != tc.want {
+			if got := TermReason(tc.ctx, tc.term, tc.leadErr); got != tc.want {
 				t.Fatalf("termReason=%s, want %s", got, tc.want)
 			}
 		})

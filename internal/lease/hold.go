@@ -53,7 +53,7 @@ func Hold(ctx context.Context, term scheduler.Term, granted time.Time, r Renewal
 	var wg sync.WaitGroup
 	wg.Go(func() { r.renew(guard, granted, lose) })
 	leadErr := lead(guard, term)
-	reason := termReason(ctx, guard, leadErr)
+	reason := TermReason(ctx, guard, leadErr)
 	lose(&LostError{Reason: reason, At: r.Now()})
 	wg.Wait()
 	return reason, leadErr
@@ -143,9 +143,10 @@ func within(ctx context.Context, wg *sync.WaitGroup, call func(context.Context) 
 	}
 }
 
-// termReason tells why a term ended after lead returned: the first cause
-// that cancelled the term, else what lead returned.
-func termReason(ctx, term context.Context, leadErr error) Reason {
+// TermReason tells why a term ended after lead returned: the first cause
+// that cancelled the term (ctx, the campaign's, or term, the term's own),
+// else what lead returned.
+func TermReason(ctx, term context.Context, leadErr error) Reason {
 	var lost *LostError
 	switch {
 	case errors.As(context.Cause(term), &lost):

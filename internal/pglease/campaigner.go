@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/lease"
 )
 
@@ -54,7 +55,7 @@ func New(pool *pgxpool.Pool, cfg Config, lg *zap.Logger) (*Campaigner, error) {
 // Errors are logged, rate-limited, never returned: Run returns nil once ctx
 // is cancelled and the last term has been released. Run must not be called
 // again while it runs.
-func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+func (c *Campaigner) Run(ctx context.Context, lead lease.LeadFunc) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("pglease: Run is already running")
 	}
@@ -85,4 +86,4 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
+func (c *Campaigner) Leading() (scheduler.Term, bool) { return c.holding.Leading() }

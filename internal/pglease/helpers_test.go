@@ -18,6 +18,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 	"scheduler/migrations"
@@ -161,5 +162,5 @@ func (s *server) Observer(t *testing.T) leasetest.Observer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return leasetest.View(o, func(l Leader) Term { return Term{Token: l.Token, Node: l.Node} })
+	return leasetest.View(o, func(l Leader) scheduler.Term { return scheduler.Term{Token: l.Token, Node: l.Node} })
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/lease"
 )
 
@@ -50,7 +51,7 @@ func New(cli redis.UniversalClient, cfg Config, lg *zap.Logger) (*Campaigner, er
 // Errors are logged, rate-limited, never returned: Run returns nil once ctx
 // is cancelled and the last term has been released. Run must not be called
 // again while it runs.
-func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+func (c *Campaigner) Run(ctx context.Context, lead lease.LeadFunc) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("redislock: Run is already running")
 	}
@@ -85,7 +86,7 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
+func (c *Campaigner) Leading() (scheduler.Term, bool) { return c.holding.Leading() }
 
 // subscribe signals notes on every message published on ch, until ctx is
 // done. The client resubscribes by itself after a lost connection; a

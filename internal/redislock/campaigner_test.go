@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"scheduler/internal/lease"
 	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
@@ -102,9 +103,9 @@ func TestCampaigner_Run(t *testing.T) {
 			floor.Store(won.Term.Token) // the leader raised the fence
 			lose.do()
 			lost := leasetest.Next(t, r.Lost, 10*time.Second, "the term ending after "+lose.what)
-			var le *LostError
-			if !errors.As(lost.Cause, &le) || (le.Reason != ReasonLeaseGone && le.Reason != ReasonRenewalDeadline) {
-				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.Cause, ReasonLeaseGone, ReasonRenewalDeadline)
+			var le *lease.LostError
+			if !errors.As(lost.Cause, &le) || (le.Reason != lease.ReasonLeaseGone && le.Reason != lease.ReasonRenewalDeadline) {
+				t.Fatalf("after %s: cause %v, want reason %s or %s", lose.what, lost.Cause, lease.ReasonLeaseGone, lease.ReasonRenewalDeadline)
 			}
 		}
 		won := leasetest.Next(t, r.Won, 15*time.Second, "term after both")

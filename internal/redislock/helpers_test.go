@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
@@ -98,5 +99,5 @@ func (s *server) Observer(t *testing.T) leasetest.Observer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return leasetest.View(o, func(l Leader) Term { return Term{Token: l.Token, Node: l.Node} })
+	return leasetest.View(o, func(l Leader) scheduler.Term { return scheduler.Term{Token: l.Token, Node: l.Node} })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/lease"
 	"scheduler/internal/lease/leaselog"
 )
@@ -49,7 +50,7 @@ func New(cfg Config, lg *zap.Logger) (*Campaigner, error) {
 // logged, rate-limited, never returned: Run returns nil once ctx is
 // cancelled and the last session is closed. Run must not be called again
 // while it runs.
-func (c *Campaigner) Run(ctx context.Context, lead LeadFunc) error {
+func (c *Campaigner) Run(ctx context.Context, lead lease.LeadFunc) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("zkelection: Run is already running")
 	}
@@ -104,7 +105,7 @@ func confirm(conn *zk.Conn, parent, me string, token int64) error {
 
 // Leading returns the term this campaigner holds right now, if any: a
 // snapshot for status pages; what a leader does hangs off lead's context.
-func (c *Campaigner) Leading() (Term, bool) { return c.holding.Leading() }
+func (c *Campaigner) Leading() (scheduler.Term, bool) { return c.holding.Leading() }
 
 // candidacy is what a term keeps of its round: the session and the
 // candidate node.

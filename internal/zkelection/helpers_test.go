@@ -7,6 +7,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
+	"scheduler/internal/lease"
 	"scheduler/internal/lease/leasetest"
 	"scheduler/internal/testenv"
 )
@@ -58,7 +60,7 @@ var contract = leasetest.Contract{
 	Elected:      15 * time.Second,
 	Handover:     testTimeout / 2,
 	Gone:         ReasonKeyDeleted,
-	Frozen:       []Reason{ReasonSessionDone},
+	Frozen:       []lease.Reason{ReasonSessionDone},
 	NotConfirmed: ErrNotConfirmed,
 	NoLeader:     ErrNoLeader,
 }
@@ -117,5 +119,5 @@ func (s *server) Observer(t *testing.T) leasetest.Observer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return leasetest.View(o, func(l Leader) Term { return Term{Token: l.Token, Node: l.Node} })
+	return leasetest.View(o, func(l Leader) scheduler.Term { return scheduler.Term{Token: l.Token, Node: l.Node} })
 }

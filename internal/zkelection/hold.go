@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/lease"
 	"scheduler/internal/lease/leaselog"
 )
@@ -25,8 +26,8 @@ var errGone = errors.New("candidate node gone")
 // was answered: before the server can expire the session, delete the
 // candidate node and let the next candidate lead. granted is when the
 // granting request was sent.
-func (c *Campaigner) serve(ctx context.Context, term Term, of candidacy, granted time.Time,
-	renew func(context.Context) error, lead LeadFunc, lg *zap.Logger) time.Duration {
+func (c *Campaigner) serve(ctx context.Context, term scheduler.Term, of candidacy, granted time.Time,
+	renew func(context.Context) error, lead lease.LeadFunc, lg *zap.Logger) time.Duration {
 	return leaselog.Serve(ctx, &c.holding, term, of, c.cfg.Events, granted, lease.Renewal{
 		TTL: c.cfg.SessionTimeout, Margin: c.cfg.Margin, Now: c.cfg.Now,
 		Renew: renew, Gone: errGone, OnRenewed: c.cfg.Events.OnRenewed,

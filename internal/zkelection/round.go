@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/lease"
 )
 
@@ -25,7 +26,7 @@ var errNotLeading = errors.New("candidate node gone before it led")
 // The client's calls take no context; closing the session is what ends a
 // blocked call, so the round closes it as soon as its guard is cancelled.
 // Closing also deletes the candidate node at once, which is the resign.
-func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, error) {
+func (c *Campaigner) round(ctx context.Context, lead lease.LeadFunc) (time.Duration, error) {
 	guard, lose := context.WithCancelCause(ctx)
 	ready := make(chan struct{})
 	var once sync.Once
@@ -41,7 +42,7 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 			case zk.StateDisconnected, zk.StateExpired:
 				// Disconnected: the session may live on the server, but no
 				// request proves for how long. Step down now.
-				lose(&LostError{Reason: ReasonSessionDone, At: c.cfg.Now()})
+				lose(&lease.LostError{Reason: ReasonSessionDone, At: c.cfg.Now()})
 			}
 		}))
 	if err != nil {
@@ -87,7 +88,7 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 		return 0, err
 	}
 
-	term := Term{Token: stat.Czxid, Node: c.cfg.Node, Since: c.cfg.Now()}
+	term := scheduler.Term{Token: stat.Czxid, Node: c.cfg.Node, Since: c.cfg.Now()}
 	lg = lg.With(zap.Int64("token", term.Token))
 	wg.Go(func() { c.watchSelf(guard, conn, me, lose) })
 	lg.Info("campaign won", zap.Time("deadline", granted.Add(c.cfg.SessionTimeout-c.cfg.Margin)))
@@ -182,13 +183,13 @@ func (c *Campaigner) watchSelf(ctx context.Context, conn *zk.Conn, me string, lo
 			return
 		}
 		if err != nil || !exists {
-			lose(&LostError{Reason: ReasonKeyDeleted, At: c.cfg.Now()})
+			lose(&lease.LostError{Reason: ReasonKeyDeleted, At: c.cfg.Now()})
 			return
 		}
 		select {
 		case e := <-ev:
 			if e.Type == zk.EventNodeDeleted {
-				lose(&LostError{Reason: ReasonKeyDeleted, At: c.cfg.Now()})
+				lose(&lease.LostError{Reason: ReasonKeyDeleted, At: c.cfg.Now()})
 				return
 			}
 		case <-ctx.Done():

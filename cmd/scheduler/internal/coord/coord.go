@@ -21,6 +21,7 @@ import (
 	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/election"
+	"scheduler/internal/lease"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
 	"scheduler/internal/status"
@@ -119,7 +120,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 	case config.BackendPostgres:
 		c, err := pglease.New(deps.Pool, pglease.Config{
 			Schema: cfg.Store.Schema, Name: LeaseName, Node: cfg.Node, TTL: cfg.Election.TTL,
-			Events: pglease.Events{OnElected: elected(deps.Metrics), OnLost: func(_ pglease.Term, r pglease.Reason) { deps.Metrics.Lost(string(r)) }},
+			Events: pglease.Events{OnElected: elected(deps.Metrics), OnLost: func(_ scheduler.Term, r lease.Reason) { deps.Metrics.Lost(string(r)) }},
 		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend postgres: %w", err)
@@ -133,7 +134,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 		z := cfg.ZooKeeper
 		c, err := zkelection.New(zkelection.Config{
 			Servers: z.Servers, SessionTimeout: z.SessionTimeout, Path: z.Path, Node: cfg.Node,
-			Events: zkelection.Events{OnElected: elected(deps.Metrics), OnLost: func(_ zkelection.Term, r zkelection.Reason) { deps.Metrics.Lost(string(r)) }},
+			Events: zkelection.Events{OnElected: elected(deps.Metrics), OnLost: func(_ scheduler.Term, r lease.Reason) { deps.Metrics.Lost(string(r)) }},
 		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend zookeeper: %w", err)
@@ -147,7 +148,7 @@ func newBackend(cfg *config.Config, deps Deps) (backend, View, error) {
 		redislock.ClientLogs(deps.Logger)
 		c, err := redislock.New(deps.Redis, redislock.Config{
 			Key: cfg.Redis.Key, Node: cfg.Node, TTL: cfg.Election.TTL, Floor: FenceFloor(deps.Pool, cfg.Store.Schema),
-			Events: redislock.Events{OnElected: elected(deps.Metrics), OnLost: func(_ redislock.Term, r redislock.Reason) { deps.Metrics.Lost(string(r)) }},
+			Events: redislock.Events{OnElected: elected(deps.Metrics), OnLost: func(_ scheduler.Term, r lease.Reason) { deps.Metrics.Lost(string(r)) }},
 		}, deps.Logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("election.backend redis: %w", err)
