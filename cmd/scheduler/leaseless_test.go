@@ -81,7 +81,7 @@ func TestDaemon_LeaselessKey(t *testing.T) {
 // lease is revoked the replica leads again.
 func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
-	c.start("a")
+	r := c.start("a")
 	addr, first := c.leading()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -97,7 +97,14 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	}
 	outsider := "/test/election/outsider"
 	// Its value, and a registry entry on its lease, hold what a terminal acts on.
-	if _, err := cli.Put(ctx, outsider, "someone\x1b]0;owned\x07", clientv3.WithLease(lease.ID)); err != nil {
+	put, err := cli.Put(ctx, outsider, "someone\x1b]0;owned\x07", clientv3.WithLease(lease.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A term record forged for it, on no lease: a replica's record is bound to its key's lease,
+	// so this one vouches for nothing.
+	forged := fmt.Sprintf(`{"node":"someone\u001b]0;owned\u0007","token":%d,"since":"2026-01-01T00:00:00Z"}`, put.Header.Revision)
+	if _, err := cli.Put(ctx, "/test/election.term", forged); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.Put(ctx, "/test/election:replica/x", `{"node":"x","version":"\u001b[2J"}`, clientv3.WithLease(lease.ID)); err != nil {
@@ -124,6 +131,14 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	if _, body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, "names no running replica") {
 		t.Fatalf("/status does not say that no replica holds the election:\n%.1000s", body)
 	}
+	c.wait("an error line naming the outsider's hold", func() bool {
+		for _, l := range strings.Split(r.logs.String(), "\n") {
+			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "election blocked") && strings.Contains(l, revoke) {
+				return true
+			}
+		}
+		return false
+	})
 
 	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func (s statusSource) election(ctx context.Context, replicas []status.Replica) (
 		e.Leaseless[i] = status.LeaselessKey{Key: c.Key, Value: election.ShownValue(c.Node), CreateRevision: c.Rev, Remove: election.RemoveCommand(c.Key)}
 	}
 	if snap.Leads {
-		e.Leader = &status.Leader{Node: logs.Escape(snap.Leader.Node), Token: snap.Leader.Token} // a value anyone may write
+		e.Leader = &status.Leader{Node: logs.Escape(election.ShownValue(snap.Leader.Node)), Token: snap.Leader.Token} // a value anyone may write
 		if !snap.Leader.Since.IsZero() {
 			since := snap.Leader.Since.UTC()
 			e.Leader.Since = &since

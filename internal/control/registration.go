@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -23,6 +24,7 @@ type Registration struct {
 	lg        *zap.Logger
 	republish chan struct{}
 	first     published
+	rev       int64 // the revision of the last publication; Run's goroutine alone uses it
 }
 
 // NewRegistration returns the registration of the replica that replica describes (it is called
@@ -78,8 +80,12 @@ func (r *Registration) Run(ctx context.Context) error {
 }
 
 // keep drains the keep-alive channel until the lease is lost, and republishes the entry when
-// asked.
+// asked, and when someone deletes it (`etcdctl del` by hand): without its entry a running
+// replica is missing from status, and a leader would be judged a foreign holder of the election.
 func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse, lease clientv3.LeaseID) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	deleted := r.watchDeletes(wctx)
 	for {
 		select {
 		case _, ok := <-ka:
@@ -90,14 +96,68 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 			if err := r.publish(ctx, lease); err != nil {
 				return err
 			}
+		case key := <-deleted:
+			if key != "" {
+				r.lg.Error("replica entry deleted from outside; publishing it again", zap.String("key", key))
+			}
+			if err := r.publish(ctx, lease); err != nil {
+				return err
+			}
 		}
 	}
 }
 
+// watchDeletes reports the deletions of the replica's entry from the last publication on, until
+// ctx ends. A watch that ends (etcd lost its leader, or compacted the history past it) is
+// started again, and reported as "": a deletion may have been missed meanwhile.
+func (r *Registration) watchDeletes(ctx context.Context) <-chan string {
+	out := make(chan string, 1)
+	key := r.s.k.replica(r.replica().Node)
+	rev := r.rev
+	send := func(k string) bool {
+		select {
+		case out <- k:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			opts := []clientv3.OpOption{clientv3.WithFilterPut()}
+			if rev > 0 {
+				opts = append(opts, clientv3.WithRev(rev+1))
+			}
+			for wr := range r.s.cli.Watch(clientv3.WithRequireLeader(ctx), key, opts...) {
+				if wr.Err() != nil {
+					break
+				}
+				for _, ev := range wr.Events {
+					if ev.Type == mvccpb.DELETE && !send(key) {
+						return
+					}
+				}
+			}
+			rev = 0
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(registrationRetry):
+			}
+			if !send("") {
+				return
+			}
+		}
+	}()
+	return out
+}
+
 func (r *Registration) publish(ctx context.Context, lease clientv3.LeaseID) error {
-	if err := r.s.Register(ctx, lease, r.replica()); err != nil {
+	rev, err := r.s.register(ctx, lease, r.replica())
+	if err != nil {
 		return err
 	}
+	r.rev = rev
 	r.first.done()
 	return nil
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestRegistration_Run keeps a replica registered on a real etcd: the entry appears, follows a
-// republish, comes back after its lease is revoked from outside, and is gone once Run returns.
+// republish, comes back after it is deleted or its lease is revoked from outside, and is gone
+// once Run returns.
 func TestRegistration_Run(t *testing.T) {
 	e := testenv.MustEtcd(t)
 	cli := e.Client(t)
@@ -45,6 +47,15 @@ func TestRegistration_Run(t *testing.T) {
 	hash.Store("h2")
 	reg.Republish()
 	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "entry republished with hash h2", shows("h2"))
+
+	// Deleted by hand (`etcdctl del`), on a lease still kept alive: published again, at once
+	// rather than at the lease's end, several times over.
+	for i := range 3 {
+		if _, err := cli.Delete(ctx, s.k.replica("a")); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, fmt.Sprintf("entry published again after deletion %d", i+1), shows("h2"))
+	}
 
 	resp, err := cli.Get(ctx, s.k.replica("a"))
 	if err != nil || len(resp.Kvs) != 1 {

@@ -40,20 +40,27 @@ type Replica struct {
 // again whenever r changes (a reloaded table). A replica with the same node
 // name registered elsewhere is overwritten.
 func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r Replica) error {
+	_, err := s.register(ctx, lease, r)
+	return err
+}
+
+// register is Register that also returns the revision of the put.
+func (s *Store) register(ctx context.Context, lease clientv3.LeaseID, r Replica) (int64, error) {
 	if err := checkNode(r.Node); err != nil {
-		return fmt.Errorf("register replica: %w", err)
+		return 0, fmt.Errorf("register replica: %w", err)
 	}
 	if lease == clientv3.NoLease {
-		return fmt.Errorf("register replica %q: no lease: the entry would outlive the replica", r.Node)
+		return 0, fmt.Errorf("register replica %q: no lease: the entry would outlive the replica", r.Node)
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("register replica %q: encode: %w", r.Node, err)
+		return 0, fmt.Errorf("register replica %q: encode: %w", r.Node, err)
 	}
-	if _, err := s.cli.Put(rctx(ctx), s.k.replica(r.Node), string(b), clientv3.WithLease(lease)); err != nil {
-		return fmt.Errorf("register replica %q on lease %x: %w", r.Node, int64(lease), err)
+	resp, err := s.cli.Put(rctx(ctx), s.k.replica(r.Node), string(b), clientv3.WithLease(lease))
+	if err != nil {
+		return 0, fmt.Errorf("register replica %q on lease %x: %w", r.Node, int64(lease), err)
 	}
-	return nil
+	return resp.Header.Revision, nil
 }
 
 // Replicas returns the registered replicas by node name, leaving out the

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"scheduler/internal/testenv"
 )
 
@@ -151,6 +153,45 @@ func TestCampaigner_Run(t *testing.T) {
 		}
 		w.waitLeader(ctx, first.term.Token)
 		w.assertTokensIncrease()
+
+	// A put by hand over the leader key (its own value, no lease) unbinds it from the leader's
+	// lease: the key would outlive the leader and block every campaign, and status reads no
+	// leader while the term goes on. The term ends, the key goes with the leader's resignation,
+	// and the next term's token is higher.
+	t.Run("OverwrittenKeyEndsTerm", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			value func(Term) string
+			opts  func(Term) []clientv3.OpOption
+		}{
+			{"NoLease", func(tm Term) string { return tm.Node }, func(Term) []clientv3.OpOption { return nil }},
+			{"OtherValue", func(Term) string { return "x" }, func(tm Term) []clientv3.OpOption {
+				return []clientv3.OpOption{clientv3.WithLease(clientLease(tm.Lease))}
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := testContext(t)
+				w := newWorld(t, "/test/overwrite-"+tc.name)
+				w.start(cli, "a")
+				first := w.waitLeader(ctx, 0)
+				if _, err := cli.Put(ctx, first.term.Key, tc.value(first.term), tc.opts(first.term)...); err != nil {
+					t.Fatalf("put %s: %v", first.term.Key, err)
+				}
+				ended := w.waitEnded(ctx, first.term.Token)
+				if ended.reason != ReasonKeyOverwritten {
+					t.Fatalf("term ended with %q, want %q", ended.reason, ReasonKeyOverwritten)
+				}
+				second := w.waitLeader(ctx, first.term.Token)
+				if second.node != "a" {
+					t.Fatalf("leader after the overwrite = %s, want a again", second.node)
+				}
+				if resp, err := cli.Get(ctx, first.term.Key); err != nil || len(resp.Kvs) != 0 {
+					t.Fatalf("the overwritten key %s is still there (err %v)", first.term.Key, err)
+				}
+				w.assertTokensIncrease()
+			})
+		}
+	})
 	})
 
 	t.Run("LeadErrorStartsNewTerm", func(t *testing.T) {

@@ -104,8 +104,11 @@ func readLeader(ctx context.Context, cli *clientv3.Client, prefix string) (Leade
 	if tkvs := resp.Responses[1].GetResponseRange().GetKvs(); len(tkvs) > 0 {
 		var rec termRecord
 		// A record that does not parse or belongs to another term leaves
-		// Since zero: it is informative only.
-		if json.Unmarshal(tkvs[0].Value, &rec) == nil && rec.Token == l.Token {
+		// Since zero: it is informative only. The leader puts its record on
+		// the lease of its key; one on another lease, or naming another
+		// node, was written by someone else, and would vouch for a foreign
+		// key as a replica's term (see ForeignLeader).
+		if json.Unmarshal(tkvs[0].Value, &rec) == nil && rec.Token == l.Token && rec.Node == l.Node && tkvs[0].Lease == kv.Lease {
 			l.Since = rec.Since
 		}
 	}

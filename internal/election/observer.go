@@ -166,7 +166,7 @@ func (o *Observer) set(l Leader, ok bool) {
 		}
 	}
 	if changed {
-		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", l.Node), zap.Int64("token", l.Token))
+		o.lg.Info("leader changed", zap.Bool("known", ok), zap.String("leader", ShownValue(l.Node)), zap.Int64("token", l.Token))
 	}
 	o.cur, o.ok = l, ok
 }

@@ -105,7 +105,7 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	wg.Go(func() { c.watchKey(guard, term.Key, watchFrom, lose) })
+	wg.Go(func() { c.watchKey(guard, term, watchFrom, lose) })
 
 	led = true
 	lg = lg.With(zap.Int64("token", term.Token))
@@ -181,21 +181,31 @@ func (c *Campaigner) confirm(ctx context.Context, sess *concurrency.Session, el 
 }
 
 // watchKey ends the term (lose) when our key is deleted, for instance by an
-// operator, which Session.Done does not report, or when the watch fails.
-// With WithRequireLeader the server cancels the watch when its member loses
-// the etcd leader.
-func (c *Campaigner) watchKey(ctx context.Context, key string, rev int64, lose func(error)) {
+// operator, which Session.Done does not report; when it is written over with
+// another lease or value, since a put by hand (`etcdctl put KEY VALUE`) unbinds
+// it from our lease, so that it would outlive us and block every campaign while
+// status reads no leader or another; or when the watch fails. With
+// WithRequireLeader the server cancels the watch when its member loses the etcd
+// leader.
+func (c *Campaigner) watchKey(ctx context.Context, term Term, rev int64, lose func(error)) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for wr := range c.cli.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+	for wr := range c.cli.Watch(wctx, term.Key, clientv3.WithRev(rev)) {
 		if err := wr.Err(); err != nil {
-			c.lg.Warn("leader key watch failed", zap.String("key", key), zap.Error(err))
+			c.lg.Warn("leader key watch failed", zap.String("key", term.Key), zap.Error(err))
 			lose(c.lost(ReasonWatchFailed))
 			return
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.DELETE {
+			switch {
+			case ev.Type == mvccpb.DELETE:
 				lose(c.lost(ReasonKeyDeleted))
+				return
+			case ev.Kv.Lease != term.Lease || string(ev.Kv.Value) != term.Node:
+				c.lg.Error("leader key written over by hand; ending the term", zap.String("key", term.Key),
+					zap.Int64("token", term.Token), zap.String("lease", fmt.Sprintf("%x", ev.Kv.Lease)),
+					zap.String("value", ShownValue(string(ev.Kv.Value))))
+				lose(c.lost(ReasonKeyOverwritten))
 				return
 			}
 		}

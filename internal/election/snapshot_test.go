@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,57 @@ func TestReadSnapshot(t *testing.T) {
 			t.Fatalf("problems with the holder a replica=%q, want the stray key's alone", ps)
 		}
 		_, _ = cli.Revoke(ctx, lease.ID)
+	})
+	// A term record vouches for the leader key only when the leader could have written it: on
+	// the key's lease, naming the key's value and token. A record forged beside a foreign key
+	// would otherwise pass that key off as a replica whose registration lapsed.
+	t.Run("TermRecordOfTheKeysLeaseOnly", func(t *testing.T) {
+		lease, err := cli.Grant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := cli.Grant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = cli.Revoke(ctx, lease.ID); _, _ = cli.Revoke(ctx, other.ID) })
+		held, err := cli.Put(ctx, prefix+"/foreign", "evil", clientv3.WithLease(lease.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		record := func(node string, token int64) string {
+			return fmt.Sprintf(`{"node":%q,"token":%d,"since":%q}`, node, token, since.Format(time.RFC3339))
+		}
+		for _, tc := range []struct {
+			name   string
+			value  string
+			opts   []clientv3.OpOption
+			vouchs bool
+		}{
+			{"NoLease", record("evil", held.Header.Revision), nil, false},
+			{"OtherLease", record("evil", held.Header.Revision), []clientv3.OpOption{clientv3.WithLease(other.ID)}, false},
+			{"OtherNode", record("a", held.Header.Revision), []clientv3.OpOption{clientv3.WithLease(lease.ID)}, false},
+			{"OtherToken", record("evil", held.Header.Revision-1), []clientv3.OpOption{clientv3.WithLease(lease.ID)}, false},
+			{"AsTheLeaderWritesIt", record("evil", held.Header.Revision), []clientv3.OpOption{clientv3.WithLease(lease.ID)}, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if _, err := cli.Put(ctx, termKey(prefix), tc.value, tc.opts...); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _, _ = cli.Delete(ctx, termKey(prefix)) })
+				s, err := ReadSnapshot(ctx, cli, prefix)
+				if err != nil || !s.Leads {
+					t.Fatalf("snapshot=%+v, %v; want the foreign key leading", s, err)
+				}
+				if got := !s.Leader.Since.IsZero(); got != tc.vouchs {
+					t.Fatalf("since=%v from record %s, want it taken: %t", s.Leader.Since, tc.value, tc.vouchs)
+				}
+				if ps := s.Problems([]string{"a"}); (len(ps) == 0) != tc.vouchs {
+					t.Fatalf("problems=%q", ps)
+				}
+			})
+		}
 	})
 	t.Run("LeaselessKeyFirst", func(t *testing.T) {
 		putLeaseless(ctx, t, cli, prefix+"/first", "by hand")

@@ -46,6 +46,9 @@ const (
 	ReasonSessionDone Reason = "session_done"
 	// ReasonKeyDeleted: the leader key was deleted, e.g. by an operator.
 	ReasonKeyDeleted Reason = "key_deleted"
+	// ReasonKeyOverwritten: the leader key was written over with another
+	// lease or value, e.g. by `etcdctl put` by hand.
+	ReasonKeyOverwritten Reason = "key_overwritten"
 	// ReasonWatchFailed: the watch on the leader key failed or closed, e.g.
 	// because the etcd member lost its leader.
 	ReasonWatchFailed Reason = "watch_failed"

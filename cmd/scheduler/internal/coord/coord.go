@@ -186,7 +186,8 @@ func newEtcd(cfg *config.Config, deps Deps) (backend, View, error) {
 			deps.Metrics.LeaderChanged()
 		}
 	})
-	return etcdCoordinator{c}, etcdView{o}, nil
+	// The observer counts the leaders itself; the view judges a hold that names no replica.
+	return etcdCoordinator{c}, countedView{View: etcdView{o}, lg: deps.Logger, replicas: deps.Replicas}, nil
 }
 
 // FenceFloor reads the store's highest fence, below which the redis backend never takes a
@@ -264,7 +265,8 @@ type (
 
 func (v etcdView) Current() (Seen, bool) {
 	l, ok := v.Observer.Current()
-	return Seen{Node: l.Node, Token: l.Token, Since: l.Since}, ok
+	return Seen{Node: l.Node, Token: l.Token, Since: l.Since,
+		Held: fmt.Sprintf("the key %s (lease %x)", l.Key, l.Lease), End: fmt.Sprintf("etcdctl lease revoke %x", l.Lease)}, ok
 }
 
 func (v pgView) Current() (Seen, bool) {
@@ -288,7 +290,7 @@ func (v redisView) Current() (Seen, bool) {
 // first appears, and a leader that names no registered replica (read every judgeEvery).
 type countedView struct {
 	View
-	inc      func()
+	inc      func() // nil: the view counts its leaders itself
 	lg       *zap.Logger
 	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
 }
@@ -336,7 +338,9 @@ func (v countedView) Run(ctx context.Context) error {
 			l, ok := v.Current()
 			if ok && l.Token != last {
 				last = l.Token
-				v.inc()
+				if v.inc != nil {
+					v.inc()
+				}
 			}
 			if v.replicas != nil && time.Since(judged) >= judgeEvery {
 				// Logged once two judgements in a row find the same hold naming no replica: a

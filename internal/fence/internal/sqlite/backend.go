@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also the "sqlite" database/sql driver, which the readers use
 
 	"scheduler"
 	"scheduler/internal/fence/internal/tables"
@@ -25,7 +25,8 @@ import (
 // is done in Go inside that transaction: nothing can write between the
 // check and the commit. Reads use a separate pool and are not blocked.
 type Backend struct {
-	w, r *sql.DB
+	w, r  *sql.DB
+	guard *textGuard // the writer's, for sql jobs' texts
 	dsn  string // of the writer, without _txlock
 	path string // the database file
 	now  func() time.Time
@@ -51,10 +52,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	base := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)", cfg.Path, sqliteBusyTimeout)
 	dsn := base + "&_pragma=journal_mode(WAL)"
-	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	wc, err := sqlite.NewConnector(dsn + "&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
+	guard := &textGuard{}
+	w := sql.OpenDB(guardedConnector{Connector: wc, g: guard})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -68,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
 	r.SetMaxOpenConns(4)
-	return &Backend{w: w, r: r, dsn: dsn, path: cfg.Path, now: cfg.Now}, nil
+	return &Backend{w: w, r: r, guard: guard, dsn: dsn, path: cfg.Path, now: cfg.Now}, nil
 }
 
 // Dialect reports scheduler.SQLite.
@@ -276,7 +279,10 @@ func (l *Backend) Statements(ctx context.Context, job string, token int64, role,
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, text); err != nil {
+		if err := l.guard.guarding(mark, func() error {
+			_, err := tx.ExecContext(ctx, text)
+			return err
+		}); err != nil {
 			return err
 		}
 		if err := stillInTx(ctx, tx, mark); err != nil {
