@@ -153,6 +153,7 @@ func TestCampaigner_Run(t *testing.T) {
 		}
 		w.waitLeader(ctx, first.term.Token)
 		w.assertTokensIncrease()
+	})
 
 	// A put by hand over the leader key (its own value, no lease) unbinds it from the leader's
 	// lease: the key would outlive the leader and block every campaign, and status reads no
@@ -191,7 +192,6 @@ func TestCampaigner_Run(t *testing.T) {
 				w.assertTokensIncrease()
 			})
 		}
-	})
 	})
 
 	t.Run("LeadErrorStartsNewTerm", func(t *testing.T) {

@@ -27,9 +27,9 @@ import (
 type Backend struct {
 	w, r  *sql.DB
 	guard *textGuard // the writer's, for sql jobs' texts
-	dsn  string // of the writer, without _txlock
-	path string // the database file
-	now  func() time.Time
+	dsn   string     // of the writer, without _txlock
+	path  string     // the database file
+	now   func() time.Time
 }
 
 // sqliteBusyTimeout is how long a write waits for another process holding
