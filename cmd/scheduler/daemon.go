@@ -232,7 +232,8 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice)
+	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice,
+		redact.Scrubber(d.cfg.Secrets()))
 	return err
 }
 

@@ -13,9 +13,10 @@ import (
 )
 
 // newDispatcher returns the leader's dispatcher of the outbox in store: e-mails over SMTP, or
-// to the log with outbox.log, and webhooks over HTTP; dead makes the notice of a dead message.
+// to the log with outbox.log, and webhooks over HTTP; dead makes the notice of a dead message,
+// and scrub takes the configured secrets out of a delivery's error.
 func newDispatcher(o config.OutboxConfig, store *fence.Store, lg *zap.Logger, observe func(scheduler.Message, scheduler.Delivery),
-	dead func(scheduler.Message, scheduler.Delivery) *scheduler.Notice) (*outbox.Dispatcher, error) {
+	dead func(scheduler.Message, scheduler.Delivery) *scheduler.Notice, scrub func(string) string) (*outbox.Dispatcher, error) {
 	hook, err := outbox.NewWebhook(outbox.WebhookConfig{Hosts: o.Webhook.Hosts})
 	if err != nil {
 		return nil, fmt.Errorf("outbox webhooks: %w", err)
@@ -35,6 +36,6 @@ func newDispatcher(o config.OutboxConfig, store *fence.Store, lg *zap.Logger, ob
 		Store: store, Deliverers: ds, Batch: o.Batch, MaxAttempts: o.MaxAttempts,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: max(outbox.DefaultMaxBackoff, o.RetryBackoff),
 		Fenced:  func(err error) bool { return errors.Is(err, scheduler.ErrFenced) },
-		Observe: observe, Dead: dead, Logger: lg,
+		Observe: observe, Dead: dead, Scrub: scrub, Logger: lg,
 	})
 }

@@ -35,7 +35,7 @@ func TestNewDispatcher_Log(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	d, err := newDispatcher(config.OutboxConfig{Log: true, MaxAttempts: 10, RetryBackoff: time.Second, Batch: 100}, store, zap.New(core), nil, nil)
+	d, err := newDispatcher(config.OutboxConfig{Log: true, MaxAttempts: 10, RetryBackoff: time.Second, Batch: 100}, store, zap.New(core), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestNewDispatcher_Log(t *testing.T) {
 	}
 
 	_, err = newDispatcher(config.OutboxConfig{SMTP: config.OutboxSMTPConfig{Addr: "mail:0", From: "b@example.test"}, MaxAttempts: 1,
-		RetryBackoff: time.Second, Batch: 1}, store, zap.NewNop(), nil, nil)
+		RetryBackoff: time.Second, Batch: 1}, store, zap.NewNop(), nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "outbox.smtp") {
 		t.Fatalf("newDispatcher with port 0: err = %v, want it to name outbox.smtp", err)
 	}

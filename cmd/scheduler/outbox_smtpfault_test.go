@@ -36,7 +36,7 @@ func TestDispatcher_SMTPSessionBreaksAfterAcceptance(t *testing.T) {
 	}
 	srv := smtpfault.Start(t, smtpfault.Options{Fault: smtpfault.DropAtQuit})
 	d, err := newDispatcher(config.OutboxConfig{SMTP: config.OutboxSMTPConfig{Addr: srv.Addr, From: "billing@example.test", TLS: "none"},
-		MaxAttempts: 3, RetryBackoff: 10 * time.Millisecond, Batch: 10}, store, zaptest.NewLogger(t), nil, nil)
+		MaxAttempts: 3, RetryBackoff: 10 * time.Millisecond, Batch: 10}, store, zaptest.NewLogger(t), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"scheduler"
+	"scheduler/internal/egress"
 )
 
 // The headers every http job's request carries.
@@ -129,6 +130,9 @@ func NewHTTP(client *http.Client, cfg HTTPConfig) (*HTTPJob, error) {
 	j := &HTTPJob{url: u, method: method, headers: headers, limit: cfg.OutputLimit, follow: cfg.FollowRedirects}
 	c := *client
 	c.CheckRedirect = j.checkRedirect
+	if c.Transport == nil {
+		c.Transport = egress.Transport() // a request sent once per attempt (package egress)
+	}
 	j.client = &c
 	return j, nil
 }
@@ -158,7 +162,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 		return output, scheduler.Permanent(fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), re))
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), err) // *url.Error: no password
+		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), shortURL(err)) // *url.Error: no password
 	}
 	body := NewCapture(j.limit)
 	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
@@ -236,4 +240,17 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// shortURL cuts the address in err, a request's *url.Error, to maxLocation: after a redirect
+// followed, it is the receiver's target, which net/http reads up to the transport's header
+// limit, and it would go whole into every log line of the run.
+func shortURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) || len(ue.URL) <= maxLocation {
+		return err
+	}
+	cut := *ue
+	cut.URL = shorten(ue.URL, maxLocation)
+	return &cut
 }

@@ -15,15 +15,16 @@ func hugeReason(t *testing.T, code string, n int) string {
 	return rawhttp.Serve(t, "HTTP/1.1 "+code+" "+strings.Repeat("é", n/2)+"\r\n")
 }
 
-// TestHTTPJob_HugeStatusLine: a receiver's reason phrase of megabytes reaches neither the
+// TestHTTPJob_HugeStatusLine: a receiver's reason phrase of tens of KiB reaches neither the
 // run's output nor its error (and so no log line or notification) beyond a short excerpt, cut
-// at a character.
+// at a character. (One longer than the reply's headers may be is not read at all: see
+// TestHTTPJob_ReplyBounded.)
 func TestHTTPJob_HugeStatusLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 	defer cancel()
 	for _, code := range []string{"500", "302"} {
 		t.Run(code, func(t *testing.T) {
-			u := hugeReason(t, code, 4<<20)
+			u := hugeReason(t, code, 32<<10)
 			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u}).Execute(ctx, testRun())
 			if err == nil {
 				t.Fatalf("Execute succeeded on %s", code)
@@ -38,15 +39,15 @@ func TestHTTPJob_HugeStatusLine(t *testing.T) {
 	}
 }
 
-// TestHTTPJob_HugeRedirect: a redirect whose reason phrase and Location are megabytes long,
+// TestHTTPJob_HugeRedirect: a redirect whose reason phrase and Location are tens of KiB long,
 // followed or not, fails the run with an error that names its target cut short.
 func TestHTTPJob_HugeRedirect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTypesTimeout)
 	defer cancel()
-	far := "http://elsewhere.example.test/" + strings.Repeat("p", 4<<20)
+	far := "http://elsewhere.example.test/" + strings.Repeat("p", 32<<10)
 	for _, follow := range []bool{false, true} {
 		t.Run(map[bool]string{false: "NotFollowed", true: "Followed"}[follow], func(t *testing.T) {
-			u := rawhttp.Serve(t, "HTTP/1.1 307 "+strings.Repeat("r", 2<<20)+"\r\nLocation: "+far+"\r\n")
+			u := rawhttp.Serve(t, "HTTP/1.1 307 "+strings.Repeat("r", 16<<10)+"\r\nLocation: "+far+"\r\n")
 			out, err := mustHTTP(t, &http.Client{}, HTTPConfig{URL: u, FollowRedirects: follow}).Execute(ctx, testRun())
 			if err == nil {
 				t.Fatal("Execute succeeded on a redirect elsewhere")

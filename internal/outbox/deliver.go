@@ -43,6 +43,10 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 			v = answered // a reply that asks to try later: the destination answers
 		}
 	}
+	if d.cfg.Scrub != nil {
+		// A server's refusal may quote what it was sent, the SMTP login's password included.
+		res.Error = d.cfg.Scrub(res.Error)
+	}
 	if res.Outcome == scheduler.DeliveryDead && d.cfg.Dead != nil {
 		res.Notice = d.cfg.Dead(m, res)
 	}

@@ -93,6 +93,10 @@ type Config struct {
 	// fence; Run then returns ErrFenced. Default: no error does, and Run
 	// retries claims until ctx ends.
 	Fenced func(error) bool
+	// Scrub, when set, removes secrets from a delivery's error before it is recorded, logged
+	// or put in a dead message's notice: the error can quote a reply, and a server may quote
+	// the credentials it refused.
+	Scrub func(string) string
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 	// Jitter turns a backoff into the wait used. Default: uniform in

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/egress"
 )
 
 // DefaultWebhookTimeout is WebhookConfig.Timeout's default.
@@ -60,8 +61,12 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		}
 		cfg.Hosts[i] = strings.ToLower(h)
 	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = egress.Transport() // a message sent once per attempt (package egress)
+	}
 	return &Webhook{cfg: cfg, client: &http.Client{
-		Transport: cfg.Transport,
+		Transport: transport,
 		Timeout:   cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
