@@ -52,6 +52,24 @@ func (e *FenceError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrFenced) true.
 func (e *FenceError) Is(target error) bool { return target == ErrFenced }
 
+// HeldError is a write that gave up waiting for a job's fence, held by another session (a
+// job's role holding the fence's advisory lock, say). errors.Is(err, ErrFenceHeld) holds for
+// it. The runner reads Job to hold back that job alone, as it does when a raise gives up.
+type HeldError struct {
+	Job string // the job whose fence another session holds
+	// Err is the store's account: its message, and the store's own sentinels for errors.Is.
+	Err error
+}
+
+// Error implements error.
+func (e *HeldError) Error() string { return fmt.Sprintf("job %q: %v", e.Job, e.Err) }
+
+// Unwrap returns the store's account.
+func (e *HeldError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrFenceHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrFenceHeld }
+
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }
 

@@ -81,8 +81,8 @@ type blockState struct {
 	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
 }
 
-// refused settles a write the store refused for a job: nil when the job is now blocked and the
-// term goes on, else the error that ends the term. fallback names the job when the error does
+// refused settles a write the store refused for a job, or gave up for a fence another session
+// holds: nil when the job is now blocked (held) and the term goes on, else the term's end. fallback names the job when the error does
 // not.
 func (t *tenure) refused(ctx context.Context, fallback string, err error) error {
 	job, fence := refusal.Job(err, fallback)
@@ -101,7 +101,7 @@ func (t *tenure) refused(ctx context.Context, fallback string, err error) error 
 			zap.Int64("fence", fence), zap.NamedError("refusal", err), zap.Error(cerr))
 		return t.fenced(job, err)
 	}
-	t.block(js, fence, false, err)
+	t.block(js, fence, errors.Is(err, scheduler.ErrFenceHeld), err)
 	return nil
 }
 

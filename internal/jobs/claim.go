@@ -128,11 +128,11 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 	t.claiming--
 	defer t.sendClaims()
 	switch {
-	case errors.Is(b.err, scheduler.ErrFenced):
+	case refusal.RefusedOrHeld(b.err):
 		if err := t.refused(ctx, refusal.BatchJob(slotsOf(b.entries), slotJob), b.err); err != nil {
 			return err
 		}
-		// The batch was refused for a job now blocked: the others are claimed when they fire.
+		// Refused (or held) for a job now blocked: the others are claimed when they fire.
 	case b.err == nil && len(b.claimed) != len(b.entries):
 		b.err = errors.New("the ledger answered a claim for a different number of slots")
 	}

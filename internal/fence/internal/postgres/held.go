@@ -37,3 +37,25 @@ func (p *Backend) Held(ctx context.Context, jobs []string, token int64) ([]strin
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
+
+// lockedSQL returns the jobs of $1 whose advisory lock another session holds in exclusive mode
+// (pg_advisory_lock or pg_advisory_xact_lock on fence_check's key, hashtextextended($2 || job,
+// 0)), which makes a writer's shared lock wait: no writer of the scheduler takes it so, only a
+// raise, which a running leader makes at its takeover and for a job it holds back.
+const lockedSQL = `SELECT u.job
+FROM (SELECT DISTINCT x AS job FROM unnest($1::text[]) AS x) AS u
+WHERE EXISTS (
+    SELECT FROM pg_catalog.pg_locks AS l
+    WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock'
+      AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
+      AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database())
+      AND (l.classid::int8 << 32) | l.objid::int8 = pg_catalog.hashtextextended($2 || u.job, 0))`
+
+// locked returns the jobs of jobs whose fence another session holds exclusively (lockedSQL).
+func (p *Backend) locked(ctx context.Context, jobs []string) ([]string, error) {
+	rows, err := p.pool.Query(ctx, lockedSQL, jobs, p.q.lockKey)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,19 +138,45 @@ func slotArrays(slots []scheduler.SlotKey) (jobs []string, ats []time.Time, manu
 // fencedBatch sends b, which begins a read-committed transaction, enters
 // the fences of jobs with token and then holds the statements queued by
 // queue, followed by COMMIT: one round trip. A failure rolls back.
+//
+// The batch waits for the fences' shared locks at most writeLockTimeout: a session outside the
+// scheduler can hold a job's lock exclusively (the advisory lock functions are PUBLIC), and a
+// write of the leader's that waited for it without end would hold up every job behind it. A
+// batch that gave up waiting for a job's fence held so fails with verdict.Held naming the job,
+// which the runner holds back alone.
 func (p *Backend) fencedBatch(ctx context.Context, jobs []string, token int64, queue func(b *pgx.Batch)) error {
+	jobs = tables.Distinct(jobs)
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	b.Queue(p.q.checkAll, tables.Distinct(jobs), token)
+	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(p.writeLockTimeout().Milliseconds(), 10))
+	b.Queue(p.q.checkAll, jobs, token)
 	queue(b)
 	b.Queue("COMMIT")
 	br := p.pool.SendBatch(ctx, b)
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }() // returns the connection
 	if err := br.Close(); err != nil {
-		return pgFenceErr(token, err)
+		err = pgFenceErr(token, err)
+		if errors.Is(err, verdict.ErrRaiseTimeout) {
+			if held, lerr := p.locked(context.WithoutCancel(ctx), jobs); lerr == nil && len(held) > 0 {
+				return verdict.Held(held[0], err)
+			}
+		}
+		return err
 	}
 	return nil
+}
+
+// maxWriteLockTimeout bounds writeLockTimeout: no writer of the scheduler holds a fence's
+// lock exclusively for longer than a raise takes.
+const maxWriteLockTimeout = time.Second
+
+// writeLockTimeout is how long a ledger write waits for the fences' locks.
+func (p *Backend) writeLockTimeout() time.Duration {
+	if p.raiseTimeout > 0 && p.raiseTimeout < maxWriteLockTimeout {
+		return p.raiseTimeout
+	}
+	return maxWriteLockTimeout
 }
 
 // collectRuns is a batch callback that appends the rows, read by scan, to

@@ -50,6 +50,13 @@ func (e *sentinel) Error() string { return e.msg }
 // Is makes errors.Is(err, e.also) true.
 func (e *sentinel) Is(target error) bool { return target == e.also }
 
+// Held is a write of a batch that gave up waiting for job's fence, which another session holds
+// (err, the lock timeout's error). errors.Is(err, ErrRaiseTimeout) and
+// errors.Is(err, scheduler.ErrFenceHeld).
+func Held(job string, err error) *scheduler.HeldError {
+	return &scheduler.HeldError{Job: job, Err: fmt.Errorf("%w: %w", ErrRaiseTimeout, err)}
+}
+
 // Stale is a write refused by the fence: token is older than the job's
 // fence. errors.Is(err, ErrStale) and errors.Is(err, scheduler.ErrFenced).
 func Stale(job string, token, fence int64) *scheduler.FenceError {

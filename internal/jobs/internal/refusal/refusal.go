@@ -54,13 +54,26 @@ func HeldReason(job string, token int64) string {
 		"again by itself once that transaction ends", job, token, job)
 }
 
-// Job returns the job a refusal names, else fallback, and the fence it reports.
+// Job returns the job a refusal names, else fallback, and the fence it reports: a write refused
+// by the fence (scheduler.FenceError) or one that gave up waiting for a fence another session
+// holds (scheduler.HeldError).
 func Job(err error, fallback string) (string, int64) {
 	var fe *scheduler.FenceError
 	if errors.As(err, &fe) && fe.Job != "" {
 		return fe.Job, fe.Fence
 	}
+	var he *scheduler.HeldError
+	if errors.As(err, &he) && he.Job != "" {
+		return he.Job, 0
+	}
 	return fallback, 0
+}
+
+// RefusedOrHeld reports a refusal by the fence, or a write that gave up waiting for a job's fence
+// that another session holds, naming the job: either holds back one job, not the term.
+func RefusedOrHeld(err error) bool {
+	var he *scheduler.HeldError
+	return errors.Is(err, scheduler.ErrFenced) || errors.As(err, &he) && he.Job != ""
 }
 
 // BatchJob names the job of a batch whose items all belong to one; else "".
@@ -85,13 +98,14 @@ type Ops struct {
 	Fenced  func(job string, err error) error // the error that ends the term for a refusal
 }
 
-// Without settles a write of a batch that the store refused (err) for one of its jobs. When the
-// refusal blocks that job and the term goes on, write is called again with the items of the jobs
+// Without settles a write of a batch that the store refused (err) for one of its jobs, or that
+// gave up waiting for one's fence held by another session. When the refusal blocks that job and
+// the term goes on, write is called again with the items of the jobs
 // not blocked, until it is not refused. It returns the items last written and that write's error
 // (nil, or a failure other than the fence), or end, the error that ends the term. An err that is
 // not a refusal is returned with items as they are.
 func Without[T any](ops Ops, items []T, jobOf func(T) string, err error, write func([]T) error) (rest []T, werr, end error) {
-	for errors.Is(err, scheduler.ErrFenced) {
+	for RefusedOrHeld(err) {
 		if end := ops.Refused(BatchJob(items, jobOf), err); end != nil {
 			return items, err, end
 		}
