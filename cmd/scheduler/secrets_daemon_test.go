@@ -10,19 +10,31 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/internal/kinds"
 	"scheduler/internal/testenv"
 )
 
-// leakJob prints a secret handed to it, as a job that found one would.
+// leakJob prints a secret handed to it, as a job that found one would: on two lines, then
+// where the stored output's head ends and where its tail starts (with head and tail around it).
 const leakJob = `
 jobs:
   - name: leak
     schedule: "* * * * * *"
     type: exec
-    env: {leaked: %q}
-    command: [sh, -c, 'echo "found $leaked"; echo "and again: $leaked" >&2; exit 3']
+    env: {leaked: %q, head: %q, tail: %q}
+    command: [sh, -c, 'echo "found $leaked"; echo "and again: $leaked" >&2; printf %%s "$head$leaked"; printf "%%3000s" "" | tr " " y; printf %%s "$leaked$tail"; exit 3']
     misfire: skip
 `
+
+// leakOutput returns what leakJob prints with secret, and the env values head and tail that
+// make the secret straddle the cuts of the stored output.
+func leakOutput(secret string) (out, head, tail string) {
+	lines := "found " + secret + "\nand again: " + secret + "\n"
+	half := kinds.DefaultOutputLimit / 2
+	head = strings.Repeat("x", half-len(lines)-len(secret)/2)
+	tail = strings.Repeat("z", half-len(secret)/2)
+	return lines + head + secret + strings.Repeat("y", 3000) + secret + tail, head, tail
+}
 
 // TestDaemon_ScrubsSecretsFromRuns runs the daemon with its secrets read from files, on each
 // store: Postgres with a password in the DSN, and SQLite with etcd authentication. A job that
@@ -53,12 +65,13 @@ func TestDaemon_ScrubsSecretsFromRuns(t *testing.T) {
 }
 
 // checkScrubbed runs one replica with the configuration head and the leak job, and checks that
-// the secret is stored nowhere.
+// the secret is stored nowhere, not even in part where the stored output is cut.
 func checkScrubbed(t *testing.T, dir, secret, head string) {
 	t.Helper()
 	c := &cluster{t: t, replicas: map[string]*replica{}, path: filepath.Join(dir, "scheduler.yaml")}
+	printed, outHead, outTail := leakOutput(secret)
 	body := fmt.Sprintf("data_dir: %s\nelection: {prefix: /test/election, ttl: 2s}\nhttp: {addr: \"127.0.0.1:0\"}\n%s%s",
-		filepath.Join(dir, "data"), head, fmt.Sprintf(leakJob, secret))
+		filepath.Join(dir, "data"), head, fmt.Sprintf(leakJob, secret, outHead, outTail))
 	writeFile(t, c.path, body)
 	c.cli("migrate")
 	r := c.start("a")
@@ -70,7 +83,12 @@ func checkScrubbed(t *testing.T, dir, secret, head string) {
 		if strings.Contains(run.Output+run.Error, secret) {
 			t.Fatalf("output %q error %q: the secret is stored", run.Output, run.Error)
 		}
-		if want := "found [redacted]\nand again: [redacted]\n"; run.Output != want {
+		for _, part := range []string{secret[:len(secret)/2], secret[len(secret)-len(secret)/2:]} {
+			if strings.Contains(run.Output, part) {
+				t.Fatalf("output %q: %q of the secret is stored, at a cut", run.Output, part)
+			}
+		}
+		if want := kinds.Excerpt(strings.ReplaceAll(printed, secret, "[redacted]"), 0); run.Output != want {
 			t.Fatalf("output %q, want %q", run.Output, want)
 		}
 	}

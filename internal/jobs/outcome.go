@@ -182,8 +182,8 @@ func (t *tenure) closed(ctx context.Context, cs []scheduler.Completion, errs []e
 	return nil
 }
 
-// scrub passes the text a run's outcome carries through Options.Scrub, so that a secret a job
-// printed (one read from the daemon's files, say) is not stored where status and history show it.
+// scrub passes a run's outcome through Options.Scrub, so that status and history show no secret a
+// job printed; a kind that cuts its output scrubs it before the cut too (Options.Live's Scrub).
 func (r *Runner) scrub(c *scheduler.Completion) {
 	if r.opts.Scrub == nil {
 		return

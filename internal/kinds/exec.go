@@ -253,7 +253,7 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	_ = pw.Close()
 	pgid := cmd.Process.Pid
 
-	out := NewCapture(j.limit)
+	out := NewScrubbedCapture(j.limit, outputScrub(run))
 	var sink io.Writer = out
 	if run.Live != nil { // the run can be followed while it runs
 		live, done := run.Live.Open(run.Job, run.RunID)

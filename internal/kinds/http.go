@@ -164,7 +164,7 @@ func (j *HTTPJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", j.method, j.url.Redacted(), shortURL(err)) // *url.Error: no password
 	}
-	body := NewCapture(j.limit)
+	body := NewScrubbedCapture(j.limit, outputScrub(run))
 	n, readErr := io.Copy(body, io.LimitReader(resp.Body, maxResponseRead))
 	_ = resp.Body.Close()
 	status := shorten(resp.Status, maxStatusLine)

@@ -21,9 +21,6 @@ const (
 	Linger = time.Minute
 )
 
-// maxLine bounds the bytes a Book holds back waiting for the end of a line.
-const maxLine = 4 << 10
-
 // Book keeps the output of the runs in progress. Its zero value is not usable; make one with
 // New. It is safe for concurrent use.
 type Book struct {
@@ -39,7 +36,7 @@ type Book struct {
 type entry struct {
 	job     string
 	buf     []byte        // the newest bytes, at most MaxKept
-	partial []byte        // the start of a line not ended yet, not scrubbed yet
+	partial *Scrubber     // holds back the start of a line not ended yet, not scrubbed yet
 	start   int64         // the offset of buf[0] in the run's output
 	writing int           // attempts writing now
 	ended   time.Time     // when the last attempt ended; zero while one writes
@@ -48,8 +45,9 @@ type entry struct {
 
 // New returns an empty Book on the clock now (nil: time.Now). scrub (nil: none) rewrites each
 // line before it is kept, as the ledger's output is (the daemon's secrets replaced), so that
-// following a run shows nothing history would not: a line is kept once it ends (or passes
-// maxLine bytes, or its attempt ends).
+// following a run shows nothing history would not: a line is kept once it ends or its attempt
+// ends. A line longer than 2*Overlap bytes is kept as it comes but for its last bytes, which a
+// Scrubber holds back so that a secret across the cut is still replaced whole.
 func New(now func() time.Time, scrub func(string) string) *Book {
 	if now == nil {
 		now = time.Now
@@ -60,6 +58,11 @@ func New(now func() time.Time, scrub func(string) string) *Book {
 	return &Book{now: now, scrub: scrub, runs: map[string]*entry{}}
 }
 
+// Scrub returns s scrubbed as the Book scrubs what it keeps: the daemon's secrets replaced. An
+// attempt's kind finds it on the attempt's live output, to scrub the output it keeps for the
+// ledger as it comes, before cutting it to an excerpt whose cut could split a secret.
+func (b *Book) Scrub(s string) string { return b.scrub(s) }
+
 // Open returns where an attempt of job's run runID writes its output, and done, to be called
 // once when the attempt has written everything; see scheduler.LiveOutput. A retry of the run
 // opens it again and goes on with the same output.
@@ -69,7 +72,7 @@ func (b *Book) Open(job, runID string) (io.Writer, func()) {
 	b.sweep()
 	e := b.runs[runID]
 	if e == nil || e.job != job {
-		e = &entry{job: job, changed: make(chan struct{})}
+		e = &entry{job: job, partial: NewScrubber(b.scrub), changed: make(chan struct{})}
 		b.runs[runID] = e
 	}
 	e.writing++
@@ -93,22 +96,21 @@ func (b *Book) sweep() {
 func (b *Book) end(e *entry) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.keep(e, e.partial)
-	e.partial = nil
+	b.keep(e, e.partial.End(nil))
 	if e.writing--; e.writing == 0 {
 		e.ended = b.now()
 	}
 	e.notify()
 }
 
-// keep appends text, scrubbed, to e's output, dropping the oldest bytes past MaxKept. The caller
-// holds b.mu.
-func (b *Book) keep(e *entry, text []byte) {
+// keep appends text, scrubbed already, to e's output, dropping the oldest bytes past MaxKept.
+// The caller holds b.mu.
+func (b *Book) keep(e *entry, text string) {
 	if len(text) == 0 {
 		return
 	}
 	before := len(e.buf)
-	e.buf = append(e.buf, b.scrub(string(text))...)
+	e.buf = append(e.buf, text...)
 	limit := MaxKept
 	if b.total+len(e.buf)-before > MaxTotal {
 		limit = MinKept
@@ -132,22 +134,20 @@ type writer struct {
 	e *entry
 }
 
-// Write keeps the lines p ends, scrubbed, and holds back the start of the next; it never fails.
+// Write keeps the lines p ends, scrubbed, and holds back the start of the next (of a long one,
+// what its Scrubber holds back); it never fails.
 func (w writer) Write(p []byte) (int, error) {
 	w.b.mu.Lock()
 	defer w.b.mu.Unlock()
 	e := w.e
-	e.partial = append(e.partial, p...)
-	if i := bytes.LastIndexByte(e.partial, '\n'); i >= 0 {
-		w.b.keep(e, e.partial[:i+1])
-		e.partial = append(e.partial[:0], e.partial[i+1:]...)
+	n := len(p)
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+		w.b.keep(e, e.partial.End(p[:i+1]))
+		p = p[i+1:]
 	}
-	if len(e.partial) > maxLine {
-		w.b.keep(e, e.partial)
-		e.partial = e.partial[:0]
-	}
+	w.b.keep(e, e.partial.Next(p))
 	e.notify()
-	return len(p), nil
+	return n, nil
 }
 
 // Chunk is what Read returns: output from Offset, and whether the run's attempt has ended.

@@ -113,7 +113,8 @@ func TestBook_ServeHTTP(t *testing.T) {
 }
 
 // TestBook_Scrub: what is kept is scrubbed line by line, so a secret written in two pieces is
-// replaced whole; a line longer than maxLine is kept without waiting for its end.
+// replaced whole; a line longer than 2*Overlap is kept without waiting for its end, all but the
+// last bytes its Scrubber holds back.
 func TestBook_Scrub(t *testing.T) {
 	b := New(nil, func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") })
 	w, done := b.Open("job", "1")
@@ -122,11 +123,47 @@ func TestBook_Scrub(t *testing.T) {
 	if c, _ := b.Read("1", 0); string(c.Data) != "password [redacted]\n" {
 		t.Fatalf("kept %q, want the secret scrubbed", c.Data)
 	}
-	_, _ = io.WriteString(w, strings.Repeat("y", maxLine+1))
-	if c, _ := b.Read("1", 0); len(c.Data) != len("password [redacted]\n")+maxLine+1 {
-		t.Fatalf("kept %d bytes, want the long line kept before its end", len(c.Data))
+	_, _ = io.WriteString(w, strings.Repeat("y", 2*Overlap+1))
+	if c, _ := b.Read("1", 0); len(c.Data) != len("password [redacted]\n")+Overlap+1 {
+		t.Fatalf("kept %d bytes, want the long line kept before its end but for Overlap bytes", len(c.Data))
 	}
 	done()
+	if c, _ := b.Read("1", 0); len(c.Data) != len("password [redacted]\n")+2*Overlap+1 {
+		t.Fatalf("kept %d bytes at the attempt's end, want the whole line", len(c.Data))
+	}
+}
+
+// TestBook_ScrubSecretAcrossLongLine: a secret printed where a long line is first kept before
+// its end, half before the cut and half after a pause, is replaced whole: no part of it is ever
+// readable, and the line's bytes are kept once each, the rest at the attempt's end.
+func TestBook_ScrubSecretAcrossLongLine(t *testing.T) {
+	const secret = "adm1n-T0ken-0123456789abcdef"
+	scrub := strings.NewReplacer(secret, "[redacted]").Replace
+	b := New(nil, scrub)
+	w, done := b.Open("job", "1")
+	pieces := []string{strings.Repeat("A", 2*Overlap-6) + secret[:12], secret[12:], strings.Repeat("B", 100)}
+	for _, p := range pieces {
+		_, _ = io.WriteString(w, p)
+		c, _ := b.Read("1", 0)
+		if leaked := partOf(string(c.Data), secret); leaked != "" {
+			t.Fatalf("after %d bytes the run log shows %q of the secret", len(c.Data), leaked)
+		}
+	}
+	done()
+	c, _ := b.Read("1", 0)
+	if want := scrub(strings.Join(pieces, "")); string(c.Data) != want {
+		t.Fatalf("kept %d bytes, want the whole line scrubbed (%d bytes)", len(c.Data), len(want))
+	}
+}
+
+// partOf returns the longest start of secret, of 4 bytes or more, that text shows; "" if none.
+func partOf(text, secret string) string {
+	for n := len(secret); n >= 4; n-- {
+		if strings.Contains(text, secret[:n]) {
+			return secret[:n]
+		}
+	}
+	return ""
 }
 
 // TestBook_MaxTotal: past MaxTotal for every run together, a run that writes keeps only its

@@ -56,6 +56,9 @@ type Config struct {
 	// historyFromTop names the keys of defaults.history taken from the top-level history block,
 	// so that a bad value there is reported once, under history.KEY.
 	historyFromTop map[string]bool
+	// caseTwins are the key paths of the keys removed, and reported, for differing only in case
+	// from another key of their mapping; nil when there were none.
+	caseTwins []string
 }
 
 // EtcdConfig is the etcd client configuration.

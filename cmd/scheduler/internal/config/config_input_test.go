@@ -117,6 +117,57 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EndpointsWithoutSharedStore", "etcd: {endpoints: ['etcd1:2379']}\n", nil,
 			[]string{"store.dsn: is empty while etcd.endpoints is set", "every replica could run every slot", "single_node: true"}, nil},
 		{"EndpointsFromEnvWithoutSharedStore", "", []string{"SCHEDULER_ETCD_ENDPOINTS=etcd1:2379"}, []string{"store.dsn: is empty while etcd.endpoints is set"}, nil},
+
+		// Keys that differ only in case are one key to viper, which kept either value.
+		{"CaseTwinsInJob", configtest.MinimalJob + "    Schedule: '@every 7s'\n    SCHEDULE: '@every 9s'\n", nil,
+			[]string{`jobs[0].schedule: "SCHEDULE", "Schedule" and "schedule" differ only in case`, "keep one of them"}, []string{"is required"}},
+		{"CaseTwinsJobs", "Jobs: []\n" + configtest.MinimalJob, nil, []string{`jobs: "Jobs" and "jobs" differ only in case`}, nil},
+		{"CaseTwinsNode", "node: a\nNode: b\n" + configtest.MinimalJob, nil, []string{`node: "Node" and "node" differ only in case`}, nil},
+		{"CaseTwinsNested", "store: {schema: a, Schema: b}\n" + configtest.MinimalJob, nil, []string{`store.schema: "Schema" and "schema" differ only in case`}, nil},
+		{"CaseTwinsSections", "store: {schema: a}\nSTORE: {schema: b}\n" + configtest.MinimalJob, nil, []string{`store: "STORE" and "store" differ only in case`}, nil},
+		{"CaseTwinsHeaders", "jobs:\n  - {name: a, schedule: '@hourly', type: http, url: 'http://h/', headers: {X-A: '1', x-a: '2'}}\n", nil,
+			[]string{`jobs[0].headers.x-a: "X-A" and "x-a" differ only in case: HTTP header names are case-insensitive`}, nil},
+		{"CaseTwinsDefaultHeaders", "defaults: {headers: {Accept: a, ACCEPT: b}}\n" + configtest.MinimalJob, nil,
+			[]string{`defaults.headers.accept: "ACCEPT" and "Accept" differ only in case`}, nil},
+		{"CaseTwinFromMerge", "base: &b {schedule: '@every 5s', retries: 1}\n" + configtest.MinimalJob + "    <<: *b\n    Retries: 2\n", nil,
+			[]string{`jobs[0].retries: "Retries" and "retries" differ only in case`}, nil},
+		{"CaseTwinsBesideANumberKey", "jobs:\n  - {name: a, 1: x, schedule: '@hourly', Schedule: '@daily', type: sql, sql: x}\n", nil,
+			[]string{`jobs[0].schedule: "Schedule" and "schedule" differ only in case`, "jobs[0].1: unknown key"}, nil},
+		{"CaseTwinsParams", "jobs:\n  - {name: a, schedule: '@daily', type: builtin, builtin: invoices, params: {clients: 1, Clients: 2}}\n", nil,
+			[]string{`jobs[0].params.clients: "Clients" and "clients" differ only in case`}, nil},
+
+		// A key never holds a dot: each was dropped, or applied elsewhere, without a word.
+		{"DottedJobHistoryKeys", configtest.MinimalJob + "    history.max_age: 0s\n    history.max_runs: 0\n", nil,
+			[]string{`jobs[0].history.max_age: "history.max_age" is one key, not a path, and no key holds a dot: write history: {max_age: ...}`,
+				`jobs[0].history.max_runs: "history.max_runs" is one key`}, nil},
+		{"DottedKeysUnderInheritedKeys", configtest.MinimalJob + "    timezone.name: x\n    enabled.really: false\n    timeout.x: 1\n", nil,
+			[]string{`jobs[0].timezone.name: "timezone.name" is one key`, `jobs[0].enabled.really: "enabled.really" is one key`, `jobs[0].timeout.x: "timeout.x" is one key`}, nil},
+		{"DottedTopKey", "store: {schema: aaa}\nstore.schema: bbb\n" + configtest.MinimalJob, nil,
+			[]string{`store.schema: "store.schema" is one key, not a path, and no key holds a dot: write store: {schema: ...}`}, nil},
+		{"DottedDefaultsKey", "defaults: {notify.after: 2}\n" + configtest.MinimalJob, nil, []string{`defaults.notify.after: "notify.after" is one key`}, nil},
+		{"DottedDeepKey", "outbox.smtp.addr: 'mail:25'\n" + configtest.MinimalJob, nil, []string{"write outbox: {smtp: {addr: ...}}"}, nil},
+		{"DottedParam", "jobs:\n  - {name: a, schedule: '@daily', type: builtin, builtin: invoices, params: {a.b: 1}}\n", nil,
+			[]string{`jobs[0].params.a.b: "a.b" is one key`}, nil},
+
+		// The store parses a DSN's pool parameters too: validate must refuse what it refuses.
+		{"DSNPoolMaxConnsNotANumber", "store: {dsn: 'postgres://u:hunter2@127.0.0.1:1/db?pool_max_conns=abc'}\n" + configtest.MinimalJob, nil,
+			[]string{`store.dsn: has a pool parameter the connection pool refuses (pool_max_conns="abc")`}, []string{"hunter2"}},
+		{"DSNPoolMaxConnsZero", "store: {dsn: 'postgres://u:hunter2@127.0.0.1:1/db?pool_max_conns=0'}\n" + configtest.MinimalJob, nil,
+			[]string{`store.dsn: has a pool parameter`, `pool_max_conns="0"`}, []string{"hunter2"}},
+		{"DSNPoolLifetime", "store: {dsn: 'host=127.0.0.1 password=hunter2 pool_max_conn_lifetime=zz'}\n" + configtest.MinimalJob, nil,
+			[]string{`store.dsn: has a pool parameter`, `pool_max_conn_lifetime="zz"`}, []string{"hunter2"}},
+		{"JobDSNPoolFromVariable", "store: {dsn: 'postgres://u@127.0.0.1:1/db'}\n" + configtest.MinimalJob,
+			[]string{"SCHEDULER_STORE_JOB_DSN=postgres://j:hunter2@127.0.0.1:1/db?pool_max_conns=abc"},
+			[]string{`store.job_dsn: set by SCHEDULER_STORE_JOB_DSN: has a pool parameter`}, []string{"hunter2"}},
+
+		{"DataDirNUL", "data_dir: \"a\\0b\"\n" + configtest.MinimalJob, nil, []string{"data_dir: contains a NUL byte"}, nil},
+		{"LogLevelUpperCase", "log: {level: WARN}\n" + configtest.MinimalJob, nil, []string{`log.level: must be one of debug, info, warn, error; got "WARN"`}, nil},
+		{"LogLevelDPanic", "log: {level: dpanic}\n" + configtest.MinimalJob, nil, []string{`log.level: must be one of debug, info, warn, error; got "dpanic"`}, nil},
+		{"LogLevelFatal", configtest.MinimalJob, []string{"SCHEDULER_LOG_LEVEL=fatal"}, []string{`log.level: set by SCHEDULER_LOG_LEVEL: must be one of`}, nil},
+		{"EtcdAuthEmbedded", "etcd: {username: u, password: p}\n" + configtest.MinimalJob, nil,
+			[]string{"etcd.username: etcd.username and etcd.password need etcd.endpoints: the embedded etcd (no etcd.endpoints) runs without authentication"}, nil},
+		{"EtcdAuthEmbeddedFromVariables", configtest.MinimalJob, []string{"SCHEDULER_ETCD_USERNAME=u", "SCHEDULER_ETCD_PASSWORD=p"},
+			[]string{"etcd.username: set by SCHEDULER_ETCD_USERNAME: etcd.username and etcd.password need etcd.endpoints"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +216,40 @@ func TestLoad_GoodInput(t *testing.T) {
 					t.Fatalf("jobs[0].dir=%q, want /srv from SCHEDULER_DEFAULTS_DIR", c.Jobs[0].Dir)
 				}
 			}},
+		{"KeysInAnyCase", "Node: n1\nJobs:\n  - {Name: a, Schedule: '@hourly', TYPE: sql, Sql: x, History: {Max_Runs: 3}}\n", nil,
+			func(t *testing.T, c *Config) {
+				if j := c.Jobs[0]; c.Node != "n1" || j.Name != "a" || j.Schedule != "@hourly" || j.SQL != "x" || j.History.MaxRuns != 3 {
+					t.Fatalf("node %q, job %+v: keys in another case not read", c.Node, j.JobSpec)
+				}
+			}},
+		// The names of env and headers mappings are no keys: a dot in one is the name's own.
+		{"DottedNames", "defaults: {env: {Java.Home: /opt}, headers: {X.Trace: '1'}}\n" +
+			"jobs:\n  - {name: a, schedule: '@hourly', type: exec, command: [/bin/true], env: {My.Var: x}}\n" +
+			"  - {name: b, schedule: '@hourly', type: http, url: 'http://h/', headers: {X.Own: '2'}}\n", nil,
+			func(t *testing.T, c *Config) {
+				if want := map[string]string{"My.Var": "x"}; !reflect.DeepEqual(c.Jobs[0].Env, want) {
+					t.Errorf("jobs[0].env=%v, want %v", c.Jobs[0].Env, want)
+				}
+				if want := map[string]string{"Java.Home": "/opt"}; !reflect.DeepEqual(c.Defaults.Env, want) {
+					t.Errorf("defaults.env=%v, want %v", c.Defaults.Env, want)
+				}
+				if want := map[string]string{"x.trace": "1"}; !reflect.DeepEqual(c.Defaults.Headers, want) {
+					t.Errorf("defaults.headers=%v, want %v", c.Defaults.Headers, want)
+				}
+				if want := map[string]string{"x.own": "2"}; !reflect.DeepEqual(c.Jobs[1].Headers, want) {
+					t.Errorf("jobs[1].headers=%v, want %v", c.Jobs[1].Headers, want)
+				}
+			}},
+		{"EveryLogLevel", configtest.MinimalJob, nil, func(t *testing.T, _ *Config) {
+			for _, level := range []string{"debug", "info", "warn", "error"} {
+				if _, err := Load(configtest.Write(t, "log: {level: "+level+"}\n"+configtest.MinimalJob), nil); err != nil {
+					t.Errorf("log.level %s: %v", level, err)
+				}
+			}
+		}},
+		{"DSNPoolParameters", "store: {dsn: 'postgres://u@db/app?pool_max_conns=8&pool_max_conn_lifetime=30m', " +
+			"job_dsn: 'host=db user=j pool_min_conns=1 pool_health_check_period=1m'}\n" + configtest.MinimalJob, nil, nil},
+		{"EtcdAuthExternal", "single_node: true\netcd: {endpoints: ['etcd1:2379'], username: u, password: p}\n" + configtest.MinimalJob, nil, nil},
 		{"VariableForParamInFile", "defaults: {params: {period: month}}\njobs:\n  - {name: a, schedule: '@daily', type: builtin, builtin: invoices}\n",
 			[]string{"SCHEDULER_DEFAULTS_PARAMS_PERIOD=slot"},
 			func(t *testing.T, c *Config) {
@@ -310,14 +395,17 @@ func TestLoad_FileLimits(t *testing.T) {
 		}
 	})
 	t.Run("TooManyJobs", func(t *testing.T) {
-		var b strings.Builder
-		b.WriteString("jobs:\n")
-		for i := range MaxJobs + 1 {
-			fmt.Fprintf(&b, "  - {name: j%d, schedule: '@daily', type: sql, sql: x}\n", i)
-		}
-		_, err := Load(configtest.Write(t, b.String()), nil)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("jobs: %d jobs, more than the limit of %d", MaxJobs+1, MaxJobs)) {
-			t.Fatalf("err=%v, want the job limit named", err)
+		// Viper reads the key in any case: so does the limit.
+		for _, key := range []string{"jobs", "Jobs"} {
+			var b strings.Builder
+			b.WriteString(key + ":\n")
+			for i := range MaxJobs + 1 {
+				fmt.Fprintf(&b, "  - {name: j%d, schedule: '@daily', type: sql, sql: x}\n", i)
+			}
+			_, err := Load(configtest.Write(t, b.String()), nil)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("jobs: %d jobs, more than the limit of %d", MaxJobs+1, MaxJobs)) {
+				t.Fatalf("%s: err=%v, want the job limit named", key, err)
+			}
 		}
 	})
 }
@@ -373,6 +461,45 @@ func TestLoad_PathsFromConfigDir(t *testing.T) {
 	}
 	if cfg.Jobs[0].Command[0] != "./run.sh" {
 		t.Errorf("command[0]=%q, want it as written", cfg.Jobs[0].Command[0])
+	}
+}
+
+// TestLoad_SecretFilesFromConfigDir: a relative KEY_file path, written in the file or given by
+// a variable, is read from the configuration file's directory, as every relative path is.
+func TestLoad_SecretFilesFromConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"dsn":      "postgres://sched:pa55@db/app\n",
+		"job_dsn":  "postgres://jobs:j0bs@db/app\n",
+		"etcd_pw":  "etcd-secret\n",
+		"smtp_pw":  "smtp-secret\n",
+		"redis_pw": "redis-secret\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "scheduler.yaml")
+	body := "single_node: true\netcd: {endpoints: ['etcd1:2379'], username: u, password_file: etcd_pw}\n" +
+		"store: {dsn_file: ./dsn}\noutbox: {smtp: {addr: 'mail:25', from: a@example.com, username: u, password_file: smtp_pw}}\n" +
+		"redis: {password_file: redis_pw}\n" + configtest.MinimalJob
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // elsewhere, where none of the files is
+	cfg, err := Load(path, []string{"SCHEDULER_STORE_JOB_DSN_FILE=job_dsn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{cfg.Store.DSN, cfg.Store.JobDSN, cfg.Etcd.Password, cfg.Outbox.SMTP.Password, cfg.Redis.Password}
+	if want := []string{"postgres://sched:pa55@db/app", "postgres://jobs:j0bs@db/app", "etcd-secret", "smtp-secret", "redis-secret"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("secrets read %q, want %q", got, want)
+	}
+	// A file that is not there is named by the path read, the configuration's directory's.
+	_, err = Load(path, []string{"SCHEDULER_STORE_JOB_DSN_FILE=absent"})
+	if err == nil || !strings.Contains(err.Error(), "store.job_dsn_file: set by SCHEDULER_STORE_JOB_DSN_FILE: cannot read the secret") ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "absent")) {
+		t.Fatalf("err=%v, want the missing file named by its path in %s", err, dir)
 	}
 }
 

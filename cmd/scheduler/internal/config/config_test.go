@@ -89,6 +89,56 @@ func TestLoad_Defaults(t *testing.T) {
 	}
 }
 
+// TestLoad_EmptyValueIsUnset: a key given no value (`enabled:` and nothing after it) is not
+// set, in a job as under defaults and at the top level: the job keeps what it would inherit,
+// not the zero value (a job disabled, no catch-up, no retry backoff).
+func TestLoad_EmptyValueIsUnset(t *testing.T) {
+	const empty = "    enabled:\n    catchup:\n    retry_backoff:\n    timeout:\n    overlap:\n    history: {max_age: , max_runs: }\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       JobSpec
+	}{
+		{"BuiltInDefaults", configtest.MinimalJob + empty,
+			JobSpec{Enabled: true, Catchup: time.Hour, RetryBackoff: 10 * time.Second, Timeout: time.Hour, Overlap: "skip",
+				History: JobHistory{MaxAge: 2160 * time.Hour, MaxRuns: 10000}}},
+		{"FromDefaults", "history: {max_runs: 5}\ndefaults: {enabled: false, catchup: 5m, retry_backoff: 1s, timeout: 2m, overlap: queue, history: {max_age: 1h}}\n" +
+			configtest.MinimalJob + empty,
+			JobSpec{Enabled: false, Catchup: 5 * time.Minute, RetryBackoff: time.Second, Timeout: 2 * time.Minute, Overlap: "queue",
+				History: JobHistory{MaxAge: time.Hour, MaxRuns: 5}}},
+		{"EmptyUnderDefaultsToo", "defaults: {enabled: , catchup: }\n" + configtest.MinimalJob + empty,
+			JobSpec{Enabled: true, Catchup: time.Hour, RetryBackoff: 10 * time.Second, Timeout: time.Hour, Overlap: "skip",
+				History: JobHistory{MaxAge: 2160 * time.Hour, MaxRuns: 10000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(configtest.Write(t, tc.yaml), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := cfg.Jobs[0].JobSpec
+			got := JobSpec{Enabled: j.Enabled, Catchup: j.Catchup, RetryBackoff: j.RetryBackoff, Timeout: j.Timeout, Overlap: j.Overlap, History: j.History}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("job decoded as\n %+v\nwant\n %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoad_SameProblemsOnEveryRead: keys that differ only in case once made each read keep
+// either value, so that validate, run and each reload could read the file differently.
+func TestLoad_SameProblemsOnEveryRead(t *testing.T) {
+	path := configtest.Write(t, "node: a\nNode: b\nstore: {schema: a, SCHEMA: b}\njobs:\n  - name: beat\n    type: exec\n    command: [/bin/true]\n"+
+		"    schedule: '@every 5s'\n    Schedule: '@every 7s'\n    SCHEDULE: 'bad'\n    Retries: -1\n    retries: 2\n"+
+		"    env: {FOO: \"x\\0\", foo: y}\n")
+	first := mustLoadError(t, path, nil, `store.schema: "SCHEMA" and "schema" differ only in case`, `node: "Node" and "node"`,
+		`jobs[0].schedule: "SCHEDULE", "Schedule" and "schedule"`, `jobs[0].retries: "Retries" and "retries"`,
+		"jobs[0].env: FOO and foo differ only in case").Error()
+	for range 20 {
+		if _, err := Load(path, nil); err == nil || err.Error() != first {
+			t.Fatalf("a read found\n%v\nanother\n%v", err, first)
+		}
+	}
+}
+
 func TestLoad_Environment(t *testing.T) {
 	env := []string{
 		"SCHEDULER_ETCD_ENDPOINTS=etcd1:2379, etcd2:2379,etcd3:2379",

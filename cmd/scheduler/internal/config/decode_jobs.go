@@ -70,18 +70,24 @@ func jobDefaults(raw map[string]any) (map[string]any, []Problem) {
 	return defaults, problems
 }
 
-// inheritedKey reports whether the value at key came from elsewhere in the file, where the
-// decoder reports a problem with it once: a job's key from defaults, a key of defaults.history
-// from the top-level history block.
-func inheritedKey(cfg *Config, historyFromTop map[string]bool, key string) bool {
-	if k, ok := strings.CutPrefix(key, "defaults.history."); ok {
+// inheritedKey reports whether the value of the decoder's problem p came from elsewhere in the
+// file, where the decoder reports a problem with it once: a job's key from defaults, a key of
+// defaults.history from the top-level history block. A value under an inherited key (a default
+// params mapping's entry) is inherited with it; an unknown key is inherited only when that very
+// key was copied (a key of defaults.history), so that a job's own unknown key is never taken
+// for a default's.
+func inheritedKey(cfg *Config, historyFromTop map[string]bool, p Problem) bool {
+	if k, ok := strings.CutPrefix(p.Key, "defaults.history."); ok {
 		return historyFromTop[k]
 	}
 	var i int
-	if n, err := fmt.Sscanf(key, "jobs[%d].", &i); n != 1 || err != nil || i < 0 || i >= len(cfg.Jobs) {
+	if n, err := fmt.Sscanf(p.Key, "jobs[%d].", &i); n != 1 || err != nil || i < 0 || i >= len(cfg.Jobs) {
 		return false
 	}
-	_, rest, _ := strings.Cut(key, "].")
+	_, rest, _ := strings.Cut(p.Key, "].")
+	if strings.HasPrefix(p.Msg, unknownKey) {
+		return cfg.Jobs[i].inherited[rest]
+	}
 	for ; rest != ""; rest = parentKey(rest) {
 		if cfg.Jobs[i].inherited[rest] {
 			return true

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // HistoryConfig is the run ledger's retention and how the leader prunes it. MaxAge and MaxRuns
 // here apply to every job that sets neither them nor defaults.history.
@@ -102,8 +99,8 @@ func jobInheritedHistory(job Job) map[string]bool {
 	return skip
 }
 
-// historyHash is the part of a job's line in TableHash for its retention, inherited or its own:
-// replicas that keep different histories prune the ledger differently.
-func historyHash(h JobHistory) string {
-	return fmt.Sprintf("|%s|%d", h.MaxAge, h.MaxRuns)
+// historyFields are the fields of a job's line in TableHash for its retention, inherited or its
+// own: replicas that keep different histories prune the ledger differently.
+func historyFields(h JobHistory) []any {
+	return []any{h.MaxAge, h.MaxRuns}
 }

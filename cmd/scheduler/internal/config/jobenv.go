@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -23,44 +25,37 @@ func restoreEnvCase(raw map[string]any, doc any) []Problem {
 			return
 		}
 		got, _ := d["env"].(map[string]any)
-		spelled, _ := foldLookup(s, "env").(map[string]any)
+		spelled, _ := lowerLookup(s, "env").(map[string]any)
 		if got == nil || spelled == nil {
 			return
 		}
-		seen := map[string]string{}
+		byLower := map[string][]string{}
 		for name := range spelled {
 			lower := strings.ToLower(name)
-			if other, dup := seen[lower]; dup {
-				a, b := min(name, other), max(name, other)
-				problems = append(problems, Problem{Key: key + ".env", Msg: fmt.Sprintf("%s and %s differ only in case; keep one of them", a, b)})
+			byLower[lower] = append(byLower[lower], name)
+		}
+		for _, lower := range slices.Sorted(maps.Keys(byLower)) {
+			names := byLower[lower]
+			v, ok := got[lower]
+			if len(names) > 1 {
+				// Viper kept either value: neither is decoded, so that every read finds the same.
+				delete(got, lower)
+				slices.Sort(names)
+				problems = append(problems, Problem{Key: key + ".env", Msg: fmt.Sprintf("%s and %s differ only in case; keep one of them",
+					strings.Join(names[:len(names)-1], ", "), names[len(names)-1])})
 				continue
 			}
-			seen[lower] = name
-			if v, ok := got[lower]; ok && name != lower {
+			if ok && names[0] != lower {
 				delete(got, lower)
-				got[name] = v
+				got[names[0]] = v
 			}
 		}
 	}
-	restore("defaults", raw["defaults"], foldLookup(file, "defaults"))
+	restore("defaults", raw["defaults"], lowerLookup(file, "defaults"))
 	jobs, _ := raw["jobs"].([]any)
-	spelled, _ := foldLookup(file, "jobs").([]any)
+	spelled, _ := lowerLookup(file, "jobs").([]any)
 	for i := range min(len(jobs), len(spelled)) {
 		restore(fmt.Sprintf("jobs[%d]", i), jobs[i], spelled[i])
 	}
 	return problems
-}
-
-// foldLookup returns the value of m under the key equal to key under case folding, as viper
-// reads keys; nil when there is none.
-func foldLookup(m map[string]any, key string) any {
-	if v, ok := m[key]; ok {
-		return v
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, key) {
-			return v
-		}
-	}
-	return nil
 }

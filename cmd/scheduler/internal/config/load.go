@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,19 +42,24 @@ func checkConfig(path string, environ []string) (*Config, []Problem) {
 	if err != nil {
 		return nil, []Problem{{Msg: readErrorMessage(err)}}
 	}
-	cfg, problems := decodeConfig(data, environ)
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	cfg, problems := decodeConfig(data, environ, dir)
 	if cfg == nil {
 		return nil, problems
 	}
-	resolvePaths(cfg, filepath.Dir(path))
+	resolvePaths(cfg, dir)
 	// Validate even a partly decoded config, so one run reports every problem; a key that could
-	// not be decoded is reported once, by the decoder.
+	// not be decoded is reported once, by the decoder, and what is missing under a key removed
+	// for its twin (Schedule beside schedule) is reported as that twin.
 	undecodable := map[string]bool{}
 	for _, p := range problems {
 		undecodable[p.Key] = true
 	}
 	for _, p := range cfg.Validate() {
-		if !undecodable[p.Key] {
+		if !undecodable[p.Key] && !slices.ContainsFunc(cfg.caseTwins, func(k string) bool { return underKey(p.Key, k) }) {
 			problems = append(problems, p)
 		}
 	}
@@ -68,9 +74,10 @@ func readErrorMessage(err error) string {
 }
 
 // decodeConfig turns YAML bytes plus environment into a Config with defaults applied, and the
-// problems met on the way. The Config is nil when the document is not YAML or not a mapping, and
-// partly decoded when some values could not be.
-func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
+// problems met on the way; dir is the configuration file's directory, which relative KEY_file
+// paths are read from. The Config is nil when the document is not YAML or not a mapping, and
+// partly decoded when some values could not be (or a key was refused: checkKeys).
+func decodeConfig(data []byte, environ []string, dir string) (*Config, []Problem) {
 	// Viper gets the document parsed once (parseDocument).
 	doc, msgs := document.Parse(data)
 	if len(msgs) > 0 {
@@ -82,23 +89,36 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	}
 	// A file that sets nothing is refused, and the environment still checked.
 	file, fileProblems := map[string]any{}, []Problem{{Msg: document.Empty}}
+	var keyProblems []Problem
+	var twins []string
 	if doc != nil {
 		m, ok := doc.(map[string]any)
 		if !ok {
 			return nil, []Problem{{Msg: "the document must be a mapping of keys to values"}}
 		}
-		if list, ok := m["jobs"].([]any); ok && len(list) > MaxJobs {
-			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", len(list), MaxJobs)}}
+		// Any spelling of jobs is jobs to viper, and the limit counts them all (two spellings are
+		// refused below), before anything walks the jobs.
+		n := 0
+		for k, v := range m {
+			if list, ok := v.([]any); ok && strings.ToLower(k) == "jobs" {
+				n += len(list)
+			}
 		}
-		file, fileProblems = m, nil
+		if n > MaxJobs {
+			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", n, MaxJobs)}}
+		}
+		kp := checkKeys(m)
+		file, fileProblems, keyProblems, twins = m, nil, kp.list, kp.twins
 	}
 
-	v := viper.New()
+	// Viper's key paths are joined with keyDelim rather than its dot, which would split the
+	// names of defaults.env and defaults.headers that hold one.
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim))
 	v.SetConfigType("yaml")
 	for k, val := range defaultSettings() {
-		v.SetDefault(k, val)
+		v.SetDefault(viperKey(k), val)
 	}
-	setSecretFileDefaults(v.SetDefault)
+	setSecretFileDefaults(func(k string, val any) { v.SetDefault(viperKey(k), val) })
 	// Viper lower-cases the keys of what it is given in place; restoreEnvCase needs doc as
 	// spelled, so viper gets a copy.
 	if err := v.MergeConfigMap(copyTree(file).(map[string]any)); err != nil {
@@ -107,18 +127,26 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	// Environment overrides: viper's AutomaticEnv reads the process environment; reading a
 	// given environ instead keeps tests hermetic and the rule identical.
 	env := envMap(environ)
+	settings := map[string]string{} // key path, dotted -> viper's key
+	for _, k := range v.AllKeys() {
+		settings[strings.ReplaceAll(k, keyDelim, ".")] = k
+	}
 	fromEnv := map[string]string{} // key path -> the variable that set it
-	for _, key := range envKeys(v.AllKeys()) {
+	for _, key := range envKeys(slices.Collect(maps.Keys(settings))) {
 		name := envName(key)
 		if val, ok := env[name]; ok {
-			v.Set(key, val)
+			vk, ok := settings[key]
+			if !ok {
+				vk = viperKey(key) // a leaf of the Config type, whose key path holds no name
+			}
+			v.Set(vk, val)
 			fromEnv[key] = name
 		}
 	}
-	envProblems := unknownVariables(env, v.AllKeys())
+	envProblems := unknownVariables(env, slices.Collect(maps.Keys(settings)))
 
 	raw := v.AllSettings()
-	problems := resolveSecretFiles(raw)
+	problems := append(keyProblems, resolveSecretFiles(raw, dir)...)
 	problems = append(problems, restoreEnvCase(raw, doc)...)
 	identitiesAsStrings(raw)
 	problems = append(problems, splitLists(raw, fromEnv)...)
@@ -149,7 +177,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	problems = append(problems, defaultProblems...)
 	if len(errs) > 0 {
 		problems = append(problems, slices.DeleteFunc(decodeProblems(errors.Join(errs...)), func(p Problem) bool {
-			return inheritedKey(&cfg, historyFromTop, p.Key)
+			return inheritedKey(&cfg, historyFromTop, p)
 		})...)
 	}
 	if len(fromEnv) > 0 {
@@ -157,6 +185,7 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 	}
 	problems = append(append(fileProblems, envProblems...), problems...)
 	cfg.historyFromTop = historyFromTop
+	cfg.caseTwins = twins
 	if cfg.Node == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -165,6 +194,30 @@ func decodeConfig(data []byte, environ []string) (*Config, []Problem) {
 		cfg.Node = host
 	}
 	return &cfg, problems
+}
+
+// keyDelim joins the elements of a key path inside viper. Keys hold no dot (checkKeys), but
+// the names of a defaults.env or defaults.headers mapping may, and viper's own delimiter, a dot,
+// would read such a name as a path into nested mappings. No variable or header name may hold a
+// NUL byte, and a key holding one is unknown: splitting there changes nothing that is accepted.
+const keyDelim = "\x00"
+
+// viperKey is the key path k, dotted, as viper's key: k is a leaf of the Config type or a
+// default setting, whose elements hold no dot.
+func viperKey(k string) string { return strings.ReplaceAll(k, ".", keyDelim) }
+
+// lowerLookup returns the value of m under the key that lower-cases to key, as viper reads keys;
+// nil when there is none.
+func lowerLookup(m map[string]any, key string) any {
+	if v, ok := m[key]; ok {
+		return v
+	}
+	for k, v := range m {
+		if strings.ToLower(k) == key {
+			return v
+		}
+	}
+	return nil
 }
 
 // copyTree copies the mappings and lists of a parsed YAML document, sharing only its scalars.
@@ -214,6 +267,9 @@ func jobKeys() map[string]bool {
 	return keys
 }
 
+// unknownKey begins the message of a key the Config type does not have.
+const unknownKey = "unknown key"
+
 // decodeProblems flattens the decoder's joined errors into one problem per key.
 func decodeProblems(err error) []Problem {
 	var problems []Problem
@@ -247,7 +303,7 @@ func decodeProblems(err error) []Problem {
 		}
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
-				problems = append(problems, Problem{Key: joinKey(key, k), Msg: "unknown key" + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
+				problems = append(problems, Problem{Key: joinKey(key, k), Msg: unknownKey + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
 			}
 			return
 		}

@@ -88,8 +88,10 @@ func uncovered(have, add []Problem) []Problem {
 // relatedKeys reports whether key paths a and b are the same or one lies under the other
 // (jobs[0].env and jobs[0].env.HOME; jobs[0].command and jobs[0].command[0]).
 func relatedKeys(a, b string) bool {
-	under := func(k, parent string) bool {
-		return strings.HasPrefix(k, parent) && (len(k) == len(parent) || k[len(parent)] == '.' || k[len(parent)] == '[')
-	}
-	return under(a, b) || under(b, a)
+	return underKey(a, b) || underKey(b, a)
+}
+
+// underKey reports whether key path k is parent or lies under it.
+func underKey(k, parent string) bool {
+	return strings.HasPrefix(k, parent) && (len(k) == len(parent) || k[len(parent)] == '.' || k[len(parent)] == '[')
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
@@ -41,9 +42,11 @@ func setSecretFileDefaults(set func(key string, value any)) {
 }
 
 // resolveSecretFiles replaces every KEY_file setting of raw, the settings before decoding, by
-// KEY set to the file's content without its trailing line break. It removes the KEY_file
-// settings, which the Config type does not hold.
-func resolveSecretFiles(raw map[string]any) []Problem {
+// KEY set to the file's content without its trailing line break. A relative path, from the file
+// or a variable, is read from dir, the configuration file's directory, as every relative path of
+// the configuration is (resolvePaths). It removes the KEY_file settings, which the Config type
+// does not hold.
+func resolveSecretFiles(raw map[string]any, dir string) []Problem {
 	var problems []Problem
 	for _, s := range secretKeys() {
 		parent, leaf := settingParent(raw, s.key)
@@ -64,6 +67,9 @@ func resolveSecretFiles(raw map[string]any) []Problem {
 		if v, _ := parent[leaf].(string); v != "" {
 			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
 			continue
+		}
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
 		}
 		data, err := filelimit.Read(path, secretLimit)
 		if err != nil {

@@ -14,6 +14,10 @@ import (
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
+// externalEtcd opens a configuration whose etcd is a cluster of its own, which etcd.username and
+// etcd.password need: the embedded etcd has no authentication.
+const externalEtcd = "single_node: true\netcd:\n  endpoints: ['etcd1:2379']\n"
+
 // writeSecret writes content to a file in a temp dir and returns its path.
 func writeSecret(tb testing.TB, content string) string {
 	tb.Helper()
@@ -46,7 +50,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 	})
 	t.Run("EtcdPasswordFromFile", func(t *testing.T) {
 		path := writeSecret(t, "etcd-secret\r\n")
-		cfg, err := Load(configtest.Write(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
+		cfg, err := Load(configtest.Write(t, externalEtcd+"  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +60,7 @@ func TestLoad_SecretFiles(t *testing.T) {
 	})
 	t.Run("InnerWhitespaceKept", func(t *testing.T) {
 		path := writeSecret(t, " two words \n")
-		cfg, err := Load(configtest.Write(t, "etcd:\n  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
+		cfg, err := Load(configtest.Write(t, externalEtcd+"  username: sched\n  password_file: "+path+"\n"+configtest.MinimalJob), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

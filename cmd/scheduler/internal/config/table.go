@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"scheduler/internal/jobs"
@@ -65,6 +67,8 @@ func TableHash(cfg *Config) string {
 		lines = append(lines, jobLine(j))
 	}
 	sort.Strings(lines)
+	// Each line is a sequence of length-prefixed fields, so the lines need no separator of
+	// their own: the newline only makes the text readable.
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:6])
 }
@@ -76,29 +80,80 @@ func JobDigest(j Job) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// jobLine is everything about job j that changes its behaviour, as one line.
+// jobLine is everything about job j that changes its behaviour, as one line of length-prefixed
+// fields (lineEncoder): two jobs that differ anywhere, even in a value that holds what a
+// separator would be (env {A: "1;B=2"} and env {A: "1", B: "2"}), have different lines.
 func jobLine(j Job) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%s|%v|%q|%s|%q|%s|%s|%s|%s|%v|%d|%s|%s|%s|%s|%s|%v",
-		j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, sortedMap(j.Params), j.Command, sortedMap(j.Env), j.Dir,
-		j.SQL, j.Role, j.URL, j.Method, sortedMap(j.Headers), j.Retries, j.Timeout, j.RetryBackoff, j.Overlap+"/"+j.Misfire, j.Catchup, j.Jitter, j.Enabled) +
-		securityHash(j) + historyHash(j.History) + fmt.Sprintf("|%+v", j.Notify)
+	var e lineEncoder
+	e.values(j.Name, j.Schedule, j.Timezone, j.Type, j.Builtin, j.Params, j.Command, j.Env, j.Dir,
+		j.SQL, j.Role, j.URL, j.Method, j.Headers, j.Retries, j.Timeout, j.RetryBackoff, j.Overlap, j.Misfire,
+		j.Catchup, j.Jitter, j.Enabled)
+	e.values(securityFields(j)...)
+	e.values(historyFields(j.History)...)
+	e.values(j.Notify)
+	return e.b.String()
 }
 
-// securityHash is the part of a job's line in TableHash for the keys that decide what the job
-// may reach: who it runs as, where its requests may be redirected.
-func securityHash(j Job) string {
-	return fmt.Sprintf("|%s|%s|%v", j.User, j.Group, j.FollowRedirects)
+// securityFields are the fields of a job's line in TableHash for the keys that decide what the
+// job may reach: who it runs as, where its requests may be redirected.
+func securityFields(j Job) []any {
+	return []any{j.User, j.Group, j.FollowRedirects}
 }
 
-func sortedMap[V any](m map[string]V) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// lineEncoder writes values as an unambiguous text: a string as its length, a colon and its
+// bytes; a list or mapping as its length, then its elements (a mapping's in the order of its
+// keys); a struct as its fields; a value of an interface type (a builtin's parameter) with its
+// type, so that "1" and 1 differ too.
+type lineEncoder struct{ b strings.Builder }
+
+func (e *lineEncoder) values(vs ...any) {
+	for _, v := range vs {
+		e.value(reflect.ValueOf(v))
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%v;", k, m[k])
+}
+
+func (e *lineEncoder) field(s string) {
+	e.b.WriteString(strconv.Itoa(len(s)))
+	e.b.WriteByte(':')
+	e.b.WriteString(s)
+}
+
+func (e *lineEncoder) value(v reflect.Value) {
+	if !v.IsValid() {
+		e.field("nil")
+		return
 	}
-	return b.String()
+	switch v.Kind() {
+	case reflect.String:
+		e.field(v.String())
+	case reflect.Slice, reflect.Array:
+		e.field(strconv.Itoa(v.Len()))
+		for i := range v.Len() {
+			e.value(v.Index(i))
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(a, b int) bool { return fmt.Sprint(keys[a]) < fmt.Sprint(keys[b]) })
+		e.field(strconv.Itoa(len(keys)))
+		for _, k := range keys {
+			e.value(k)
+			e.value(v.MapIndex(k))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			e.value(v.Field(i))
+		}
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			e.field("nil")
+			return
+		}
+		if v.Kind() == reflect.Interface {
+			e.field(v.Elem().Type().String())
+		}
+		e.value(v.Elem())
+	default:
+		// A number or a bool: fmt writes each one way only.
+		e.field(fmt.Sprint(v))
+	}
 }

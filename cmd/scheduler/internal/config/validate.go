@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/zap/zapcore"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
@@ -22,6 +22,9 @@ var (
 	jobNameRE    = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	identifierRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )
+
+// logLevels are the values of log.level, each a zapcore level of the same name.
+var logLevels = []string{"debug", "info", "warn", "error"}
 
 // Validate reports every problem in the configuration, each with its key path, and keeps each
 // job's schedule as it parsed it, for the table. It connects nowhere and reads only the TLS
@@ -34,8 +37,11 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	if msg := control.NodeProblem(c.Node); msg != "" {
 		p.add("node", "%s, got %.200q", msg, c.Node)
 	}
-	if c.DataDir == "" {
+	switch {
+	case c.DataDir == "":
 		p.add("data_dir", "must not be empty")
+	case strings.IndexByte(c.DataDir, 0) >= 0:
+		p.add("data_dir", "contains a NUL byte") // no path has one: run could create nothing there
 	}
 	c.validateEtcd(&p)
 	c.validateBackend(&p)
@@ -55,9 +61,8 @@ func (c *Config) validateAt(now time.Time) []Problem {
 		p.add("election.ttl", "must be at most %s, the longest lease etcd grants, got %s", MaxEtcdTTL, ttl)
 	}
 	if c.Store.DSN != "" {
-		if _, err := pgx.ParseConfig(c.Store.DSN); err != nil {
-			// pgx's message can echo the DSN; say what is wrong without the password.
-			p.add("store.dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
+		if msg := dsnProblem(c.Store.DSN); msg != "" {
+			p.add("store.dsn", "%s", msg)
 		}
 	}
 	c.validateJobStore(&p)
@@ -76,9 +81,9 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	} else {
 		c.HTTP.AdminToken = token
 	}
-	if _, err := zapcore.ParseLevel(c.Log.Level); err != nil || c.Log.Level == "" {
-		p.add("log.level", "must be one of debug, info, warn, error; got %q", c.Log.Level)
-	}
+	// zap reads more (WARN, dpanic, fatal); the key takes what it documents, in lower case, as
+	// every other enumerated key does.
+	p.enum("log.level", c.Log.Level, logLevels...)
 	p.enum("log.format", c.Log.Format, "json", "console", "auto")
 	p.nonNegative("shutdown_grace", c.ShutdownGrace)
 	validateHistory(&p, c.History)
@@ -113,18 +118,71 @@ func (c *Config) validateJobStore(p *problems) {
 		if c.Store.DSN == "" {
 			p.add("store.job_dsn", "%s", needsPostgres)
 		}
-		if _, err := pgx.ParseConfig(c.Store.JobDSN); err != nil {
-			p.add("store.job_dsn", "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
+		if msg := dsnProblem(c.Store.JobDSN); msg != "" {
+			p.add("store.job_dsn", "%s", msg)
 		}
 	}
 	if c.Defaults.Role != "" && c.Store.DSN == "" {
 		p.add("defaults.role", "%s", needsPostgres)
 	}
+	if msg := reservedRole(c.Defaults.Role); msg != "" {
+		p.add("defaults.role", "%s", msg)
+	}
 	for i, job := range c.Jobs {
-		if job.Role != "" && !job.inherited["role"] && c.Store.DSN == "" {
+		if job.Role == "" || job.inherited["role"] {
+			continue
+		}
+		if c.Store.DSN == "" {
 			p.add(fmt.Sprintf("jobs[%d].role", i), "%s", needsPostgres)
 		}
+		if msg := reservedRole(job.Role); msg != "" {
+			p.add(fmt.Sprintf("jobs[%d].role", i), "%s", msg)
+		}
 	}
+}
+
+// dsnProblem says what is wrong with a PostgreSQL connection string, or returns "". It parses
+// the string as the store does when it connects (pgxpool.ParseConfig), pool_* parameters
+// included, and never quotes it: pgx's errors can echo the password.
+func dsnProblem(dsn string) string {
+	const form = "not a valid PostgreSQL connection string (postgres://user@host/db or key=value pairs)"
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return form
+	}
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		// The connection string parses: what the pool refused is one of its own parameters,
+		// whose values are no secret.
+		var params []string
+		for k, v := range cc.RuntimeParams {
+			if strings.HasPrefix(k, "pool_") {
+				params = append(params, fmt.Sprintf("%s=%q", k, v))
+			}
+		}
+		slices.Sort(params)
+		return fmt.Sprintf("has a pool parameter the connection pool refuses (%s): pool_max_conns takes a whole number of at least 1, "+
+			"pool_min_conns and pool_min_idle_conns a whole number, the others a duration such as 30m", strings.Join(params, ", "))
+	}
+	return ""
+}
+
+// reservedRoles are the names PostgreSQL gives SET ROLE a meaning of its own, quoted or not:
+// SET LOCAL ROLE none is RESET ROLE, and the job would run as the scheduler's own login; the
+// others name no role a job could be given.
+var reservedRoles = []string{"none", "public", "current_user", "session_user", "current_role"}
+
+// reservedRole says why role cannot be a sql job's role, or returns "". Postgres folds an
+// unquoted name to lower case, so the names are compared regardless of case.
+func reservedRole(role string) string {
+	for _, r := range reservedRoles {
+		if strings.EqualFold(role, r) {
+			if r == "none" {
+				return fmt.Sprintf("%q is reserved by PostgreSQL: SET ROLE none resets the role, so the job would run as the connection's own role; name a role created for the job", role)
+			}
+			return fmt.Sprintf("%q is reserved by PostgreSQL and names no role a job can run as; name a role created for the job", role)
+		}
+	}
+	return ""
 }
 
 func (c *Config) validateEtcd(p *problems) {
@@ -138,6 +196,12 @@ func (c *Config) validateEtcd(p *problems) {
 	}
 	if c.Etcd.Password != "" && c.Etcd.Username == "" {
 		p.add("etcd.password", "is set but etcd.username is empty")
+	}
+	if c.Etcd.Username != "" && len(c.Etcd.Endpoints) == 0 && c.Election.Backend == BackendEtcd {
+		// The embedded etcd has authentication off: its client would be refused a token over
+		// and over, and log so every few seconds.
+		p.add("etcd.username", "etcd.username and etcd.password need etcd.endpoints: the embedded etcd (no etcd.endpoints) "+
+			"runs without authentication; remove them, or set etcd.endpoints to a cluster that has it")
 	}
 	tls := c.Etcd.TLS
 	if (tls.CertFile == "") != (tls.KeyFile == "") {

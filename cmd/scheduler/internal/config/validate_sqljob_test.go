@@ -26,6 +26,14 @@ func TestLoad_SQLJobRole(t *testing.T) {
 		{"RoleNotIdentifier", pg + sqlJob + "    role: Nightly-Job\n", []string{"jobs[0].role: must be a lower-case SQL identifier"}},
 		{"RoleQuoteInjection", pg + sqlJob + "    role: 'x\"; DROP TABLE runs; --'\n", []string{"jobs[0].role: must be a lower-case SQL identifier"}},
 		{"DefaultRoleNotIdentifier", pg + "defaults:\n  role: 9lives\n" + sqlJob, []string{"defaults.role: must be a lower-case SQL identifier"}},
+		// Postgres gives these names a meaning of their own: SET LOCAL ROLE none is RESET ROLE.
+		{"RoleNone", pg + sqlJob + "    role: none\n", []string{`jobs[0].role: "none" is reserved by PostgreSQL: SET ROLE none resets the role`}},
+		{"RoleNoneInDefaults", pg + "defaults:\n  role: none\n" + sqlJob, []string{`defaults.role: "none" is reserved by PostgreSQL`}},
+		{"RoleNoneUpperCase", pg + sqlJob + "    role: NONE\n", []string{`jobs[0].role: "NONE" is reserved by PostgreSQL`}},
+		{"RolePublic", pg + sqlJob + "    role: public\n", []string{`jobs[0].role: "public" is reserved by PostgreSQL and names no role a job can run as`}},
+		{"RoleCurrentUser", pg + sqlJob + "    role: current_user\n", []string{`jobs[0].role: "current_user" is reserved`}},
+		{"RoleSessionUser", pg + sqlJob + "    role: session_user\n", []string{`jobs[0].role: "session_user" is reserved`}},
+		{"RoleCurrentRole", pg + sqlJob + "    role: current_role\n", []string{`jobs[0].role: "current_role" is reserved`}},
 		{"RoleOnExecJob", pg + "jobs:\n  - name: a\n    schedule: '@daily'\n    type: exec\n    command: [/bin/true]\n    role: nightly\n", []string{"jobs[0].role: only applies to jobs of type sql"}},
 	}
 	for _, tc := range invalid {

@@ -92,14 +92,14 @@ func TestLoad_ListsFromEnv(t *testing.T) {
 		}
 		name := envName(key)
 		t.Run(name, func(t *testing.T) {
-			cfg, problems := decodeConfig([]byte(configtest.MinimalJob), []string{name + "=a:1, b:2"})
+			cfg, problems := decodeConfig([]byte(configtest.MinimalJob), []string{name + "=a:1, b:2"}, t.TempDir())
 			for _, p := range problems {
 				t.Errorf("problem %v", p)
 			}
 			if got := listAt(t, cfg, key); !slices.Equal(got, []string{"a:1", "b:2"}) {
 				t.Fatalf("%s=%q, want [a:1 b:2]", key, got)
 			}
-			if _, problems := decodeConfig([]byte("jobs: []\n"), []string{name + "="}); len(problems) != 0 {
+			if _, problems := decodeConfig([]byte("jobs: []\n"), []string{name + "="}, t.TempDir()); len(problems) != 0 {
 				t.Fatalf("an empty variable: %v, want an empty list", problems)
 			}
 			for _, bad := range []string{",,", " ", "a:1,", ",a:1", "a:1,,b:2"} {

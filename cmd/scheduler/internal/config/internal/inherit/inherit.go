@@ -33,7 +33,9 @@ func New(defaults map[string]any, known map[string]bool) *Merger {
 // Merge copies into item, a job's mapping, each key of the defaults that it does not set, and
 // each key of a block default (history, notify) that its own block does not set, and returns
 // the keys it copied: a set shared with every job that copied the same keys, never to be
-// written to. An item that is not a mapping is left alone, and its set is nil.
+// written to. A key given an empty value (`enabled:` and nothing after it) is not set, as it is
+// under defaults and at the top level, where viper reads it so. An item that is not a mapping
+// is left alone, and its set is nil.
 func (m *Merger) Merge(item any) map[string]bool {
 	job, ok := item.(map[string]any)
 	if !ok {
@@ -45,7 +47,7 @@ func (m *Merger) Merge(item any) map[string]bool {
 			m.mergeBlock(job, k, val)
 			continue
 		}
-		if _, set := job[k]; !set && m.known[k] {
+		if !isSet(job, k) && m.known[k] {
 			job[k] = val
 			m.keys = append(m.keys, k)
 		}
@@ -82,9 +84,15 @@ func (m *Merger) mergeBlock(job map[string]any, block string, defaults any) {
 		return // the decoder reports a block that is not a mapping
 	}
 	for k, v := range dh {
-		if _, set := own[k]; !set {
+		if !isSet(own, k) {
 			own[k] = v
 			m.keys = append(m.keys, block+"."+k)
 		}
 	}
+}
+
+// isSet reports whether m sets key k to a value: an empty one (YAML's null) sets nothing.
+func isSet(m map[string]any, k string) bool {
+	v, ok := m[k]
+	return ok && v != nil
 }

@@ -43,3 +43,18 @@ func TestMerger_Merge(t *testing.T) {
 		t.Fatal("a job's inherited block is the defaults' own mapping")
 	}
 }
+
+// TestMerger_EmptyValueIsUnset: a job's key given no value (YAML's null) takes the default, as
+// a key it leaves out does, in a block too.
+func TestMerger_EmptyValueIsUnset(t *testing.T) {
+	defaults := map[string]any{"enabled": true, "catchup": "1h", "history": map[string]any{"max_runs": 10, "max_age": "24h"}}
+	m := New(defaults, map[string]bool{"enabled": true, "catchup": true, "history": true})
+	job := map[string]any{"name": "a", "enabled": nil, "catchup": "5m", "history": map[string]any{"max_runs": nil, "max_age": "1h"}}
+	got := m.Merge(job)
+	if want := map[string]bool{"enabled": true, "history.max_runs": true}; !maps.Equal(got, want) {
+		t.Fatalf("inherited %v, want %v", got, want)
+	}
+	if h := job["history"].(map[string]any); job["enabled"] != true || job["catchup"] != "5m" || h["max_runs"] != 10 || h["max_age"] != "1h" {
+		t.Fatalf("merged %v", job)
+	}
+}
