@@ -158,7 +158,10 @@ func (p *Backend) fencedBatch(ctx context.Context, jobs []string, token int64, q
 	if err := br.Close(); err != nil {
 		err = pgFenceErr(token, err)
 		if errors.Is(err, verdict.ErrRaiseTimeout) {
-			if held, lerr := p.locked(context.WithoutCancel(ctx), jobs); lerr == nil && len(held) > 0 {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.writeLockTimeout())
+			held, lerr := p.locked(lctx, jobs)
+			cancel()
+			if lerr == nil && len(held) > 0 {
 				return verdict.Held(held[0], err)
 			}
 		}
