@@ -11,7 +11,7 @@ import (
 // statusSource is what the daemon's /status and /readyz read: etcd's keys, or its observer and
 // the store.
 func (d *daemon) statusSource() statusSource {
-	src := statusSource{cli: d.cli, prefix: d.cfg.Election.Prefix, ctl: d.control, store: d.store, storeProblem: d.camp.StoreProblem}
+	src := statusSource{cli: d.cli, prefix: d.cfg.Election.Prefix, ctl: d.control, store: d.store, problems: coord.Problems(d.camp, d.observer)}
 	if d.cli == nil {
 		src.leader = coord.Observed(d.observer)
 	}

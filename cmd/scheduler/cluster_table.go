@@ -17,3 +17,11 @@ func (s *session) table(ctx context.Context) view.Table {
 	}
 	return view.Read(ctx, s.statusSource(), local)
 }
+
+// clusterTable reads the cluster's table as the command line does: the leader's, or this
+// replica's own while none leads or the leader's cannot be read.
+func (d *daemon) clusterTable(ctx context.Context) view.Table {
+	jobs, _ := d.table()
+	local := view.Local{Path: d.path, Jobs: status.TableJobs(statusEntries(jobs, config.JobDigest), time.Now()), Valid: true}
+	return view.Read(ctx, d.statusSource(), local)
+}

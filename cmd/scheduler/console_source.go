@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"scheduler"
+	"scheduler/cmd/scheduler/internal/view"
 	"scheduler/internal/schedule"
 	"scheduler/internal/status"
 )
@@ -37,8 +38,16 @@ func (s statusSource) Pauses(ctx context.Context) (map[string]status.Pause, erro
 }
 
 // consoleControl carries out the console's actions through the control state the command
-// line's pause, resume and trigger change, recorded the same way.
-type consoleControl struct{ ctl controlState }
+// line's pause, resume and trigger change, recorded the same way, on the jobs of the table the
+// command line checks them against: the leader's.
+type consoleControl struct {
+	ctl   controlState
+	table func(ctx context.Context) view.Table
+}
+
+func (c consoleControl) Check(ctx context.Context, job string) error {
+	return c.table(ctx).Check(job)
+}
 
 func (c consoleControl) Pause(ctx context.Context, job, by string) (bool, error) {
 	return c.ctl.Pause(ctx, job, by)
@@ -54,13 +63,11 @@ func (c consoleControl) Trigger(ctx context.Context, job, by string, at time.Tim
 }
 
 // statusConfig is the configuration of d's status server: the status, and the web console,
-// whose actions are offered when an admin token is configured.
+// whose actions are offered while an admin token is configured (a reload may add, change or
+// remove it).
 func (d *daemon) statusConfig() status.Config {
-	cfg := status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg), Console: d.statusSource(), Node: d.cfg.Node, RunOutput: d.live}
-	if d.cfg.HTTP.AdminToken != "" {
-		cfg.AdminToken, cfg.Control = d.cfg.HTTP.AdminToken, consoleControl{d.control}
-	}
-	return cfg
+	return status.Config{Addr: d.cfg.HTTP.Addr, Explain: explainFor(d.cfg), Console: d.statusSource(), Node: d.cfg.Node, RunOutput: d.live,
+		AdminToken: d.cfg.HTTP.AdminToken, Control: consoleControl{ctl: d.control, table: d.clusterTable}}
 }
 
 // consoleSlots returns the next slots of sched as the console shows them.

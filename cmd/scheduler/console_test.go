@@ -20,8 +20,8 @@ import (
 const consoleToken = "console-test-token-0123456789abcdef"
 
 // withAdminToken writes consoleToken into a file of mode 0600 and configures c's replicas with
-// it as http.admin_token_file.
-func withAdminToken(t *testing.T, c *cluster) {
+// it as http.admin_token_file, whose path it returns.
+func withAdminToken(t *testing.T, c *cluster) string {
 	t.Helper()
 	token := filepath.Join(t.TempDir(), "admin-token")
 	if err := os.WriteFile(token, []byte(consoleToken+"\n"), 0o600); err != nil {
@@ -39,6 +39,7 @@ func withAdminToken(t *testing.T, c *cluster) {
 	if err := os.WriteFile(c.path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return token
 }
 
 // consoleServer serves the status server of a daemon built from c, not started: its actions
@@ -78,6 +79,41 @@ func post(t *testing.T, srv *httptest.Server, path string, edit func(h http.Head
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// consoleAct sends an action to the console of the replica serving HTTP at addr, as its page
+// does, with token, and returns the answer.
+func consoleAct(t *testing.T, addr, path, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "http://"+addr+path, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(status.ConsoleHeader, "1")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// httpAddr waits for node's registry entry to name the address it serves HTTP on, and returns it.
+func (c *cluster) httpAddr(node string) string {
+	c.t.Helper()
+	var addr string
+	c.wait(node+" serves http", func() bool {
+		for _, r := range c.status().Replicas {
+			if r.Node == node {
+				addr = r.HTTPAddr
+			}
+		}
+		return addr != ""
+	})
+	return addr
 }
 
 func consoleDoc(t *testing.T, srv *httptest.Server) status.ConsoleDoc {
@@ -235,15 +271,7 @@ func TestConsole_FollowerShowsCluster(t *testing.T) {
 		return l != nil && l.Node == lead.node
 	})
 	follower := c.start("console-b")
-	var addr string
-	c.wait("console-b serves http", func() bool {
-		for _, r := range c.status().Replicas {
-			if r.Node == follower.node {
-				addr = r.HTTPAddr
-			}
-		}
-		return addr != ""
-	})
+	addr := c.httpAddr(follower.node)
 	c.wait("console-b's console shows console-a leading and its runs of tick", func() bool {
 		code, body := httpGet(t, "http://"+addr+"/api/console")
 		var doc status.ConsoleDoc
@@ -260,4 +288,86 @@ func TestConsole_FollowerShowsCluster(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestConsole_FollowerActsOnTheLeadersTable: a follower's console checks an action's job
+// against the leader's table, as the command line does: a job only in the follower's own file
+// is refused with 404 naming the leader, and nothing is written for it; a job of the leader's
+// table is acted on.
+func TestConsole_FollowerActsOnTheLeadersTable(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	withAdminToken(t, c)
+	lead := c.start("console-a")
+	c.wait("console-a leads", func() bool {
+		l := c.status().Leader
+		return l != nil && l.Node == lead.node
+	})
+	c.writeConfig(testJobs + `
+  - name: extra
+    schedule: "@yearly"
+    type: sql
+    sql: "SELECT 1"
+`)
+	withAdminToken(t, c)
+	follower := c.start("console-b")
+	addr := c.httpAddr(follower.node)
+	act := func(path string) (int, string) { return consoleAct(t, addr, path, consoleToken) }
+	for _, action := range []string{"pause", "trigger"} {
+		if code, body := act("/api/jobs/extra/" + action); code != http.StatusNotFound || !strings.Contains(body, "leader's table (node console-a)") {
+			t.Errorf("%s of a job only in the follower's file=%d %s, want 404 naming the leader's table", action, code, body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := buildDaemon(t, c)
+	if ps, err := d.control.Paused(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("paused=%v err=%v, want none written for a job outside the leader's table", ps, err)
+	}
+	if code, body := act("/api/jobs/yearly/pause"); code != http.StatusOK || !strings.Contains(body, "yearly paused") {
+		t.Fatalf("pause of a job of the leader's table on the follower=%d %s, want 200", code, body)
+	}
+}
+
+// TestConsole_ReloadRotatesAdminToken: a SIGHUP after the admin token file was rewritten
+// refuses the old token from the next request on and accepts the new one, without calling it a
+// setting that needs a restart; a file emptied, which the reload refuses, keeps the token in force.
+func TestConsole_ReloadRotatesAdminToken(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	file := withAdminToken(t, c)
+	r := c.start("a")
+	addr := c.httpAddr(r.node)
+	act := func(token string) int {
+		code, _ := consoleAct(t, addr, "/api/jobs/yearly/resume", token)
+		return code
+	}
+	if code := act(consoleToken); code != http.StatusOK {
+		t.Fatalf("the configured token=%d, want 200", code)
+	}
+	const rotated = "rotated-console-token-0123456789abcdef"
+	if err := os.WriteFile(file, []byte(rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallHUP(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the token replaced", func() bool { return strings.Contains(r.logs.String(), "admin token replaced") })
+	if code := act(consoleToken); code != http.StatusUnauthorized {
+		t.Errorf("the old token after the reload=%d, want 401", code)
+	}
+	if code := act(rotated); code != http.StatusOK {
+		t.Errorf("the new token after the reload=%d, want 200", code)
+	}
+	if strings.Contains(r.logs.String(), "changed settings apply only after a restart") {
+		t.Errorf("the rotation was called a setting that needs a restart:\n%s", r.logs.String())
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallHUP(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the reload refused", func() bool { return strings.Contains(r.logs.String(), "reload rejected") })
+	if code := act(rotated); code != http.StatusOK {
+		t.Errorf("the token in force after a refused reload=%d, want 200", code)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/cmd/scheduler/internal/coord"
+	"scheduler/cmd/scheduler/internal/outboxmetrics"
 	"scheduler/cmd/scheduler/internal/redact"
 	"scheduler/cmd/scheduler/internal/startup"
 	"scheduler/cmd/scheduler/internal/triggers"
@@ -37,8 +38,9 @@ type daemon struct {
 	path    string
 	node    string // the --node flag, which overrides the file's node
 	environ []string
-	lg      *zap.Logger // carries the node field
-	base    *zap.Logger // without it
+	quiet   time.Duration // how long a reloaded file must not change; 0: reloadQuiet
+	lg      *zap.Logger   // carries the node field
+	base    *zap.Logger   // without it
 	m       *status.Metrics
 
 	cli      *clientv3.Client // etcd backend only
@@ -223,7 +225,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.triggers = &triggers.Handler{Runner: d.runner, Requests: d.control, Log: d.lg}
+	d.triggers = &triggers.Handler{Runner: d.runner, Requests: d.control, Log: d.lg, MaxAge: d.maxAge}
 	d.pruner, err = retention.New(retention.Config{
 		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,
@@ -232,7 +234,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, registerOutboxMetrics(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice,
+	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, outboxmetrics.Register(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice,
 		redact.Scrubber(d.cfg.Secrets()))
 	return err
 }
@@ -363,25 +365,6 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 	default:
 	}
 	return err
-}
-
-// retention returns the retention of every configured job not blocked, for the pruner's next
-// pass.
-func (d *daemon) retention() []retention.Policy {
-	table, _ := d.table()
-	// A blocked job's fence refuses the term's writes, its deletes too: pruning it would end
-	// pruning for every job.
-	blocked := map[string]bool{}
-	for _, b := range d.runner.Blocked() {
-		blocked[b.Job] = true
-	}
-	ps := make([]retention.Policy, 0, len(table))
-	for _, j := range table {
-		if !blocked[j.Name] {
-			ps = append(ps, retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup})
-		}
-	}
-	return ps
 }
 
 // replica is this replica's entry in the registry, with the table hash it runs now.

@@ -16,10 +16,6 @@ import (
 const (
 	maxFileLines    = 400
 	maxPackageLines = 2500
-	// maxConfigLines is package config's: the checks of keys by case and dot, of pool
-	// parameters and of relative secret files took it past maxPackageLines; the key checks are
-	// the piece to split out next.
-	maxConfigLines = 2800
 )
 
 // commandPackages returns the directories of the command's packages: main and those under
@@ -79,12 +75,8 @@ func TestLayout_Size(t *testing.T) {
 				t.Errorf("%s has %d lines, want at most %d", f, n, maxFileLines)
 			}
 		}
-		limit := maxPackageLines
-		if filepath.Base(dir) == "config" {
-			limit = maxConfigLines
-		}
-		if total > limit {
-			t.Errorf("package %s has %d lines outside its tests, want at most %d", dir, total, limit)
+		if total > maxPackageLines {
+			t.Errorf("package %s has %d lines outside its tests, want at most %d", dir, total, maxPackageLines)
 		}
 	}
 }

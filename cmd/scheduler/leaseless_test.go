@@ -170,3 +170,60 @@ func (c *cluster) leading() (addr string, l *status.Leader) {
 	})
 	return addr, l
 }
+
+// TestDaemon_KeyInAReplicasName: a key bound to a lease another client keeps alive, whose value
+// names a running replica, holds the election as TestDaemon_ForeignLeaseKey's does, but the
+// registry cannot tell it from that replica. The replica it names can: its log (error) and its
+// /status say that the election is held in its name by a hold not its own, and how to end it.
+func TestDaemon_KeyInAReplicasName(t *testing.T) {
+	c := newCluster(t, testenv.MustDatabase(t), "")
+	r := c.start("a")
+	addr, first := c.leading()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cli := c.etcd.Client(t)
+	lease, err := cli.Grant(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stopKeepAlive := context.WithCancel(ctx)
+	defer stopKeepAlive()
+	if _, err := cli.KeepAlive(kctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/test/election/forged", "a", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// a's own key deleted: a campaigns again behind the forged key, which now holds the election.
+	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) == "/test/election/forged" {
+		t.Fatalf("read the leader key: %v", err)
+	}
+	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
+		t.Fatal(err)
+	}
+	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease.ID)
+	c.wait("/status to name the hold in a's name", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/status")
+		return strings.Contains(body, "in this replica's name") && strings.Contains(body, revoke)
+	})
+	c.wait("an error line naming the hold in a's name", func() bool {
+		for _, l := range strings.Split(r.logs.String(), "\n") {
+			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "in this replica's name") && strings.Contains(l, revoke) {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("a to lead again with a new token", func() bool {
+		doc := c.status()
+		return doc.Leader != nil && doc.Leader.Node == "a" && doc.Leader.Token > first.Token
+	})
+	c.wait("a's /status to drop the warning", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/status")
+		return !strings.Contains(body, "in this replica's name")
+	})
+}

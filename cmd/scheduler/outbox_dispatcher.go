@@ -35,7 +35,8 @@ func newDispatcher(o config.OutboxConfig, store *fence.Store, lg *zap.Logger, ob
 	return outbox.New(outbox.Config{
 		Store: store, Deliverers: ds, Batch: o.Batch, MaxAttempts: o.MaxAttempts,
 		RetryBackoff: o.RetryBackoff, MaxBackoff: max(outbox.DefaultMaxBackoff, o.RetryBackoff),
-		Fenced:  func(err error) bool { return errors.Is(err, scheduler.ErrFenced) },
-		Observe: observe, Dead: dead, Scrub: scrub, Logger: lg,
+		Fenced:     func(err error) bool { return errors.Is(err, scheduler.ErrFenced) },
+		NotClaimed: func(err error) bool { return errors.Is(err, fence.ErrNotClaimed) },
+		Observe:    observe, Dead: dead, Scrub: scrub, Logger: lg,
 	})
 }

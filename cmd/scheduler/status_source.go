@@ -23,12 +23,12 @@ import (
 // of the backend for a command) and the control state in the store. Either way, the fences and
 // the runs in the store.
 type statusSource struct {
-	cli          *clientv3.Client                          // etcd backend
-	prefix       string                                    // etcd backend
-	leader       func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
-	ctl          controlState
-	store        *fence.Store
-	storeProblem func() string // the daemon's: why it does not campaign (coord.Coordinator)
+	cli      *clientv3.Client                          // etcd backend
+	prefix   string                                    // etcd backend
+	leader   func(context.Context) (coord.Seen, error) // other backends; coord.ErrNoLeader when none leads
+	ctl      controlState
+	store    *fence.Store
+	problems func() []string // the daemon's: what keeps its coordinator from working (coord.Problems)
 }
 
 var _ status.Source = statusSource{}
@@ -45,8 +45,8 @@ func explainFor(cfg *config.Config) status.Explain {
 
 func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
 	e, err := s.election(ctx, replicas)
-	if p := s.storeProblem; p != nil && p() != "" {
-		e.Problems = append(e.Problems, p())
+	if s.problems != nil {
+		e.Problems = append(e.Problems, s.problems()...)
 	}
 	return e, err
 }

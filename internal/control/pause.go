@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -77,5 +79,26 @@ func (s *Store) decodePause(key, value []byte) (string, PauseInfo) {
 	if json.Unmarshal(value, &info) != nil {
 		info = PauseInfo{}
 	}
+	info.By = clipField(info.By)
 	return job, info
+}
+
+// clipField keeps a field of a record written by hand within what a replica writes of its own
+// (maxReplicaField), its control characters dropped: the console and status show it on every
+// refresh.
+func clipField(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) <= maxReplicaField {
+		return s
+	}
+	cut := maxReplicaField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

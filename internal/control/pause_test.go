@@ -1,9 +1,12 @@
 package control
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestStore_Pause(t *testing.T) {
@@ -81,4 +84,31 @@ func TestStore_Pause(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDecodePause_ClipsBy: a pause key written by hand with a huge or control-laden "by" is
+// read with that field clipped to what a replica's own fields may hold, its control characters
+// dropped: the console and status show it on every refresh.
+func TestDecodePause_ClipsBy(t *testing.T) {
+	s := &Store{}
+	for _, tc := range []struct {
+		name, by string
+		want     func(string) bool
+	}{
+		{"Short", "alice", func(by string) bool { return by == "alice" }},
+		{"Control", "al\x1b[31mice\x00", func(by string) bool { return by == "al[31mice" }},
+		{"Huge", strings.Repeat("é", 1<<20), func(by string) bool {
+			return len(by) <= maxReplicaField+len("…") && utf8.ValidString(by) && strings.HasSuffix(by, "…")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			value, err := json.Marshal(PauseInfo{By: tc.by})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, info := s.decodePause([]byte("x"), value); !tc.want(info.By) {
+				t.Fatalf("by = %.80q (%d bytes)", info.By, len(info.By))
+			}
+		})
+	}
 }

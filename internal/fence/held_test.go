@@ -2,9 +2,12 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"scheduler"
 	"scheduler/internal/testenv"
@@ -116,4 +119,90 @@ func TestStore_HeldFences(t *testing.T) {
 			t.Fatalf("HeldFences=%v, %v, want none", got, err)
 		}
 	})
+}
+
+// TestStore_LedgerWriteWaitingForATable: a ledger write that gives up waiting for a lock that
+// is no fence's (the runs table locked by another session) says so, and is not reported as a
+// fence held or a raise that timed out; once the lock is let go, the write goes through.
+func TestStore_LedgerWriteWaitingForATable(t *testing.T) {
+	dsn := testenv.MustDatabase(t)
+	// One connection, whose prepared statements the warm-up below makes the claim's.
+	s := mustOpen(t, Config{DSN: dsn + "&pool_max_conns=1"})
+	ctx := testCtx(t)
+	const token = int64(7)
+	if err := s.RaiseAll(ctx, []string{"job"}, token); err != nil {
+		t.Fatal(err)
+	}
+	// A claim first, as a leader's are: its statements are prepared on the pool's connection,
+	// which a prepare could not be while the table is locked.
+	warm := scheduler.SlotKey{Job: "job", At: time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC)}
+	if _, err := s.ClaimMany(ctx, token, "n1", []scheduler.SlotKey{warm}); err != nil {
+		t.Fatal(err)
+	}
+	conn := connectAs(t, ctx, dsn)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE scheduler.runs IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	slot := scheduler.SlotKey{Job: "job", At: time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)}
+	_, err = s.ClaimMany(ctx, token, "n1", []scheduler.SlotKey{slot})
+	var held *scheduler.HeldError
+	switch {
+	case err == nil:
+		t.Fatal("a claim went through while the runs table was locked")
+	case errors.Is(err, scheduler.ErrFenceHeld) || errors.As(err, &held) || strings.Contains(err.Error(), "raise"):
+		t.Fatalf("a table's lock reported as a fence's: %v", err)
+	case !strings.Contains(err.Error(), "no fence's"):
+		t.Fatalf("err %v, want one saying the lock waited for is no fence's", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimMany(ctx, token, "n1", []scheduler.SlotKey{slot}); err != nil || len(got) != 1 || !got[0].Written {
+		t.Fatalf("claim once the lock was let go: %+v, %v", got, err)
+	}
+}
+
+// TestStore_RaiseEntersFencesAtTheToken: a raise to a token a fence already has takes no
+// exclusive lock, yet a session holding that fence's lock exclusively (the advisory lock
+// functions are PUBLIC) makes every write with the token wait. So the raise ends by entering
+// each fence as a writer does: it gives up on such a hold, as on an older writer
+// (ErrFenceHeld), and raises again once the hold is let go. A job role inside the fence with
+// the token shares the lock and does not make it wait.
+func TestStore_RaiseEntersFencesAtTheToken(t *testing.T) {
+	const token = int64(20)
+	s, dsn := mustPostgresStore(t, Config{RaiseTimeout: 200 * time.Millisecond})
+	ctx := testCtx(t)
+	jobs := []string{"a", "b"}
+	if err := s.RaiseAll(ctx, jobs, token); err != nil {
+		t.Fatal(err)
+	}
+
+	role := testenv.MustRole(t, dsn, "raise_entry_job", jobRoleRecipe...)
+	release := holdFences(t, ctx, role, token, "a")
+	if err := s.RaiseAll(ctx, jobs, token); err != nil {
+		t.Fatalf("raise with a job role inside a's fence at the token: %v, want it raised", err)
+	}
+	release()
+
+	conn := connectAs(t, ctx, dsn)
+	const key = `hashtextextended('scheduler.job_fence:b', 0)`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RaiseAll(ctx, jobs, token); !errors.Is(err, scheduler.ErrFenceHeld) {
+		t.Fatalf("raise while b's fence is locked exclusively: %v, want it to give up (ErrFenceHeld)", err)
+	}
+	if err := s.RaiseAll(ctx, jobs[:1], token); err != nil {
+		t.Fatalf("raise of a alone while b's fence is locked: %v, want it raised", err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(`+key+`)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RaiseAll(ctx, jobs, token); err != nil {
+		t.Fatalf("raise once the lock is let go: %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/internal/fence/internal/verdict"
 )
 
@@ -19,7 +20,8 @@ const inDoubtWait = 30 * time.Second
 // committed, the commit's failure if the server rolled it back. It asks again while the server
 // cannot be reached or the transaction is still in progress (the server may be finishing the
 // commit), for at most inDoubtWait and no longer than ctx once it has asked once. When it cannot
-// tell, the error says so: the run fails, and its statements may have committed.
+// tell, the error says so and is permanent: the run fails without a retry, since its statements
+// may have committed and running them again could apply the slot's effect twice.
 func (s *Store) resolveInDoubt(ctx context.Context, job string, token int64, doubt *verdict.InDoubtError) (int64, error) {
 	lg := s.lg.With(zap.String("job", job), zap.Int64("token", token), zap.String("xid", doubt.Xid), zap.NamedError("commit_error", doubt.Err))
 	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), inDoubtWait)
@@ -30,7 +32,7 @@ func (s *Store) resolveInDoubt(ctx context.Context, job string, token int64, dou
 		switch {
 		case err != nil && !Unreachable(err):
 			lg.Error("a sql job's commit was not answered, and asking the server whether it committed failed", zap.Error(err))
-			return 0, fmt.Errorf("%w; asking the server whether it committed failed: %w", doubt, err)
+			return 0, scheduler.Permanent(fmt.Errorf("%w; asking the server whether it committed failed: %w", doubt, err))
 		case status == "committed":
 			lg.Warn("a sql job's commit was not answered; the server says the transaction committed, so the run succeeded")
 			return doubt.Rows, nil
@@ -39,7 +41,7 @@ func (s *Store) resolveInDoubt(ctx context.Context, job string, token int64, dou
 			return 0, fmt.Errorf("%w (the server rolled it back)", doubt.Err)
 		case err == nil && status == "":
 			lg.Error("a sql job's commit was not answered, and the server no longer knows the transaction")
-			return 0, fmt.Errorf("%w; the server no longer knows whether it committed", doubt)
+			return 0, scheduler.Permanent(fmt.Errorf("%w; the server no longer knows whether it committed", doubt))
 		}
 		last = err
 		var cause error
@@ -55,6 +57,6 @@ func (s *Store) resolveInDoubt(ctx context.Context, job string, token int64, dou
 		}
 		t.Stop()
 		lg.Error("a sql job's commit was not answered, and the server could not say whether it committed; its statements may have committed", zap.NamedError("last_error", last))
-		return 0, fmt.Errorf("%w; the server could not say whether it committed: %w", doubt, cause)
+		return 0, scheduler.Permanent(fmt.Errorf("%w; the server could not say whether it committed: %w", doubt, cause))
 	}
 }

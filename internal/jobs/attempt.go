@@ -20,14 +20,13 @@ func (t *tenure) execute(rc *attempts.Cancel, spec *Spec, lr scheduler.Run) (run
 	job := spec.attemptJob()
 	f := &finished{slot: lr.ScheduledAt}
 	res := t.attempts.Run(t.runsCtx, rc, &job, &lr, &f.c)
-	done := runDone{job: lr.Job, runID: lr.RunID, fenced: res.Fenced}
 	if res.Cut {
-		return done, nil
+		return runDone{job: lr.Job, runID: lr.RunID, fenced: res.Fenced}, nil
 	}
 	t.r.scrub(&f.c)
 	t.notifyFinished(spec, &lr, &f.c, res.Attempt)
-	f.attempt, f.took, f.done = res.Attempt, t.r.clock.Now().Sub(started), done
-	return done, f
+	f.took, f.fenced = t.r.clock.Now().Sub(started), res.Fenced
+	return runDone{}, f
 }
 
 // writeCtx bounds a ledger write made for a run; it outlives the run's own cancellation so an

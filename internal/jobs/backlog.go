@@ -44,11 +44,20 @@ func (t *tenure) retryLater(slots []scheduler.SlotKey, err error) {
 	}
 }
 
-// recordLater writes outs again with the claims that wait for the store.
-func (t *tenure) recordLater(outs []scheduler.Outcome, err error) {
+// heldWrite is a write that waits for the store with the claims: the records of slots that end
+// without running, or the closes of runs that do (a run claimed ahead and then skipped must not
+// stay running, for a later leader to take over and run).
+type heldWrite struct {
+	records []scheduler.Outcome
+	closes  []scheduler.Completion
+}
+
+// writeLater writes w again with the claims that wait for the store.
+func (t *tenure) writeLater(w heldWrite, err error) {
 	at, in := t.heldRetry()
-	t.lg.Warn("record slots; retrying", zap.Int("slots", len(outs)), zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
-	e := &fireEntry{at: at, records: slices.Clone(outs)}
+	t.lg.Warn("record slots or close runs; retrying", zap.Int("slots", len(w.records)), zap.Int("runs", len(w.closes)),
+		zap.Duration("in", in), zap.Int("failures", t.failures), zap.Error(err))
+	e := &fireEntry{at: at, held: &heldWrite{records: slices.Clone(w.records), closes: slices.Clone(w.closes)}}
 	t.heap.push(e)
 	t.held = append(t.held, e)
 }
@@ -80,8 +89,8 @@ func (t *tenure) retryHeld() {
 			continue // fired
 		}
 		e.dropped = true // the entry left on the heap is skipped when it pops
-		if e.records != nil {
-			t.heap.push(&fireEntry{at: now, records: e.records})
+		if e.held != nil {
+			t.heap.push(&fireEntry{at: now, held: e.held})
 			continue
 		}
 		p := *e.retry

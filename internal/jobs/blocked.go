@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -14,14 +13,11 @@ import (
 	"scheduler"
 )
 
-// A refusal by the store is not always a newer leader. Tokens are etcd revisions, so a fence
-// above the token of a term etcd still confirms cannot come from a newer term: either etcd's
-// revisions went backwards (a restore without --bump-revision), or something outside the
-// scheduler raised that job's fence. Neither says anything about the other jobs, so stepping
-// down would only stop them too, on every replica, term after term. So a refusal is confirmed
-// with etcd (Options.Confirm); if the term holds, only that job is blocked: it stops firing, its
-// slots are not recorded (the store refuses them), and its fence is raised again at each of its
-// slots, at least every blockedRetry, so that it runs again by itself once its fence is reset.
+// A refusal under a term etcd still confirms (Options.Confirm) is not a newer leader: tokens are
+// etcd revisions, so etcd's revisions went backwards, or something outside the scheduler raised
+// or holds that job's fence. Neither says anything of the other jobs; so only that job is
+// blocked, and its fence is raised again at its slots, at least every blockedRetry, so that it
+// runs again by itself once its fence is reset or let go.
 
 // How often a blocked job's fence is raised again: at its slots, but at least every blockedRetry
 // and at most every minBlockedRetry.
@@ -35,55 +31,37 @@ const (
 type Block = refusal.Block
 
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
-func BlockReason(job string, token, fence int64) string {
-	return refusal.BlockReason(job, token, fence)
-}
+func BlockReason(job string, tok, fence int64) string { return refusal.BlockReason(job, tok, fence) }
 
 // HeldReason says why job is held back and what to do, for logs, status pages and /readyz.
 func HeldReason(job string, token int64) string { return refusal.HeldReason(job, token) }
 
 // Blocked returns the jobs the current term has blocked, by name; none while following.
-func (r *Runner) Blocked() []Block {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]Block, 0, len(r.blocked))
-	for _, b := range r.blocked {
-		out = append(out, b)
-	}
-	slices.SortFunc(out, func(a, b Block) int { return cmp.Compare(a.Job, b.Job) })
-	return out
-}
+func (r *Runner) Blocked() []Block { return r.blocked.List() }
 
 func (r *Runner) setBlocked(b Block, on bool) {
-	r.mu.Lock()
-	if on {
-		if r.blocked == nil {
-			r.blocked = map[string]Block{}
-		}
-		r.blocked[b.Job] = b
-	} else {
-		delete(r.blocked, b.Job)
-	}
-	r.mu.Unlock()
+	r.blocked.Set(b, on)
 	if h := r.opts.Hooks.Blocked; h != nil {
 		h(b.Job, on)
 	}
 }
 
-// blockState is what the loop knows of a job blocked in this tenure.
+// blockState is what the loop knows of a job blocked in this tenure (jobState.blocked).
 type blockState struct {
-	blocked bool      // the store refuses the term's token for this job alone
 	retryAt time.Time // when the job's fence is raised again
 	fence   int64     // the job's fence, as the store last reported it
 	held    bool      // blocked because a transaction with an older token holds its fence
 	raising bool      // a raise of the job's fence is in flight
 	reason  string    // why the job is blocked, as Block.Reason
 	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
+	// closes are the job's runs that end without running, closed once it is unblocked: a close
+	// written while it is blocked would be refused, or wait for its held fence.
+	closes []scheduler.Completion
 }
 
 // refused settles a write the store refused for a job, or gave up for a fence another session
-// holds: nil when the job is now blocked (held) and the term goes on, else the term's end. fallback names the job when the error does
-// not.
+// holds: nil when the job is now blocked (held) and the term goes on, else the term's end.
+// fallback names the job when the error does not.
 func (t *tenure) refused(ctx context.Context, fallback string, err error) error {
 	job, fence := refusal.Job(err, fallback)
 	js := t.jobs[job]
@@ -114,21 +92,23 @@ func (t *tenure) block(js *jobState, fence int64, held bool, err error) {
 		js.blocked = true
 		t.blocked = append(t.blocked, js)
 	}
-	js.fence, js.held = fence, held
+	if js.blk == nil {
+		js.blk = &blockState{}
+	}
+	js.blk.fence, js.blk.held = fence, held
 	js.entry, js.queue = nil, nil
-	js.retryAt = t.nextRaise(js, now)
+	js.blk.retryAt = t.nextRaise(js, now)
 	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Held: held, Reason: BlockReason(js.spec.Name, t.token, fence)}
 	if held {
 		b.Reason = HeldReason(js.spec.Name, t.token)
 	}
-	js.reason = b.Reason
+	js.blk.reason = b.Reason
 	t.r.setBlocked(b, true)
 	t.lg.Error("job blocked", zap.String("job", b.Job), zap.Int64("fence", fence), zap.Bool("held", held), zap.String("reason", b.Reason),
-		zap.Time("retry_at", js.retryAt), zap.Error(err))
+		zap.Time("retry_at", js.blk.retryAt), zap.Error(err))
 }
 
-// nextRaise is when a blocked job's fence is raised again: at its next slot, within
-// blockedRetry.
+// nextRaise is when a blocked job's fence is raised again: its next slot, within blockedRetry.
 func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 	at := now.Add(blockedRetry)
 	if js.spec.Enabled {
@@ -148,11 +128,11 @@ func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 func (t *tenure) blockedWake() time.Time {
 	var at time.Time
 	for _, js := range t.blocked {
-		if js.raising {
+		if js.blk.raising {
 			continue // its answer wakes the loop
 		}
-		if at.IsZero() || js.retryAt.Before(at) {
-			at = js.retryAt
+		if at.IsZero() || js.blk.retryAt.Before(at) {
+			at = js.blk.retryAt
 		}
 	}
 	return at
@@ -164,10 +144,10 @@ func (t *tenure) blockedWake() time.Time {
 // again when the answer comes.
 func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 	for _, js := range slices.Clone(t.blocked) {
-		if js.raising || js.retryAt.After(now) {
+		if js.blk.raising || js.blk.retryAt.After(now) {
 			continue
 		}
-		js.raising = true
+		js.blk.raising = true
 		name := js.spec.Name // js belongs to the loop: the goroutine reads nothing of it
 		t.raises.Go(func() {
 			wctx, cancel := context.WithTimeout(ctx, t.r.opts.WriteTimeout)
@@ -180,7 +160,7 @@ func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 
 // raised settles the raise of a blocked job's fence that retryBlocked started.
 func (t *tenure) raised(js *jobState, err error) {
-	js.raising = false
+	js.blk.raising = false
 	if !js.blocked || t.ended {
 		return
 	}
@@ -189,9 +169,17 @@ func (t *tenure) raised(js *jobState, err error) {
 	case err == nil:
 		t.unblock(js)
 		t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
-		if js.catchUp {
-			js.catchUp = false
-			if cerr := t.catchUp(t.claimCtx, []*Spec{js.spec}, now); errors.Is(cerr, scheduler.ErrFenced) {
+		cctx, cancel := context.WithTimeout(t.claimCtx, t.r.opts.WriteTimeout) // on the loop: bounded
+		defer cancel()
+		closes := js.blk.closes
+		js.blk.closes = nil
+		if cerr := t.closeRuns(cctx, closes); cerr != nil {
+			t.end(cerr)
+			return
+		}
+		if js.blk.catchUp {
+			js.blk.catchUp = false
+			if cerr := t.catchUp(cctx, []*Spec{js.spec}, now); errors.Is(cerr, scheduler.ErrFenced) {
 				t.end(cerr)
 				return
 			} else if cerr != nil {
@@ -199,15 +187,15 @@ func (t *tenure) raised(js *jobState, err error) {
 			}
 		}
 		t.schedule(js, now)
-	case errors.Is(err, scheduler.ErrFenced) && js.held:
+	case errors.Is(err, scheduler.ErrFenced) && js.blk.held:
 		// The transaction ended, and the fence is now above the token.
 		_, fence := refusal.Job(err, js.spec.Name)
 		t.block(js, fence, false, err)
-	case errors.Is(err, scheduler.ErrFenceHeld) && !js.held:
+	case errors.Is(err, scheduler.ErrFenceHeld) && !js.blk.held:
 		t.block(js, 0, true, err)
 	default:
-		js.retryAt = t.nextRaise(js, now)
-		fields := []zap.Field{zap.String("job", js.spec.Name), zap.Bool("held", js.held), zap.Time("retry_at", js.retryAt), zap.Error(err)}
+		js.blk.retryAt = t.nextRaise(js, now)
+		fields := []zap.Field{zap.String("job", js.spec.Name), zap.Bool("held", js.blk.held), zap.Time("retry_at", js.blk.retryAt), zap.Error(err)}
 		if errors.Is(err, scheduler.ErrFenced) || errors.Is(err, scheduler.ErrFenceHeld) {
 			t.lg.Debug("job still blocked", fields...)
 		} else {
@@ -221,7 +209,7 @@ func (t *tenure) unblock(js *jobState) {
 	if !js.blocked {
 		return
 	}
-	js.blocked, js.held = false, false
+	js.blocked, js.blk.held = false, false // blocked implies blk
 	t.blocked = slices.DeleteFunc(t.blocked, func(x *jobState) bool { return x == js })
 	t.r.setBlocked(Block{Job: js.spec.Name}, false)
 }

@@ -14,6 +14,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/catchup"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // catchUp handles the slots due before now that no run finished: per job, catchup.Decide decides;
@@ -33,14 +34,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		last            map[string]scheduler.Run
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	read := func(what string, fn func() error) {
-		g.Go(func() error {
-			if err := fn(); err != nil {
-				return t.takeoverErr(what, err)
-			}
-			return nil
-		})
-	}
+	read := func(what string, fn func() error) { g.Go(func() error { return t.takeoverErr(what, fn()) }) }
 	read("read the ledger window", func() (err error) { window, err = ledger.Window(gctx, names, now.Add(-widest), now); return err })
 	read("read the last runs", func() (err error) { last, err = ledger.LastScheduled(gctx, names...); return err })
 	read("read orphaned runs", func() (err error) { orphans, err = ledger.Orphans(gctx, names...); return err })
@@ -137,7 +131,10 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 }
 
 func (t *tenure) takeoverErr(what string, err error) error {
-	if errors.Is(err, scheduler.ErrFenced) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, scheduler.ErrFenced):
 		return t.fenced("", err)
 	}
 	return fmt.Errorf("catch-up: %s: %w", what, err)
@@ -146,9 +143,12 @@ func (t *tenure) takeoverErr(what string, err error) error {
 // pending is a slot waiting to run: a fresh one to claim, a run this term claimed ahead, or an
 // orphan of an older leader to take over.
 type pending struct {
-	js      *jobState // nil: looked up by name
-	slot    scheduler.SlotKey
-	claimed *scheduler.Run
-	orphan  *scheduler.Run
+	js     *jobState // nil: looked up by name
+	slot   scheduler.SlotKey
+	orphan *scheduler.Run
+	// claim, with claimed, is the run this term claimed ahead, kept inline: a herd's runs are
+	// passed on in place, not each copied to the heap.
+	claim   runkey.Claim
+	claimed bool
 	held    bool // the slot's claim failed when it fired, and waited for the store (retryLater)
 }

@@ -94,9 +94,7 @@ func (t *tenure) claimable(js *jobState) bool {
 	return js.spec.Overlap == OverlapAllow || js.spec.Overlap == OverlapReplace
 }
 
-func (t *tenure) paused(job string) bool {
-	return t.r.opts.Paused != nil && t.r.opts.Paused(job)
-}
+func (t *tenure) paused(job string) bool { return t.r.opts.Paused != nil && t.r.opts.Paused(job) }
 
 // sendClaims starts the waiting claim batches, up to maxClaimsInFlight at once. A claim ahead
 // leaves its runs not started, so that the attempt count counts only attempts that started.
@@ -108,7 +106,7 @@ func (t *tenure) sendClaims() {
 		t.claiming++
 		go func() {
 			start := t.r.clock.Now()
-			b.claimed, b.err = t.r.opts.Ledger.ClaimAheadMany(t.claimCtx, t.token, t.r.opts.Node, slots)
+			b.claimed, b.err = t.led.ClaimAheadMany(t.claimCtx, t.token, t.r.opts.Node, slots)
 			b.took = t.r.clock.Now().Sub(start)
 			t.claims <- b
 		}()
@@ -183,8 +181,8 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 	)
 	for _, p := range ps {
 		switch {
-		case p.claimed != nil:
-			t.launch(p.js, *p.claimed)
+		case p.claimed:
+			t.launch(p.js, p.claim.Run(p.slot))
 		case p.orphan != nil:
 			orphans = append(orphans, *p.orphan)
 		default:
@@ -202,7 +200,7 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 	n := (len(fresh) + maxClaimBatch - 1) / maxClaimBatch
 	claimed, errs := make([][]scheduler.Result, n), make([]error, n)
 	return parallel.Batches(len(fresh), maxClaimBatch, maxClaimsInFlight, func(k, lo, hi int) {
-		claimed[k], errs[k] = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, fresh[lo:hi])
+		claimed[k], errs[k] = t.led.ClaimMany(ctx, t.token, t.r.opts.Node, fresh[lo:hi])
 	}, func(k, lo, hi int) error {
 		return t.claimedNow(ctx, fresh[lo:hi], claimed[k], errs[k])
 	})
@@ -211,7 +209,7 @@ func (t *tenure) start(ctx context.Context, ps []pending) error {
 // claimedNow launches the runs of fresh slots claimed now.
 func (t *tenure) claimedNow(ctx context.Context, fresh []scheduler.SlotKey, claimed []scheduler.Result, err error) error {
 	fresh, err, end := withoutRefused(ctx, t, fresh, slotJob, err, func(rest []scheduler.SlotKey) (err error) {
-		claimed, err = t.r.opts.Ledger.ClaimMany(ctx, t.token, t.r.opts.Node, rest)
+		claimed, err = t.led.ClaimMany(ctx, t.token, t.r.opts.Node, rest)
 		return err
 	})
 	switch {

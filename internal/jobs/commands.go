@@ -48,7 +48,7 @@ func (t *tenure) startSlot(what string, slot scheduler.SlotKey, start func(conte
 		return fmt.Errorf("%s %q: %w", what, job, ErrUnknownJob)
 	}
 	if js.blocked {
-		return fmt.Errorf("%s %q: %s", what, job, js.reason)
+		return fmt.Errorf("%s %q: %s", what, job, js.blk.reason)
 	}
 	if t.draining {
 		return fmt.Errorf("%s %q: shutting down: %w", what, job, ErrNotLeading)

@@ -12,12 +12,19 @@ import (
 // finished is a run whose outcome is to be written; the completer queues pointers to it. It is
 // kept small: a herd's runs may all wait in the completer at once.
 type finished struct {
-	c       scheduler.Completion
-	slot    time.Time
-	attempt int
-	took    time.Duration
-	done    runDone
-	err     error // the write's answer, set by finish
+	c    scheduler.Completion // c.Attempt is the run's last attempt
+	slot time.Time
+	took time.Duration
+	js   *jobState
+	// fenced is the store's refusal of the term's token, by one of the run's writes or by the
+	// write of its outcome (finish).
+	fenced error
+	err    error // the write's answer, set by finish
+}
+
+// runDone is the report of f's run to the loop once its outcome was written.
+func (f *finished) runDone() runDone {
+	return runDone{js: f.js, job: f.c.Job, runID: f.c.RunID, fenced: f.fenced, out: f}
 }
 
 // completer is where the tenure's completer (outcomes.Writer) writes the outcomes of finished
@@ -44,8 +51,7 @@ func (c completer) Done(fs []*finished, errs []error) {
 	ds := make([]runDone, len(fs))
 	for i, f := range fs {
 		c.t.finish(f, errs[i])
-		ds[i] = f.done
-		ds[i].out = f
+		ds[i] = f.runDone()
 	}
 	c.t.doneMany <- ds
 }
@@ -58,5 +64,5 @@ func (c completer) Retrying(f *finished, runs, failures int, wait time.Duration,
 // completeAll finishes runs (outcomes.Complete). Like recordAll it reads only t.token and
 // t.r.opts, so the completer and a takeover call it off the loop.
 func (t *tenure) completeAll(ctx context.Context, cs []scheduler.Completion) []error {
-	return outcomes.Complete(ctx, t.r.opts.Ledger, t.token, cs)
+	return outcomes.Complete(ctx, t.led, t.token, cs, t.r.blocked.Has)
 }

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -19,13 +18,17 @@ const (
 	reasonReloaded = "the job's schedule changed before the slot"
 )
 
+// fireChunk is how many due slots fireDue dispatches at once: a herd is started a part at a
+// time, so that what its slots need until they start is held for a part, not for the whole herd.
+const fireChunk = 4096
+
 // skippedRun completes a run that is not started after all, saying why.
 func skippedRun(runID int64, job, reason string) scheduler.Completion {
 	return scheduler.Completion{RunID: runID, Job: job, Status: scheduler.StatusSkipped, Reason: reason}
 }
 
-// fireDue dispatches every slot whose time has come and schedules each job's next slot. A slot
-// whose claim ahead is still in flight fires when the answer comes.
+// fireDue dispatches every slot whose time has come, fireChunk at a time, and schedules each
+// job's next slot. A slot whose claim ahead is still in flight fires when the answer comes.
 func (t *tenure) fireDue(ctx context.Context) error {
 	now := t.r.clock.Now()
 	if len(t.blocked) > 0 {
@@ -33,54 +36,59 @@ func (t *tenure) fireDue(ctx context.Context) error {
 	}
 	t.claimAhead(now)
 	var (
-		due       []pending
-		closes    []scheduler.Completion
-		records   []scheduler.Outcome
 		firedJobs []*jobState
 		firedAt   []time.Time
 	)
-	for t.heap.Len() > 0 && !t.heap.Peek().at.After(now) {
-		e := t.heap.Pop()
-		if e.records != nil {
-			if !e.dropped {
-				e.dropped = true
-				records = append(records, e.records...)
+	for more := true; more; {
+		var (
+			due     []pending
+			closes  []scheduler.Completion
+			records []scheduler.Outcome
+		)
+		for len(due) < fireChunk && t.heap.Len() > 0 && !t.heap.Peek().at.After(now) {
+			e := t.heap.Pop()
+			if e.held != nil {
+				if !e.dropped {
+					e.dropped = true
+					records, closes = append(records, e.held.records...), append(closes, e.held.closes...)
+				}
+				continue
 			}
-			continue
-		}
-		if e.retry != nil {
-			if !e.dropped { // else brought forward by retryHeld, and fired then
-				e.dropped = true
-				due = append(due, *e.retry)
+			if e.retry != nil {
+				if !e.dropped { // else brought forward by retryHeld, and fired then
+					e.dropped = true
+					due = append(due, *e.retry)
+				}
+				continue
 			}
-			continue
-		}
-		js := e.js
-		if js.entry != e {
-			// Superseded: a run claimed ahead for it is closed, unless a reload kept its slot.
-			if !e.carried && !e.dropped {
-				closes = append(closes, e.drop()...)
+			js := e.js
+			if js.entry != e {
+				// Superseded: a run claimed ahead for it is closed, unless a reload kept its slot.
+				if !e.carried && !e.dropped {
+					closes = append(closes, e.drop()...)
+				}
+				continue
 			}
-			continue
+			js.entry = nil
+			firedJobs, firedAt = append(firedJobs, js), append(firedAt, e.slot.At)
+			if e.claim == claimSent {
+				e.late = true
+				continue
+			}
+			if p, ok := t.firing(e); ok {
+				due = append(due, p)
+			}
 		}
-		js.entry = nil
-		firedJobs, firedAt = append(firedJobs, js), append(firedAt, e.slot.At)
-		if e.claim == claimSent {
-			e.late = true
-			continue
+		more = len(due) == fireChunk
+		if err := t.closeRuns(ctx, closes); err != nil {
+			return err
 		}
-		if p, ok := t.firing(e); ok {
-			due = append(due, p)
+		if err := t.record(ctx, records); err != nil {
+			return err
 		}
-	}
-	if err := t.closeRuns(ctx, closes); err != nil {
-		return err
-	}
-	if err := t.record(ctx, records); err != nil {
-		return err
-	}
-	if err := t.dispatch(ctx, due); err != nil {
-		return err
+		if err := t.dispatch(ctx, due); err != nil {
+			return err
+		}
 	}
 	// The next slots are computed after the runs started, off their path (fired entries let go).
 	t.yieldToStarts()
@@ -94,7 +102,7 @@ func (t *tenure) fireDue(ctx context.Context) error {
 // that must not run is recorded skipped; one claimed ahead (or an orphan) is completed skipped.
 func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 	var (
-		start      = make([]pending, 0, len(due))
+		start      = due[:0] // filtered in place: a herd's slots are not held twice
 		records    []scheduler.Outcome
 		closes     []scheduler.Completion
 		heldStarts = map[*jobState]bool{} // jobs of which a slot whose claim waited for the store starts here
@@ -103,11 +111,14 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 		behind []skipped
 	)
 	skip := func(p pending, reason string) {
-		if run := cmp.Or(p.claimed, p.orphan); run != nil {
-			closes = append(closes, skippedRun(run.RunID, p.slot.Job, reason))
-			return
+		switch {
+		case p.claimed:
+			closes = append(closes, skippedRun(p.claim.RunID, p.slot.Job, reason))
+		case p.orphan != nil:
+			closes = append(closes, skippedRun(p.orphan.RunID, p.slot.Job, reason))
+		default:
+			records = append(records, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reason})
 		}
-		records = append(records, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reason})
 	}
 	for _, p := range due {
 		js := p.js
@@ -123,7 +134,7 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 			continue
 		}
 		switch act, reason := overlap.Decide(overlap.Slot{Policy: js.spec.Overlap, Active: len(js.active), Starting: js.starting,
-			HasRun: p.claimed != nil || p.orphan != nil, Held: p.held, HeldStarts: heldStarts[js]}); act {
+			HasRun: p.claimed || p.orphan != nil, Held: p.held, HeldStarts: heldStarts[js]}); act {
 		case overlap.Skipped:
 			skip(p, reason)
 			continue
@@ -175,7 +186,7 @@ func (t *tenure) firing(e *fireEntry) (pending, bool) {
 	}
 	switch {
 	case e.written || t.ownClaim(e.run.Run(e.slot)):
-		p.claimed = e.run.Ref(e.slot)
+		p.claim, p.claimed = e.run, true
 	case e.run.Status == scheduler.StatusRunning && e.run.Token < t.token:
 		p.orphan = e.run.Ref(e.slot)
 	default:

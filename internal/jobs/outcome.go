@@ -13,13 +13,9 @@ import (
 	"scheduler/internal/jobs/internal/outcomes"
 )
 
-// A run whose executor returned has had its effects: running it again would repeat them. So the
-// write of its outcome is retried, with a growing and jittered delay, for as long as the term
-// lasts (on a shutdown, until the grace expires), and the run stays active meanwhile: its job's
-// overlap policy still sees it, and a drain waits for it. Only when the term ends first is the
-// run left running in the ledger, for the next leader, which runs the slot again (at least once,
-// for effects the store cannot fence). Outcomes this process could not write are kept
-// (outcomes.Kept): if it leads again, it writes them the same way instead of running them again.
+// A run whose executor returned has had its effects, so its outcome's write is retried while the
+// term lasts, the run active meanwhile (doc.go). Outcomes this process could not write are kept
+// (outcomes.Kept): if it leads again, it writes them instead of running their slots again.
 
 // outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
 // tried again: one line per write, on the first failure and then every tenth, so that neither a
@@ -29,7 +25,7 @@ func (t *tenure) outcomeFailed(f *finished, runs, failures int, wait time.Durati
 		return
 	}
 	t.lg.Warn("record run outcome; retrying", zap.String("job", f.c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", f.c.RunID),
-		zap.Int("attempt", f.attempt), zap.String("status", string(f.c.Status)), zap.Int("runs", runs),
+		zap.Int("attempt", f.c.Attempt), zap.String("status", string(f.c.Status)), zap.Int("runs", runs),
 		zap.Int("failures", failures), zap.Duration("in", wait), zap.Error(err))
 }
 
@@ -40,7 +36,7 @@ func (t *tenure) finish(f *finished, err error) {
 	f.err = err
 	switch {
 	case errors.Is(err, scheduler.ErrFenced):
-		f.done.fenced = err
+		f.fenced = err
 	case err == nil:
 		if h := t.r.opts.Hooks.Finished; h != nil {
 			h(f.c.Job, f.c.Status, f.took)
@@ -55,7 +51,7 @@ func (t *tenure) logFinished(f *finished) {
 	c := f.c
 	fields := make([]zap.Field, 0, 9)
 	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
-		zap.String("status", string(c.Status)), zap.Int("attempt", f.attempt), zap.Duration("took", f.took))
+		zap.String("status", string(c.Status)), zap.Int("attempt", f.c.Attempt), zap.Duration("took", f.took))
 	if c.Error != "" {
 		fields = append(fields, zap.String("error", c.Error))
 	}
@@ -83,7 +79,7 @@ func (t *tenure) takeUnwritten(orphans []scheduler.Run) (rest []scheduler.Run) {
 		js := t.jobs[u.C.Job]
 		js.active = append(js.active, activeRun{runID: u.C.RunID, cancel: &attempts.Cancel{}})
 		t.runs++
-		t.completer.Add(&finished{c: u.C, slot: u.Slot, attempt: u.C.Attempt, took: u.Took, done: runDone{js: js, job: u.C.Job, runID: u.C.RunID}})
+		t.completer.Add(&finished{c: u.C, slot: u.Slot, took: u.Took, js: js})
 	}
 	return rest
 }
@@ -108,7 +104,7 @@ type recordBatch struct {
 func (t *tenure) recordAll(ctx context.Context, outs []scheduler.Outcome) []recordBatch {
 	var bs []recordBatch
 	for lo := 0; lo < len(outs); lo += maxClaimBatch {
-		res, err := t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))])
+		res, err := t.led.RecordMany(ctx, t.token, t.r.opts.Node, outs[lo:min(lo+maxClaimBatch, len(outs))])
 		bs = append(bs, recordBatch{res, err})
 	}
 	return bs
@@ -121,14 +117,14 @@ func (t *tenure) recorded(ctx context.Context, outs []scheduler.Outcome, bs []re
 	for k, b := range bs {
 		part, res := outs[k*maxClaimBatch:min((k+1)*maxClaimBatch, len(outs))], b.res
 		part, err, end := withoutRefused(ctx, t, part, func(o scheduler.Outcome) string { return o.Slot.Job }, b.err, func(rest []scheduler.Outcome) (err error) {
-			res, err = t.r.opts.Ledger.RecordMany(ctx, t.token, t.r.opts.Node, rest)
+			res, err = t.led.RecordMany(ctx, t.token, t.r.opts.Node, rest)
 			return err
 		})
 		switch {
 		case end != nil:
 			return end
 		case err != nil:
-			t.recordLater(part, err)
+			t.writeLater(heldWrite{records: part}, err)
 		case len(part) > 0:
 			t.retryHeld() // the store is back
 			for i, o := range part {
@@ -153,8 +149,8 @@ func (t *tenure) leftRunning(r scheduler.Result) bool {
 }
 
 // closeRuns finishes runs that end without running (claimed ahead, or orphans), in one batch
-// when the ledger can. A failure other than the fence is logged: the runs stay running, and a
-// later leader closes them.
+// when the ledger can. A write the store did not take is retried with the claims that wait for
+// it, while the term lasts.
 func (t *tenure) closeRuns(ctx context.Context, cs []scheduler.Completion) error {
 	if len(cs) == 0 {
 		return nil
@@ -164,12 +160,21 @@ func (t *tenure) closeRuns(ctx context.Context, cs []scheduler.Completion) error
 
 // closed settles, on the loop, how the writes of closeRuns went; errs follow cs.
 func (t *tenure) closed(ctx context.Context, cs []scheduler.Completion, errs []error) error {
+	var (
+		later    heldWrite
+		laterErr error
+	)
 	for i, c := range cs {
 		switch err := errs[i]; {
-		case errors.Is(err, scheduler.ErrFenced):
+		case errors.Is(err, scheduler.ErrFenced) || errors.Is(err, scheduler.ErrFenceHeld):
 			if rerr := t.refused(ctx, c.Job, err); rerr != nil {
 				return rerr
 			}
+			if js := t.jobs[c.Job]; js != nil && js.blocked {
+				js.blk.closes = append(js.blk.closes, c) // closed once the job runs again
+			}
+		case outcomes.Retryable(err) && !t.ended:
+			later.closes, laterErr = append(later.closes, c), err
 		case err != nil:
 			t.lg.Warn("close run", zap.String("job", c.Job), zap.Int64("run_id", c.RunID), zap.String("status", string(c.Status)), zap.Error(err))
 		default:
@@ -178,6 +183,9 @@ func (t *tenure) closed(ctx context.Context, cs []scheduler.Completion, errs []e
 				h(c.Job, c.Status)
 			}
 		}
+	}
+	if len(later.closes) > 0 {
+		t.writeLater(later, laterErr)
 	}
 	return nil
 }

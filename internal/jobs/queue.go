@@ -26,8 +26,7 @@ type fireEntry struct {
 	slot  scheduler.SlotKey
 	js    *jobState
 	retry *pending
-	// records: slots that end without running whose write failed, written again (no slot or js)
-	records []scheduler.Outcome
+	held  *heldWrite // a write that failed, written again (no slot or js; backlog.go)
 
 	run   runkey.Claim // with claimDone: the slot's run as the ledger left it
 	moved *fireEntry   // the entry that took its claim over when a reload kept its slot (reload.go)
@@ -39,9 +38,7 @@ type fireEntry struct {
 }
 
 // addJob adds a job of the table to the tenure.
-func (t *tenure) addJob(s *Spec) {
-	t.jobs[s.Name] = &jobState{ord: len(t.jobs), spec: s}
-}
+func (t *tenure) addJob(s *Spec) { t.jobs[s.Name] = &jobState{ord: len(t.jobs), spec: s} }
 
 // schedule queues the job's first slot firing after now.
 func (t *tenure) schedule(js *jobState, now time.Time) {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -41,7 +42,9 @@ func (t *tenure) reload(specs []*Spec) {
 		}
 	}
 	if len(added) > 0 {
-		if err := t.raiseUnblocked(t.claimCtx, added); err != nil {
+		rctx, cancel := context.WithTimeout(t.claimCtx, t.r.opts.WriteTimeout) // on the loop: bounded
+		defer cancel()
+		if err := t.raiseUnblocked(rctx, added); err != nil {
 			t.lg.Error("raise fences of new jobs; they will not run in this term", zap.Strings("jobs", added), zap.Error(err))
 			for _, n := range added {
 				t.jobs[n].removed = true

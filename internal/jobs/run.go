@@ -42,7 +42,7 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 			t.done <- d
 			return
 		}
-		f.done.js = js
+		f.js = js
 		t.completer.Add(f)
 	}()
 }

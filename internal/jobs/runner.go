@@ -13,6 +13,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/outcomes"
+	"scheduler/internal/jobs/internal/refusal"
 )
 
 // ErrNotLeading answers a command (Trigger, Backfill) that no term can take: this replica does
@@ -75,7 +76,8 @@ type Runner struct {
 	mu      sync.Mutex
 	table   []*Spec
 	current *tenure // the term being led; nil while following
-	blocked map[string]Block
+
+	blocked refusal.Board // the current term's blocked jobs
 	// unwritten holds the outcomes of runs whose executors returned in a term that ended
 	// before the outcome was written (outcome.go).
 	unwritten outcomes.Kept

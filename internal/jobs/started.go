@@ -3,7 +3,6 @@ package jobs
 import (
 	"go.uber.org/zap"
 
-	"scheduler"
 	"scheduler/internal/jobs/internal/runkey"
 )
 
@@ -15,19 +14,14 @@ func (t *tenure) markStarted(launched []runkey.Started) {
 	if t.ended {
 		return
 	}
-	var runs []scheduler.RunRef
-	for _, r := range launched {
-		if r.Attempt == 0 {
-			runs = append(runs, scheduler.RunRef{RunID: r.RunID, Job: r.Job})
-		}
-	}
+	runs := runkey.ClaimedAhead(launched)
 	if len(runs) == 0 {
 		return
 	}
 	t.marks.Go(func() {
 		ctx, cancel := t.writeCtx(t.runsCtx)
 		defer cancel()
-		if _, err := t.r.opts.Ledger.StartMany(ctx, t.token, runs); err != nil {
+		if _, err := t.led.StartMany(ctx, t.token, runs); err != nil {
 			t.lg.Warn("record runs started", zap.Int("runs", len(runs)), zap.String("job", runs[0].Job),
 				zap.Int64("run_id", runs[0].RunID), zap.Error(err))
 		}

@@ -12,6 +12,7 @@ import (
 	"scheduler/internal/jobs/internal/holds"
 	"scheduler/internal/jobs/internal/parallel"
 	"scheduler/internal/jobs/internal/refusal"
+	"scheduler/internal/jobs/internal/runkey"
 )
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
@@ -28,7 +29,7 @@ func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 		// A job blocked at takeover missed its catch-up: once its fence is free (a held one is
 		// usually an earlier leader's last write; a raised one is reset by an operator), it is
 		// taken over like the others.
-		js.catchUp = true
+		js.blk.catchUp = true
 	}
 	now := t.r.clock.Now()
 	if err := t.catchUp(ctx, specs, now); err != nil {
@@ -111,28 +112,10 @@ func (t *tenure) reclaimAll(ctx context.Context, orphans []scheduler.Run) error 
 		}
 		return nil
 	}
-	runs := make([]scheduler.Run, len(orphans))
-	errs := make([]error, len(orphans))
+	runs, errs := make([]scheduler.Run, len(orphans)), make([]error, len(orphans))
 	return parallel.Batches(len(orphans), maxClaimBatch, maxClaimsInFlight, func(_, lo, hi int) {
-		part := orphans[lo:hi]
-		slots := make([]scheduler.SlotKey, len(part))
-		for i, o := range part {
-			slots[i] = o.Key()
-		}
-		got, err := t.r.opts.Ledger.ReclaimMany(ctx, t.token, t.r.opts.Node, slots)
-		if err == nil && len(got) != len(part) {
-			err = fmt.Errorf("the ledger answered %d takeovers for %d runs", len(got), len(part))
-		}
-		for i := range part {
-			switch {
-			case err != nil:
-				errs[lo+i] = err
-			case !got[i].Written:
-				errs[lo+i] = fmt.Errorf("run %d of job %q is no longer an orphan", part[i].RunID, part[i].Job)
-			default:
-				runs[lo+i] = got[i].Run
-			}
-		}
+		got, err := t.led.ReclaimMany(ctx, t.token, t.r.opts.Node, runkey.Keys(orphans[lo:hi]))
+		runkey.Reclaimed(orphans[lo:hi], got, err, runs[lo:hi], errs[lo:hi])
 	}, func(_, lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			if err := t.reclaimed(orphans[i], runs[i], errs[i]); err != nil {
@@ -148,7 +131,7 @@ func (t *tenure) reclaim(ctx context.Context, orphan scheduler.Run) error {
 	if len(t.takeUnwritten([]scheduler.Run{orphan})) == 0 {
 		return nil
 	}
-	run, err := t.r.opts.Ledger.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Key())
+	run, err := t.led.Reclaim(ctx, t.token, t.r.opts.Node, orphan.Key())
 	return t.reclaimed(orphan, run, err)
 }
 

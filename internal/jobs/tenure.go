@@ -13,6 +13,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/bounded"
 	"scheduler/internal/jobs/internal/outcomes"
 	"scheduler/internal/jobs/internal/runkey"
 )
@@ -34,20 +35,19 @@ type tenure struct {
 	r     *Runner
 	token int64
 	lg    *zap.Logger
+	led   scheduler.Ledger // the runner's, the calls the loop waits for bounded (bounded.Ledger)
 
-	jobs     map[string]*jobState
-	heap     fireHeap // slots to fire, by fire time
-	cmds     chan func()
-	done     chan runDone
-	doneMany chan []runDone // from the completer
-	runs     int            // runs started and not yet reported done
-	ended    bool           // the term is over: no run may start
-	started  runkey.Starts  // runs launched in this step, whose start lines logStarted writes
-	// unstarted counts the runs launched whose goroutine has not reached its executor yet.
-	unstarted atomic.Int64
-	// launched counts the runs launched, for launch's yield.
-	launched int
-	fence    chan error
+	jobs      map[string]*jobState
+	heap      fireHeap // slots to fire, by fire time
+	cmds      chan func()
+	done      chan runDone
+	doneMany  chan []runDone // from the completer
+	runs      int            // runs started and not yet reported done
+	ended     bool           // the term is over: no run may start
+	started   runkey.Starts  // runs launched in this step, whose start lines logStarted writes
+	unstarted atomic.Int64   // runs launched whose goroutine has not reached its executor yet
+	launched  int            // runs launched, for launch's yield
+	fence     chan error
 
 	claimsAhead
 	backlog
@@ -57,9 +57,8 @@ type tenure struct {
 	marks     sync.WaitGroup              // writes of runs started (started.go)
 	raises    sync.WaitGroup              // raises of blocked jobs' fences (blocked.go), joined by Lead
 
-	// runsCtx carries the values of the term's context without its cancellation; the runs
-	// and the writes made for them hang off it. Each run has its own attempts.Cancel (in
-	// jobState.active), so starting one does not register it with a shared parent.
+	// runsCtx, the term's context's values without its cancellation, is the runs' and their
+	// writes' (each run is cancelled by its own attempts.Cancel, in jobState.active).
 	runsCtx context.Context
 
 	draining  bool
@@ -78,8 +77,10 @@ type jobState struct {
 	entry   *fireEntry
 	carried []*fireEntry // claims a reload kept, for slots after entry's (reload.go)
 	removed bool         // dropped from the table by a reload; kept until its runs end
-
-	blockState
+	blocked bool         // the store refuses the term's token for this job alone
+	// blk is the job's block, set when it is first blocked and kept (blocked.go); out of line
+	// because few jobs are ever blocked and every job holds a jobState.
+	blk *blockState
 
 	starting int // runs dispatch is about to start
 	// Runs an older leader claimed ahead for slots still to come, by slot (Unix µs): when such
@@ -120,6 +121,7 @@ func newTenure(r *Runner, token int64) *tenure {
 		fence:       make(chan error, 1),
 		exited:      make(chan struct{}),
 		claimsAhead: newClaimsAhead(r.opts.ClaimAhead),
+		led:         bounded.Ledger{Ledger: r.opts.Ledger, Timeout: r.opts.WriteTimeout},
 	}
 	t.attempts = attempts.Runner{Clock: r.clock, Ledger: r.opts.Ledger, Token: token, Log: t.lg,
 		MaxBackoff: r.opts.MaxBackoff, WriteTimeout: r.opts.WriteTimeout, Scrub: r.opts.Scrub, Live: r.opts.Live}
@@ -198,7 +200,7 @@ func (t *tenure) run(ctx context.Context, specs []*Spec) (err error) {
 			timerC <-chan time.Time
 		)
 		if wake := t.wake(); !wake.IsZero() {
-			timer = t.r.clock.NewTimer(wake.Sub(t.r.clock.Now()))
+			timer = t.r.clock.TimerAt(wake)
 			timerC = timer.C()
 		}
 		err := t.step(ctx, timerC)

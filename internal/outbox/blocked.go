@@ -32,8 +32,10 @@ const BlockedRetry = 30 * time.Second
 // nil. Otherwise it returns what Run returns.
 func (d *Dispatcher) RunConfirmed(ctx context.Context, token int64, confirm func(context.Context, int64) error) error {
 	defer d.blocked.Store(nil)
-	for {
-		err := d.Run(ctx, token)
+	// The outcomes the fence refused are kept across the runs, to be recorded once it is reset.
+	left := newUnrecorded()
+	for again := false; ; again = true {
+		err := d.run(ctx, token, left, again)
 		if !errors.Is(err, ErrFenced) || ctx.Err() != nil {
 			return err
 		}

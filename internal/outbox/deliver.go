@@ -25,6 +25,12 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 	v := nothingLearnt
 	var res scheduler.Delivery
 	if age := d.cfg.Now().Sub(m.Updated); age > d.cfg.ClaimTTL {
+		// Not sent: so old a claim may be another's by now. It goes back to pending, due at once,
+		// its attempt not counted, as a hand-back's; recorded as a retry if that fails.
+		if d.handBackExpired(ctx, token, m) {
+			lg.Warn("outbox claim expired; handed back unsent", zap.Duration("age", age))
+			return nothingLearnt
+		}
 		lg.Warn("outbox claim expired", zap.Duration("age", age))
 		res = scheduler.Delivery{Outcome: scheduler.DeliveryRetry, Error: fmt.Sprintf("claim expired after %s", age),
 			At: d.cfg.Now(), Next: d.cfg.Now()}
@@ -52,11 +58,14 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 	}
 	if err := d.record(ctx, token, m.Key, res); err != nil {
 		lg.Warn("outbox record failed", zap.String("outcome", string(res.Outcome)), zap.Error(err))
-		if !d.cfg.Fenced(err) {
-			left.mu.Lock()
-			left.res[m.Key] = outcome{m: m, res: res}
-			left.mu.Unlock()
+		if d.cfg.NotClaimed(err) {
+			return v // no longer this term's: nothing to record it for
 		}
+		var fenced error
+		if d.cfg.Fenced(err) {
+			fenced = err
+		}
+		left.keep(outcome{m: m, res: res}, fenced)
 		return v
 	}
 	switch res.Outcome {
@@ -71,6 +80,16 @@ func (d *Dispatcher) deliver(ctx context.Context, lg *zap.Logger, token int64, m
 		d.cfg.Observe(m, res)
 	}
 	return v
+}
+
+// handBackExpired hands m, whose claim expired, back to pending under token, due at once and
+// its attempt not counted, within RecordTimeout; false if the store did not take it.
+func (d *Dispatcher) handBackExpired(ctx context.Context, token int64, m scheduler.Message) bool {
+	hctx, cancel := context.WithTimeout(ctx, d.cfg.RecordTimeout)
+	defer cancel()
+	now := d.cfg.Now()
+	n, err := d.cfg.Store.DeferOutbox(hctx, token, []string{m.Key}, now, now)
+	return err == nil && n == 1
 }
 
 // send delivers m with its kind's deliverer, within SendTimeout.

@@ -93,6 +93,10 @@ type Config struct {
 	// fence; Run then returns ErrFenced. Default: no error does, and Run
 	// retries claims until ctx ends.
 	Fenced func(error) bool
+	// NotClaimed reports whether a store error means the message is no longer sending under
+	// the token (another term took it over, or a hand-back whose answer was lost committed): its
+	// outcome can never be recorded, and is given up. Default: no error does.
+	NotClaimed func(error) bool
 	// Scrub, when set, removes secrets from a delivery's error before it is recorded, logged
 	// or put in a dead message's notice: the error can quote a reply, and a server may quote
 	// the credentials it refused.
@@ -164,6 +168,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("outbox: retry backoff %s, max backoff %s, poll %s, send timeout %s, claim ttl %s, record timeout %s: want > 0 and max backoff >= retry backoff",
 			cfg.RetryBackoff, cfg.MaxBackoff, cfg.Poll, cfg.SendTimeout, cfg.ClaimTTL, cfg.RecordTimeout)
 	}
+	if cfg.NotClaimed == nil {
+		cfg.NotClaimed = func(error) bool { return false }
+	}
 	if cfg.Fenced == nil {
 		cfg.Fenced = func(error) bool { return false }
 	}
@@ -198,11 +205,19 @@ func New(cfg Config) (*Dispatcher, error) {
 // takes them over. The claimed messages wait in lanes, one per destination,
 // for a slot (lanes.go): at most Batch of them, and the messages of a
 // destination that does not answer are handed back to the store until it does.
+// A record the fence refuses stops Run as a refused claim does: it starts no
+// delivery after it.
 func (d *Dispatcher) Run(ctx context.Context, token int64) error {
+	return d.run(ctx, token, newUnrecorded(), false)
+}
+
+// run is Run with the outcomes left unrecorded by an earlier run of the same
+// term; again says that one ran (RunConfirmed), so that what it left sending
+// under token and never started is handed back before anything is claimed.
+func (d *Dispatcher) run(ctx context.Context, token int64, left *unrecorded, again bool) error {
 	lg := d.lg.With(zap.Int64("token", token))
 	ln := newLanes(d.cfg.Concurrency)
 	var wg sync.WaitGroup
-	left := &unrecorded{res: map[string]outcome{}}
 	defer func() {
 		wg.Wait()
 		// A last try, within RecordTimeout, for what the store refused
@@ -216,10 +231,17 @@ func (d *Dispatcher) Run(ctx context.Context, token int64) error {
 	// A claim that failed may have committed all the same, its answer lost: its messages are
 	// then sending under token, and nothing of this term sends them. Once no delivery is in
 	// flight and every outcome is recorded, whatever is still sending under token is that
-	// claim's, and is handed back to pending. A hand-back that failed is the same.
-	doubt := false
+	// claim's, and is handed back to pending. A hand-back that failed is the same, and so is
+	// what an earlier run of the term left in its lanes when the fence refused it.
+	doubt := again
+	// A refusal an earlier run saw after it stopped is not taken for a standing one: the
+	// outcomes it refused are still held, and recordLeft finds out whether it stands.
+	_ = left.refusal()
 round:
 	for {
+		if err := d.refused(&wg, token, left); err != nil {
+			return err
+		}
 		if err := d.recordLeft(ctx, lg, token, left); err != nil {
 			return err
 		}
@@ -271,6 +293,10 @@ round:
 				return err
 			}
 			for m, ok := ln.next(); ok; m, ok = ln.next() {
+				if err := d.refused(&wg, token, left); err != nil {
+					ln.abandon(m)
+					return err // what waits stays sending under token: handed back once the fence lets it
+				}
 				if !d.gate.enter() {
 					ln.abandon(m)
 					continue round // drained: what waits stays sending, for the next term
@@ -296,6 +322,17 @@ round:
 			}
 		}
 	}
+}
+
+// refused returns an error wrapping ErrFenced once the fence refused a record of token, after
+// the deliveries in flight ended.
+func (d *Dispatcher) refused(wg *sync.WaitGroup, token int64, left *unrecorded) error {
+	err := left.refusal()
+	if err == nil {
+		return nil
+	}
+	wg.Wait()
+	return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
 }
 
 // handBack hands the messages that failing destinations cannot take now back to the store,

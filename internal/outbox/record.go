@@ -12,10 +12,38 @@ import (
 )
 
 // unrecorded holds the outcomes whose record failed, by key, for Run to
-// record later in the term: the message is not sent again meanwhile.
+// record later in the term: the message is not sent again meanwhile. An
+// outcome the fence refused is kept too: when the election still confirms
+// the term (RunConfirmed), a reset of the fence lets it be recorded under
+// the same token. refused is the first such refusal: Run starts no delivery
+// once it is set.
 type unrecorded struct {
-	mu  sync.Mutex
-	res map[string]outcome
+	mu      sync.Mutex
+	res     map[string]outcome
+	refused error
+}
+
+func newUnrecorded() *unrecorded { return &unrecorded{res: map[string]outcome{}} }
+
+// keep holds o for a later record; fenced is the refusal that failed it, if
+// the fence refused it.
+func (u *unrecorded) keep(o outcome, fenced error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.res[o.m.Key] = o
+	if fenced != nil && u.refused == nil {
+		u.refused = fenced
+	}
+}
+
+// refusal returns the fence's refusal of a record, and forgets it: the
+// outcomes it refused are still held, for recordLeft.
+func (u *unrecorded) refusal() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	err := u.refused
+	u.refused = nil
+	return err
 }
 
 // outcome is an attempt's message and the result to record.
@@ -43,6 +71,12 @@ func (d *Dispatcher) recordLeft(ctx context.Context, lg *zap.Logger, token int64
 			}
 		case d.cfg.Fenced(err):
 			return fmt.Errorf("dispatch with token %d: %w: %w", token, ErrFenced, err)
+		case d.cfg.NotClaimed(err):
+			// Final: the message is no longer this term's to record.
+			delete(left.res, key)
+			lg.Warn("outbox record given up: the message is no longer claimed by this term", zap.String("key", key),
+				zap.String("job", o.m.Job), zap.Time("slot", o.m.ScheduledAt), zap.Int("attempt", o.m.Attempts),
+				zap.String("outcome", string(o.res.Outcome)), zap.Error(err))
 		default:
 			return nil // the store is still away: try again at the next round
 		}
@@ -81,7 +115,7 @@ func (d *Dispatcher) record(ctx context.Context, token int64, key string, res sc
 	wait := 20 * time.Millisecond
 	for {
 		err := d.cfg.Store.RecordDelivery(rctx, token, key, res)
-		if err == nil || d.cfg.Fenced(err) {
+		if err == nil || d.cfg.Fenced(err) || d.cfg.NotClaimed(err) {
 			return err
 		}
 		select {

@@ -12,7 +12,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +21,9 @@ import (
 // Control carries out the console's actions, through the same control state as the
 // command line's pause, resume and trigger. by names who asked, for the record.
 type Control interface {
+	// Check returns an error, naming the table it read, when job is not in the cluster's table:
+	// the leader's, as the command line reads it, whichever replica serves the console.
+	Check(ctx context.Context, job string) error
 	Pause(ctx context.Context, job, by string) (bool, error)
 	Resume(ctx context.Context, job string) (bool, error)
 	// Trigger asks the leader to run job now and returns the manual slot's instant.
@@ -32,6 +34,10 @@ type Control interface {
 // browser asking this server first (a CORS preflight, which it never grants), and a plain HTML
 // form cannot send it at all.
 const ConsoleHeader = "X-Scheduler-Console"
+
+// checkTimeout bounds the read of the cluster's table an action's job is checked against: past
+// it, the check falls back to this replica's table, as the command line does without a leader.
+const checkTimeout = 3 * time.Second
 
 // actionTimeout bounds one action's write to the control state.
 const actionTimeout = 10 * time.Second
@@ -86,7 +92,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return // the client went away
 		}
-		doc.Node, doc.Admin = s.cfg.Node, s.cfg.AdminToken != ""
+		doc.Node, doc.Admin = s.cfg.Node, s.adminToken() != ""
 		writeJSON(w, http.StatusOK, doc)
 	}))
 	mux.Handle("POST /api/jobs/{job}/{action}", secure(s.action))
@@ -96,7 +102,7 @@ func (s *Server) consoleRoutes(mux *http.ServeMux) {
 // console's own page (403 otherwise) with the admin token (401 otherwise).
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	job, act := r.PathValue("job"), r.PathValue("action")
-	if s.cfg.AdminToken == "" {
+	if s.adminToken() == "" {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "the console is read-only: no http.admin_token_file is configured"})
 		return
 	}
@@ -111,8 +117,11 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, map[string]string{"error": why})
 		return
 	}
-	if !slices.ContainsFunc(s.d.Table(), func(e Entry) bool { return e.Name == job }) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no job named %q in the table", job)})
+	cctx, ccancel := context.WithTimeout(r.Context(), checkTimeout)
+	err := s.cfg.Control.Check(cctx, job)
+	ccancel()
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 		return
 	}
 	by := "console@" + remoteHost(r)
@@ -175,11 +184,22 @@ func (s *Server) authorize(r *http.Request) (int, string) {
 	if err := s.origins.Check(r); err != nil {
 		return http.StatusForbidden, "cross-origin request refused"
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || !sameToken(token, s.cfg.AdminToken) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok || !sameToken(token, s.adminToken()) {
 		return http.StatusUnauthorized, "a valid admin token is needed (Authorization: Bearer TOKEN)"
 	}
 	return 0, ""
+}
+
+// bearer returns the token of an Authorization header of the Bearer scheme, whose name is
+// case-insensitive and followed by one or more spaces (RFC 9110, 11.4).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 // sameToken compares digests in constant time, so that neither the content nor the length of

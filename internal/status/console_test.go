@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +46,19 @@ func (f fakeConsole) Pauses(context.Context) (map[string]Pause, error) {
 	return f.pauses()
 }
 
-// fakeControl records the actions it is asked for.
-type fakeControl struct{ calls []string }
+// fakeControl records the actions it is asked for; jobs, when set, is the cluster's table its
+// Check reads.
+type fakeControl struct {
+	calls []string
+	jobs  []string
+}
+
+func (f *fakeControl) Check(_ context.Context, job string) error {
+	if f.jobs != nil && !slices.Contains(f.jobs, job) {
+		return fmt.Errorf("no job named %q in the leader's table (node b)", job)
+	}
+	return nil
+}
 
 func (f *fakeControl) Pause(_ context.Context, job, by string) (bool, error) {
 	f.calls = append(f.calls, "pause "+job+" "+by)
@@ -285,7 +297,9 @@ func TestServer_ConsoleActions(t *testing.T) {
 		{"SameSite", with("Sec-Fetch-Site", "same-site"), http.StatusForbidden},
 		{"WrongToken", with("Authorization", "Bearer 0123456789abcdef0124"), http.StatusUnauthorized},
 		{"LongerToken", with("Authorization", "Bearer "+token+"0"), http.StatusUnauthorized},
-		{"LowerCaseScheme", with("Authorization", "bearer "+token), http.StatusUnauthorized},
+		{"NoScheme", with("Authorization", token), http.StatusUnauthorized},
+		{"OtherScheme", with("Authorization", "Basic "+token), http.StatusUnauthorized},
+		{"NoToken", with("Authorization", "Bearer "), http.StatusUnauthorized},
 	} {
 		if code := send("/api/jobs/alpha/pause", tc.h); code != tc.want {
 			t.Errorf("%s=%d, want %d", tc.name, code, tc.want)
@@ -302,6 +316,12 @@ func TestServer_ConsoleActions(t *testing.T) {
 	want := []string{"pause alpha console@192.0.2.1", "resume alpha", "trigger alpha console@192.0.2.1"}
 	if fmt.Sprint(ctl.calls) != fmt.Sprint(want) {
 		t.Fatalf("control calls %q, want %q", ctl.calls, want)
+	}
+	// The scheme's name is case-insensitive, and more than one space may follow it.
+	for _, h := range []string{"bearer " + token, "BEARER  " + token} {
+		if code := send("/api/jobs/alpha/resume", with("Authorization", h)); code != http.StatusOK {
+			t.Errorf("Authorization %q=%d, want 200", h[:8], code)
+		}
 	}
 	if code, _ := get(s, "/api/jobs/alpha/pause"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET of an action=%d, want 405", code)

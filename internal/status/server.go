@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +31,8 @@ type Config struct {
 	Explain Explain
 	// Now is the clock of the status document. Default: time.Now.
 	Now func() time.Time
+	// ReadTimeout bounds the reading of one request, its body included. Default: readTimeout.
+	ReadTimeout time.Duration
 
 	// Console, when set, serves the web console at / and its document on /api/console.
 	Console ConsoleSource
@@ -49,6 +52,11 @@ const (
 	statusTimeout = 5 * time.Second
 	readyTimeout  = 2 * time.Second
 )
+
+// readTimeout bounds the reading of a whole request, its body included: a client that sends a
+// body a byte at a time cannot hold a connection for ever. A stream of run output, which reads
+// nothing once its request is in, lifts it (streaming).
+const readTimeout = 30 * time.Second
 
 // idleTimeout closes a kept-alive connection that sends no request: a client cannot hold
 // connections, and their goroutines, open for ever.
@@ -71,6 +79,7 @@ type Server struct {
 	ln  net.Listener
 	srv *http.Server
 
+	token    atomic.Pointer[string]      // the admin token in force (adminToken)
 	origins  *http.CrossOriginProtection // the console's actions come from its own page
 	refusals *rate.Sometimes             // bounds the log lines of refused actions
 	// streams ends the streaming responses and the shared reads when the server shuts
@@ -99,11 +108,14 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = readTimeout
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("status server: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: ln,
+	s := &Server{cfg: cfg, src: src, d: d, m: m, lg: lg, ln: boundListener(ln),
 		origins: http.NewCrossOriginProtection(), refusals: &rate.Sometimes{First: 10, Interval: 10 * time.Second}}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.statusDoc = newShared(s.streams, statusTimeout, func(ctx context.Context) Doc {
@@ -115,7 +127,8 @@ func New(cfg Config, src Source, d Daemon, m *Metrics, lg *zap.Logger) (*Server,
 	s.ready = newShared(s.streams, readyTimeout, func(ctx context.Context) error {
 		return Ready(ctx, src, d, cfg.Explain)
 	})
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: idleTimeout}
+	s.srv = &http.Server{Handler: loopbackHosts(ln.Addr(), s.Handler()),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: cfg.ReadTimeout, IdleTimeout: idleTimeout}
 	s.srv.RegisterOnShutdown(s.endStreams)
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Bounds of the run output streams open at once: each holds a connection and a goroutine for
@@ -61,6 +62,8 @@ func (s *Server) streaming(h http.Handler) http.Handler {
 			return
 		}
 		defer s.open.release(client)
+		// The request is in; what remains is writing, for as long as the run prints.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if s.streams == nil {
 			h.ServeHTTP(w, r)
 			return

@@ -39,10 +39,17 @@ func Of(c any) (State, error) {
 	return b, nil
 }
 
+// Earliest is the earliest time a backfill's range may start at: no ledger holds a slot before
+// it, and the schedule's search has no slot to answer before the year 1 begins.
+var Earliest = time.Unix(0, 0).UTC()
+
 // Slots returns the slots of sch in [from, to], oldest first, as the ledger keeps them.
 func Slots(sch *schedule.Schedule, from, to time.Time) ([]time.Time, error) {
-	if to.Before(from) {
+	switch {
+	case to.Before(from):
 		return nil, fmt.Errorf("--from %s is after --to %s", stamp(from), stamp(to))
+	case from.Before(Earliest):
+		return nil, earliestError(from)
 	}
 	slots, err := sch.Between(from.Add(-time.Nanosecond), to)
 	if err != nil {
@@ -91,6 +98,8 @@ func ParseRange(fromArg, toArg string, loc *time.Location, now time.Time) (from,
 		to = to.AddDate(0, 0, 1).Add(-time.Microsecond)
 	}
 	switch {
+	case from.Before(Earliest):
+		return from, to, earliestError(from)
 	case from.After(to):
 		return from, to, fmt.Errorf("--from %s is after --to %s", stamp(from), stamp(to))
 	case to.After(now):
@@ -125,6 +134,11 @@ func parseTime(flag, s string, loc *time.Location) (t time.Time, day bool, err e
 		return t, true, nil
 	}
 	return time.Time{}, false, fmt.Errorf("%s %q: want an RFC 3339 time (2026-03-29T02:00:00Z) or a date (2026-03-29) in the job's zone", flag, s)
+}
+
+// earliestError refuses a range that starts before Earliest.
+func earliestError(from time.Time) error {
+	return fmt.Errorf("--from %s is before %s: a backfill runs slots from then on", stamp(from), stamp(Earliest))
 }
 
 // stamp formats a time for messages.

@@ -34,6 +34,9 @@ func TestParseRange(t *testing.T) {
 		{name: "Future", from: "2026-05-31", to: "2026-06-01", err: "is in the future"},
 		{name: "Missing", from: "2026-05-31", err: "required"},
 		{name: "BadTime", from: "10/01/2026", to: "2026-01-10", err: `--from "10/01/2026"`},
+		// The year 1's first instant is the zero time, which no search of the schedule answers.
+		{name: "YearOne", from: "0001-01-01T00:00:00Z", to: "2026-01-10", err: "is before 1970-01-01T00:00:00Z"},
+		{name: "BeforeTheEpoch", from: "1969-12-31", to: "2026-01-10", err: "is before 1970-01-01T00:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			from, to, err := ParseRange(tc.from, tc.to, berlin, now)
@@ -76,6 +79,11 @@ func TestSlots(t *testing.T) {
 	at := time.Date(2026, 1, 10, 5, 0, 0, 0, time.UTC)
 	if slots, err := Slots(sch, at, at); err != nil || len(slots) != 1 {
 		t.Fatalf("one instant: %v (err %v)", slots, err)
+	}
+	// A request written by hand may start anywhere: before the epoch it is refused, not
+	// answered with no slots.
+	if slots, err := Slots(sch, time.Time{}, at); err == nil || !strings.Contains(err.Error(), "is before 1970") {
+		t.Fatalf("from the year 1: %d slots, err %v; want refused", len(slots), err)
 	}
 }
 

@@ -151,7 +151,7 @@ func (l Leader) request(b control.Backfill) (backfill.Request, error) {
 		return backfill.Request{}, err
 	}
 	if b.From.IsZero() || b.To.IsZero() {
-		return backfill.Request{}, errors.New("no range: the request needs both from and to, each after the year 1 began")
+		return backfill.Request{}, errors.New("no range: the request needs both from and to")
 	}
 	to := b.To
 	if now := l.Now(); to.After(now) {

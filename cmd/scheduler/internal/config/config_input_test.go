@@ -14,6 +14,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 )
 
 // mustLoadError loads path with env and fails the test unless the load fails with a *Error
@@ -274,7 +275,7 @@ func TestLoad_GoodInput(t *testing.T) {
 // TestConfig_EveryKeyHasAVariable: each settable leaf of the Config type is accepted from the
 // environment, so a key added to the type needs nothing else to be settable.
 func TestConfig_EveryKeyHasAVariable(t *testing.T) {
-	leaves := configLeaves(reflect.TypeFor[Config](), "")
+	leaves := keypath.Leaves(reflect.TypeFor[Config]())
 	if len(leaves) < 20 {
 		t.Fatalf("only %d keys derived from Config: %v", len(leaves), leaves)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/config/internal/inherit"
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 )
 
 // decodeJobs decodes list, the jobs as parsed, into cfg.Jobs one at a time, each with the
@@ -88,7 +89,7 @@ func inheritedKey(cfg *Config, historyFromTop map[string]bool, p Problem) bool {
 	if strings.HasPrefix(p.Msg, unknownKey) {
 		return cfg.Jobs[i].inherited[rest]
 	}
-	for ; rest != ""; rest = parentKey(rest) {
+	for ; rest != ""; rest = keypath.Parent(rest) {
 		if cfg.Jobs[i].inherited[rest] {
 			return true
 		}

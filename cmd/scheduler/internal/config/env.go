@@ -3,12 +3,11 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 	"scheduler/cmd/scheduler/internal/suggest"
 	"scheduler/internal/kinds"
 )
@@ -36,7 +35,7 @@ func envKeys(settings []string) []string {
 			keys = append(keys, k)
 		}
 	}
-	for _, k := range configLeaves(reflect.TypeFor[Config](), "") {
+	for _, k := range keypath.Leaves(reflect.TypeFor[Config]()) {
 		add(k)
 	}
 	for _, k := range settings {
@@ -44,46 +43,6 @@ func envKeys(settings []string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// configLeaves lists the key paths of the settable leaves of struct type t.
-func configLeaves(t reflect.Type, prefix string) []string {
-	var keys []string
-	walkKeys(t, prefix, nil, func(key string, _ []int, leaf bool) bool {
-		if leaf {
-			keys = append(keys, key)
-		}
-		return true
-	})
-	return keys
-}
-
-// walkKeys is the one walk of the configuration's key paths: it calls visit for every exported
-// field of struct type t that a mapstructure tag names, with its key path under prefix (a
-// squashed struct adds no name of its own) and its index for reflect.Value.FieldByIndex. A
-// struct field (a time.Time aside) is walked into when visit returns true; every other field is
-// a leaf.
-func walkKeys(t reflect.Type, prefix string, index []int, visit func(key string, index []int, leaf bool) bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("mapstructure")
-		if !f.IsExported() || tag == "" || tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		at := append(slices.Clip(index), i)
-		key := joinKey(prefix, name)
-		if strings.Contains(opts, "squash") {
-			key = prefix
-		}
-		if f.Type.Kind() != reflect.Struct || f.Type == reflect.TypeFor[time.Time]() {
-			visit(key, at, true)
-			continue
-		}
-		if visit(key, at, false) {
-			walkKeys(f.Type, key, at, visit)
-		}
-	}
 }
 
 // unknownVariables reports every SCHEDULER_* variable of env that sets no key, with the
@@ -134,7 +93,7 @@ func blameVariables(problems []Problem, fromEnv map[string]string) ([]Problem, b
 			env = true
 			continue
 		}
-		for key := p.Key; key != ""; key = parentKey(key) {
+		for key := p.Key; key != ""; key = keypath.Parent(key) {
 			if name, ok := fromEnv[key]; ok {
 				out[i].Msg = fmt.Sprintf("set by %s: %s", name, p.Msg)
 				env = true
@@ -145,21 +104,12 @@ func blameVariables(problems []Problem, fromEnv map[string]string) ([]Problem, b
 	return out, env
 }
 
-// parentKey drops the last element of a key path: etcd.tls.ca_file -> etcd.tls,
-// etcd.endpoints[0] -> etcd.endpoints.
-func parentKey(key string) string {
-	if i := strings.LastIndexAny(key, ".["); i > 0 {
-		return key[:i]
-	}
-	return ""
-}
-
 // listKeys are the key paths of the configuration's lists, from the Config type: each one a
 // variable may set, as one comma-separated string.
 var listKeys = func() map[string]bool {
 	keys := map[string]bool{}
 	t := reflect.TypeFor[Config]()
-	walkKeys(t, "", nil, func(key string, index []int, leaf bool) bool {
+	keypath.Walk(t, "", nil, func(key string, index []int, leaf bool) bool {
 		if leaf && t.FieldByIndex(index).Type.Kind() == reflect.Slice {
 			keys[key] = true
 		}

@@ -17,6 +17,8 @@ import (
 	"scheduler/cmd/scheduler/internal/config/internal/decode"
 	"scheduler/cmd/scheduler/internal/config/internal/document"
 	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
+	"scheduler/cmd/scheduler/internal/config/internal/keycheck"
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 	"scheduler/cmd/scheduler/internal/suggest"
 )
 
@@ -76,7 +78,7 @@ func readErrorMessage(err error) string {
 // decodeConfig turns YAML bytes plus environment into a Config with defaults applied, and the
 // problems met on the way; dir is the configuration file's directory, which relative KEY_file
 // paths are read from. The Config is nil when the document is not YAML or not a mapping, and
-// partly decoded when some values could not be (or a key was refused: checkKeys).
+// partly decoded when some values could not be (or a key was refused: keycheck).
 func decodeConfig(data []byte, environ []string, dir string) (*Config, []Problem) {
 	// Viper gets the document parsed once (parseDocument).
 	doc, msgs := document.Parse(data)
@@ -107,8 +109,11 @@ func decodeConfig(data []byte, environ []string, dir string) (*Config, []Problem
 		if n > MaxJobs {
 			return nil, []Problem{{Key: "jobs", Msg: fmt.Sprintf("%d jobs, more than the limit of %d", n, MaxJobs)}}
 		}
-		kp := checkKeys(m)
-		file, fileProblems, keyProblems, twins = m, nil, kp.list, kp.twins
+		kp := keycheck.Check(m)
+		file, fileProblems, twins = m, nil, kp.Twins
+		for _, p := range kp.Problems {
+			keyProblems = append(keyProblems, Problem(p))
+		}
 	}
 
 	// Viper's key paths are joined with keyDelim rather than its dot, which would split the
@@ -196,7 +201,7 @@ func decodeConfig(data []byte, environ []string, dir string) (*Config, []Problem
 	return &cfg, problems
 }
 
-// keyDelim joins the elements of a key path inside viper. Keys hold no dot (checkKeys), but
+// keyDelim joins the elements of a key path inside viper. Keys hold no dot (keycheck), but
 // the names of a defaults.env or defaults.headers mapping may, and viper's own delimiter, a dot,
 // would read such a name as a path into nested mappings. No variable or header name may hold a
 // NUL byte, and a key holding one is unknown: splitting there changes nothing that is accepted.
@@ -303,7 +308,7 @@ func decodeProblems(err error) []Problem {
 		}
 		if msg := inner.Error(); strings.HasPrefix(msg, "has invalid keys: ") {
 			for _, k := range strings.Split(strings.TrimPrefix(msg, "has invalid keys: "), ", ") {
-				problems = append(problems, Problem{Key: joinKey(key, k), Msg: unknownKey + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
+				problems = append(problems, Problem{Key: keypath.Join(key, k), Msg: unknownKey + suggest.DidYouMean(k, suggest.KeysAt(reflect.TypeFor[Config](), key))})
 			}
 			return
 		}
@@ -312,11 +317,4 @@ func decodeProblems(err error) []Problem {
 	walk(err, "")
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
 	return problems
-}
-
-func joinKey(prefix, key string) string {
-	if prefix == "" {
-		return key
-	}
-	return prefix + "." + key
 }

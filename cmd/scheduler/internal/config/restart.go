@@ -3,12 +3,14 @@ package config
 import (
 	"reflect"
 	"slices"
+
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 )
 
-// reloadable are the keys a reload applies: the table (with what its jobs inherit) and the
-// job labels of the metrics.
+// reloadable are the keys a reload applies: the table (with what its jobs inherit), the job
+// labels of the metrics and the console's admin token.
 var reloadable = map[string]bool{
-	"jobs": true, "defaults": true, "history.max_age": true, "history.max_runs": true, "metrics.per_job": true,
+	"jobs": true, "defaults": true, "http.admin_token_file": true, "history.max_age": true, "history.max_runs": true, "metrics.per_job": true,
 }
 
 // RestartKeys returns the key paths, sorted, of the settings that differ between c and next
@@ -16,7 +18,7 @@ var reloadable = map[string]bool{
 func (c *Config) RestartKeys(next *Config) []string {
 	a, b := reflect.ValueOf(*c), reflect.ValueOf(*next)
 	var keys []string
-	walkKeys(a.Type(), "", nil, func(key string, index []int, leaf bool) bool {
+	keypath.Walk(a.Type(), "", nil, func(key string, index []int, leaf bool) bool {
 		switch {
 		case reloadable[key]:
 			return false

@@ -1,12 +1,7 @@
 package config
 
 import (
-	"fmt"
-	"path/filepath"
-	"strings"
-
-	"scheduler/cmd/scheduler/internal/config/internal/decode"
-	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
+	"scheduler/cmd/scheduler/internal/config/internal/secretfile"
 	"scheduler/cmd/scheduler/internal/redact"
 )
 
@@ -31,7 +26,7 @@ func secretKeys() []secretKey {
 }
 
 // secretFileSuffix turns a secret key into the key naming its file.
-const secretFileSuffix = "_file"
+const secretFileSuffix = secretfile.Suffix
 
 // setSecretFileDefaults makes viper know every KEY_file key, so that it also reads them from the
 // environment (SCHEDULER_STORE_DSN_FILE).
@@ -42,47 +37,16 @@ func setSecretFileDefaults(set func(key string, value any)) {
 }
 
 // resolveSecretFiles replaces every KEY_file setting of raw, the settings before decoding, by
-// KEY set to the file's content without its trailing line break. A relative path, from the file
-// or a variable, is read from dir, the configuration file's directory, as every relative path of
-// the configuration is (resolvePaths). It removes the KEY_file settings, which the Config type
-// does not hold.
+// KEY set to the file's content (secretfile.Resolve), relative paths read from dir, the
+// configuration file's directory, as every relative path of the configuration is (resolvePaths).
 func resolveSecretFiles(raw map[string]any, dir string) []Problem {
-	var problems []Problem
+	keys := make([]string, 0, len(secretKeys()))
 	for _, s := range secretKeys() {
-		parent, leaf := settingParent(raw, s.key)
-		if parent == nil {
-			continue
-		}
-		fileKey := s.key + secretFileSuffix
-		setting, ok := parent[leaf+secretFileSuffix]
-		delete(parent, leaf+secretFileSuffix)
-		if !ok || setting == nil || setting == "" {
-			continue
-		}
-		path, ok := setting.(string)
-		if !ok {
-			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("must be a file path, not %s", decode.ValueKind(setting))})
-			continue
-		}
-		if v, _ := parent[leaf].(string); v != "" {
-			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s and %s are both set; set one of them", s.key, fileKey)})
-			continue
-		}
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		data, err := filelimit.Read(path, secretLimit)
-		if err != nil {
-			// The *PathError names the path; the content, a secret, is never quoted.
-			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("cannot read the secret: %v", err)})
-			continue
-		}
-		secret := strings.TrimRight(string(data), "\r\n")
-		if secret == "" {
-			problems = append(problems, Problem{Key: fileKey, Msg: fmt.Sprintf("%s is empty", path)})
-			continue
-		}
-		parent[leaf] = secret
+		keys = append(keys, s.key)
+	}
+	var problems []Problem
+	for _, p := range secretfile.Resolve(raw, dir, keys, secretLimit) {
+		problems = append(problems, Problem(p))
 	}
 	return problems
 }
@@ -90,21 +54,6 @@ func resolveSecretFiles(raw map[string]any, dir string) []Problem {
 // MaxSecretBytes is the largest secret file accepted (a password, a DSN): the same checks as the
 // configuration file (filelimit.Read), with a bound fit for a secret.
 const MaxSecretBytes = 64 << 10
-
-// settingParent returns the mapping of raw that holds the dotted key path, and the last element
-// of the path; nil when a section on the way is missing or not a mapping.
-func settingParent(raw map[string]any, key string) (map[string]any, string) {
-	parts := strings.Split(key, ".")
-	m := raw
-	for _, p := range parts[:len(parts)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			return nil, ""
-		}
-		m = next
-	}
-	return m, parts[len(parts)-1]
-}
 
 // Secrets returns every configured secret value and the secrets inside them.
 func (c *Config) Secrets() []string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"scheduler/cmd/scheduler/internal/config/configtest"
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
 )
 
 // TestLoad_Numbers: a whole-number key refuses a fraction and a number too large for it, from
@@ -114,7 +115,7 @@ func listAt(t *testing.T, cfg *Config, key string) []string {
 	t.Helper()
 	var got []string
 	found := false
-	walkKeys(reflect.TypeFor[Config](), "", nil, func(k string, index []int, leaf bool) bool {
+	keypath.Walk(reflect.TypeFor[Config](), "", nil, func(k string, index []int, leaf bool) bool {
 		if leaf && k == key {
 			got, found = reflect.ValueOf(cfg).Elem().FieldByIndex(index).Interface().([]string), true
 		}

@@ -6,10 +6,12 @@
 package coord
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,6 +95,10 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 	b, v, err := newBackend(cfg, deps)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cv, ok := v.(countedView); ok {
+		cv.node, cv.leading, cv.self = cfg.Node, b.Leading, &atomic.Pointer[string]{}
+		v = cv
 	}
 	g := &storeGate{backend: b, own: deps.Store, node: cfg.Node, every: cfg.Election.TTL,
 		lg: deps.Logger.Named("store-check").With(zap.String("node", cfg.Node))}
@@ -293,6 +299,11 @@ type countedView struct {
 	inc      func() // nil: the view counts its leaders itself
 	lg       *zap.Logger
 	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
+	// node and leading are this replica's, to judge a hold in its name that is not its own; the
+	// judgement, once two in a row agree, is kept in self for the replica's status (Problems).
+	node    string
+	leading func() (scheduler.Term, bool)
+	self    *atomic.Pointer[string]
 }
 
 // countEvery is how often a countedView reads its view, and judgeEvery how often it reads the
@@ -325,6 +336,7 @@ func (v countedView) Run(ctx context.Context) error {
 			logged   []string
 			outsider string // the leader's judgement, once two in a row agree
 			previous string // the last judgement of the leader
+			prevSelf string // the last judgement of a hold in this replica's name
 			judged   time.Time
 		)
 		t := time.NewTicker(countEvery)
@@ -350,6 +362,14 @@ func (v countedView) Run(ctx context.Context) error {
 					outsider = j
 				}
 				judged, previous = time.Now(), j
+				// Two in a row: a replica that has just won knows it a moment after its key leads.
+				cur, self := impersonated(l, ok, v.node, v.leading), ""
+				if cur == prevSelf {
+					self, outsider = cur, cmp.Or(cur, outsider)
+				}
+				if prevSelf = cur; v.self != nil {
+					v.self.Store(&self)
+				}
 			}
 			problems := l.Problems
 			if outsider != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"scheduler"
 	"scheduler/cmd/scheduler/internal/logs"
 	"scheduler/internal/pglease"
 	"scheduler/internal/redislock"
@@ -37,6 +38,40 @@ func Election(ctx context.Context, read func(context.Context) (Seen, error), rep
 		e.Problems = append(e.Problems, p)
 	}
 	return e, nil
+}
+
+// impersonated returns a problem when l, the leader seen (ok), names this replica (node) while
+// this replica does not lead with l's token: something outside the scheduler holds the election
+// in its name (a key on a lease its writer keeps alive, a lease row or lock written by hand), and
+// no job runs while it does. The registry cannot tell it from this replica; the replica can.
+func impersonated(l Seen, ok bool, node string, leading func() (scheduler.Term, bool)) string {
+	if !ok || leading == nil || node == "" || l.Node != node {
+		return ""
+	}
+	if t, lead := leading(); lead && t.Token == l.Token {
+		return ""
+	}
+	return fmt.Sprintf("the election is held by %s (token %d) in this replica's name (%q), but this replica does not lead with "+
+		"that token: something outside the scheduler holds it, and no job runs while it does; end its hold with: %s",
+		l.Held, l.Token, logs.Escape(shown(node)), l.End)
+}
+
+// Problems returns, for the daemon's status, what keeps this replica's coordinator from working:
+// why it does not campaign (Coordinator.StoreProblem), and a hold of the election in its name
+// that is not its own, as its view last judged it (impersonated).
+func Problems(c Coordinator, v View) func() []string {
+	return func() []string {
+		var out []string
+		if p := c.StoreProblem(); p != "" {
+			out = append(out, p)
+		}
+		if cv, ok := v.(countedView); ok && cv.self != nil {
+			if p := cv.self.Load(); p != nil && *p != "" {
+				out = append(out, *p)
+			}
+		}
+		return out
+	}
 }
 
 // foreign returns a problem when l names none of replicas, and "" otherwise or when replicas

@@ -3,8 +3,10 @@ package coord
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"scheduler"
 	"scheduler/internal/status"
 )
 
@@ -34,5 +36,57 @@ func TestElection_ForeignHold(t *testing.T) {
 	e, _ = Election(context.Background(), func(context.Context) (Seen, error) { return Seen{Node: "a", Token: 8}, nil }, []status.Replica{{Node: "a"}})
 	if len(e.Problems) != 0 {
 		t.Fatalf("problems %q for a registered replica's hold, want none", e.Problems)
+	}
+}
+
+// TestImpersonated: a hold that names this replica is a problem unless this replica leads with
+// its token; one that names another replica, or no hold, is not this judgement's.
+func TestImpersonated(t *testing.T) {
+	held := Seen{Node: "n1", Token: 42, Held: "the key /e/1 (lease 7)", End: "etcdctl lease revoke 7"}
+	leadingWith := func(token int64, ok bool) func() (scheduler.Term, bool) {
+		return func() (scheduler.Term, bool) { return scheduler.Term{Node: "n1", Token: token}, ok }
+	}
+	for _, tc := range []struct {
+		name    string
+		l       Seen
+		ok      bool
+		leading func() (scheduler.Term, bool)
+		want    bool
+	}{
+		{"OwnTerm", held, true, leadingWith(42, true), false},
+		{"NotLeading", held, true, leadingWith(0, false), true},
+		{"LeadingAnotherToken", held, true, leadingWith(41, true), true},
+		{"AnotherReplica", Seen{Node: "n2", Token: 42}, true, leadingWith(0, false), false},
+		{"NoHold", Seen{}, false, leadingWith(0, false), false},
+		{"NotKnown", held, true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := impersonated(tc.l, tc.ok, "n1", tc.leading)
+			if (p != "") != tc.want {
+				t.Fatalf("impersonated = %q, want a problem: %v", p, tc.want)
+			}
+			if tc.want && !strings.Contains(p, "etcdctl lease revoke 7") {
+				t.Fatalf("the problem %q does not say how to end the hold", p)
+			}
+		})
+	}
+}
+
+// TestProblems: the daemon's status gets its coordinator's store problem and the judged hold in
+// its name, each when there is one.
+func TestProblems(t *testing.T) {
+	self := &atomic.Pointer[string]{}
+	v := countedView{self: self}
+	c := passThrough{}
+	if got := Problems(c, v)(); len(got) != 0 {
+		t.Fatalf("problems %v, want none", got)
+	}
+	p := "held in this replica's name"
+	self.Store(&p)
+	if got := Problems(c, v)(); len(got) != 1 || got[0] != p {
+		t.Fatalf("problems %v, want [%s]", got, p)
+	}
+	if got := Problems(c, etcdView{})(); len(got) != 0 {
+		t.Fatalf("problems of a view that judges nothing: %v", got)
 	}
 }

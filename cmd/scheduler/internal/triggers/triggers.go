@@ -2,8 +2,9 @@
 // leader has taken them, to the leader's runner.
 //
 // A request is removed from the control state once the runner has taken it (its manual slot
-// claimed and started, or found run), when its job is not in the table, or when its time lies
-// more than MaxAhead past the leader's clock; any other answer keeps it. A request kept because the runner answered that it is not leading waits for the
+// claimed and started, or found run), when its job is not in the table, when its time lies
+// more than MaxAhead past the leader's clock, or when it is older than the job's history.max_age
+// (MaxAge); any other answer keeps it. A request kept because the runner answered that it is not leading waits for the
 // next term, which reads the stored requests at its start (Pending). One kept because its job
 // is held back (blocked: a fence raised or held from outside) is handed again every Retry while
 // the term lasts, so that it runs in the same term once the job is free. Handing a request
@@ -51,8 +52,12 @@ type Handler struct {
 	Retry time.Duration
 	// After is the clock Pending waits on; nil: time.After.
 	After func(time.Duration) <-chan time.Time
-	// Now is the clock a request's time is checked against (MaxAhead); nil: time.Now.
+	// Now is the clock a request's time is checked against (MaxAhead, MaxAge); nil: time.Now.
 	Now func() time.Time
+	// MaxAge returns the job's history.max_age (0: none); nil: no bound. A request for a slot
+	// older than that is dropped: the retention prunes its run, and a request handed again then
+	// (a key written twice, an etcd snapshot restored) would find no run and run the slot again.
+	MaxAge func(job string) time.Duration
 
 	mu sync.Mutex
 	// warned holds the keys of the kept requests already logged at warning level, so that a
@@ -122,6 +127,12 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 		h.done(ctx, r, fields)
 		return
 	}
+	if maxAge := h.maxAge(r.Job); maxAge > 0 && now().Sub(r.At) > maxAge {
+		h.Log.Warn("trigger dropped: its slot is older than the job's history.max_age, so its run would be pruned and the request could run the slot again",
+			append(fields, zap.Duration("age", now().Sub(r.At).Round(time.Second)), zap.Duration("max_age", maxAge))...)
+		h.done(ctx, r, fields)
+		return
+	}
 	err := h.Runner.Trigger(ctx, r.Job, r.At)
 	switch {
 	case errors.Is(err, jobs.ErrNotLeading):
@@ -140,6 +151,14 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 		return
 	}
 	h.done(ctx, r, fields)
+}
+
+// maxAge is the job's history.max_age, 0 for none.
+func (h *Handler) maxAge(job string) time.Duration {
+	if h.MaxAge == nil {
+		return 0
+	}
+	return h.MaxAge(job)
 }
 
 // done removes r from the control state: it was taken, or is dropped.

@@ -204,3 +204,43 @@ func TestHandle_DropsARequestFarAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestHandle_DropsARequestOlderThanTheHistory: a request for a slot older than its job's
+// history.max_age is removed without a run: the retention prunes that slot's run, so the request
+// written again (a key put twice, an etcd snapshot restored) would run the slot a second time. A
+// job without an age limit, or a slot within it, runs.
+func TestHandle_DropsARequestOlderThanTheHistory(t *testing.T) {
+	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	const maxAge = 24 * time.Hour
+	for _, c := range []struct {
+		name   string
+		at     time.Time
+		maxAge time.Duration
+		taken  bool
+	}{
+		{"WithinMaxAge", now.Add(-maxAge + time.Minute), maxAge, true},
+		{"OlderThanMaxAge", now.Add(-maxAge - time.Second), maxAge, false},
+		{"Year2020", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), maxAge, false},
+		{"NoAgeLimit", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := request("x")
+			r.At = c.at
+			reqs := &requests{reqs: []control.Request{r}, done: make(chan string, 1)}
+			run := &runner{}
+			var asked []string
+			h := &Handler{Runner: run, Requests: reqs, Log: zap.NewNop(), Now: func() time.Time { return now },
+				MaxAge: func(job string) time.Duration { asked = append(asked, job); return c.maxAge }}
+			h.Handle(context.Background(), r)
+			if left, _ := reqs.Requests(context.Background()); len(left) != 0 {
+				t.Fatalf("requests left %v, want it removed", left)
+			}
+			if ran := len(run.triggers) == 1; ran != c.taken {
+				t.Fatalf("handed to the runner: %v, want %v", ran, c.taken)
+			}
+			if len(asked) != 1 || asked[0] != "x" {
+				t.Fatalf("MaxAge asked for %v, want [x]", asked)
+			}
+		})
+	}
+}

@@ -80,6 +80,9 @@ type pgStatements struct {
 
 	checkAll, raise, fences, fencesAll, reset string
 	held                                      string // see heldSQL
+	// enterAll takes the shared locks of the fences of $1 (with the key prefix $2), as a writer
+	// does, in the array's order: a raise ends with it (Raise).
+	enterAll string
 	ledgerStatements
 }
 
@@ -164,13 +167,15 @@ func pgSQL(schema string) pgStatements {
 		lockKey:    schema + ".job_fence:",
 		gate: r.Replace(`SELECT 1 OPERATOR(pg_catalog./) (token OPERATOR(pg_catalog.=) $2)::int
 			FROM {s}.job_fence WHERE job OPERATOR(pg_catalog.=) $1`),
-		verify:           r.Replace(`SELECT {s}.fence_verify($1, $2)`),
-		checkAll:         r.Replace(`SELECT {s}.fence_check_all($1::text[], $2)`),
-		raise:            r.Replace(`SELECT fenced_job, fence FROM {s}.fence_raise($1::text[], $2)`),
-		fences:           r.Replace(`SELECT job, token FROM {s}.job_fence WHERE job = ANY($1::text[])`),
-		fencesAll:        r.Replace(`SELECT job, token FROM {s}.job_fence`),
-		reset:            r.Replace(`SELECT {s}.fence_admin_reset($1)`),
-		held:             r.Replace(heldSQL),
+		verify:    r.Replace(`SELECT {s}.fence_verify($1, $2)`),
+		checkAll:  r.Replace(`SELECT {s}.fence_check_all($1::text[], $2)`),
+		raise:     r.Replace(`SELECT fenced_job, fence FROM {s}.fence_raise($1::text[], $2)`),
+		fences:    r.Replace(`SELECT job, token FROM {s}.job_fence WHERE job = ANY($1::text[])`),
+		fencesAll: r.Replace(`SELECT job, token FROM {s}.job_fence`),
+		reset:     r.Replace(`SELECT {s}.fence_admin_reset($1)`),
+		held:      r.Replace(heldSQL),
+		enterAll: `SELECT pg_catalog.pg_advisory_xact_lock_shared(pg_catalog.hashtextextended($2 OPERATOR(pg_catalog.||) j, 0))
+			FROM pg_catalog.unnest($1::text[]) AS j`,
 		ledgerStatements: pgLedgerSQL(r),
 	}
 }
@@ -289,6 +294,13 @@ func (p *Backend) fencedOnce(ctx context.Context, job string, token int64, fn fu
 
 // Raise runs fence_raise under the raise timeout and commits only if every
 // fence now equals token.
+//
+// A fence already at token is not locked by fence_raise, so another session
+// holding its lock exclusively (the advisory lock functions are PUBLIC) would
+// go unseen, and every write of the term would then wait for it. So the raise
+// ends by taking each fence's shared lock, as a writer does, under the same
+// timeout: a raise succeeds only if the term can enter every fence. jobs come
+// sorted (RaiseAll), the order in which the locks are taken.
 func (p *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -305,6 +317,7 @@ func (p *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[st
 		})
 		return err
 	})
+	b.Queue(p.q.enterAll, jobs, p.q.lockKey)
 	br := p.pool.SendBatch(ctx, b)
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }()

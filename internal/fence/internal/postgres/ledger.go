@@ -156,13 +156,19 @@ func (p *Backend) fencedBatch(ctx context.Context, jobs []string, token int64, q
 	tx := br.Tx()
 	defer func() { _ = tx.Rollback(ctx) }() // returns the connection
 	if err := br.Close(); err != nil {
+		raw := err
 		err = pgFenceErr(token, err)
 		if errors.Is(err, verdict.ErrRaiseTimeout) {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.writeLockTimeout())
 			held, lerr := p.locked(lctx, jobs)
 			cancel()
-			if lerr == nil && len(held) > 0 {
+			switch {
+			case lerr == nil && len(held) > 0:
 				return verdict.Held(held[0], err)
+			case lerr == nil:
+				// No fence is held: the write waited for another lock, not for an older writer.
+				return fmt.Errorf("ledger write waited more than %s for a lock that is no fence's (a table or row of the store locked by another session?): %w",
+					p.writeLockTimeout(), raw)
 			}
 		}
 		return err

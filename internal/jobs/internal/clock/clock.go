@@ -7,6 +7,9 @@ import "time"
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
+	// TimerAt returns a timer that fires at at: never before it, and as soon after it as the
+	// clock allows. The runner waits for its slots with it.
+	TimerAt(at time.Time) Timer
 	// AfterFunc calls f in its own goroutine after d, unless the timer is stopped first.
 	AfterFunc(d time.Duration, f func()) Timer
 }
@@ -25,6 +28,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer returns a time.Timer.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// TimerAt returns a timer that fires at at, without the lateness of a time.Timer (precise.go).
+func (Real) TimerAt(at time.Time) Timer { return newPreciseTimer(at, precision) }
 
 // AfterFunc returns time.AfterFunc(d, f).
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return realTimer{time.AfterFunc(d, f)} }

@@ -35,6 +35,9 @@ func (c *Fake) Now() time.Time {
 // NewTimer returns a timer that fires when the clock is advanced by d; at once if d <= 0.
 func (c *Fake) NewTimer(d time.Duration) Timer { return c.newTimer(d, nil) }
 
+// TimerAt returns a timer that fires when the clock is advanced to at; at once if it is there.
+func (c *Fake) TimerAt(at time.Time) Timer { return c.newTimer(at.Sub(c.Now()), nil) }
+
 // AfterFunc calls f in its own goroutine when the clock is advanced by d; at once if d <= 0.
 func (c *Fake) AfterFunc(d time.Duration, f func()) Timer { return c.newTimer(d, f) }
 

@@ -54,34 +54,58 @@ func completions(jobs ...string) []scheduler.Completion {
 func TestComplete(t *testing.T) {
 	errDown := errors.New("store down")
 	fenced := &scheduler.FenceError{Job: "b", Token: 7, Fence: 9}
+	// heldIf fails a batch holding a run of job as a write that gave up waiting for its fence.
+	heldIf := func(job string) func([]scheduler.Completion) ([]scheduler.Result, error) {
+		return func(cs []scheduler.Completion) ([]scheduler.Result, error) {
+			for _, c := range cs {
+				if c.Job == job {
+					return nil, &scheduler.HeldError{Job: job, Err: errDown}
+				}
+			}
+			return allWritten(cs), nil
+		}
+	}
+	xHeld := func(job string) bool { return job == "x" }
 	for _, tc := range []struct {
 		name        string
 		cs          []scheduler.Completion
 		ledger      *fakeLedger
+		heldBack    func(string) bool
 		want        []error // errors.Is targets; nil: written
 		wantSingles int
 		wantBatches []int
 	}{
-		{"OneAlone", completions("a"), &fakeLedger{}, []error{nil}, 1, nil},
-		{"OneAloneFails", completions("a"), &fakeLedger{one: map[string]error{"a": errDown}}, []error{errDown}, 1, nil},
-		{"Batch", completions("a", "b", "c"), &fakeLedger{}, []error{nil, nil, nil}, 0, []int{3}},
-		{"BatchFails", completions("a", "b"), &fakeLedger{many: func([]scheduler.Completion) ([]scheduler.Result, error) { return nil, errDown }},
+		{"OneAlone", completions("a"), &fakeLedger{}, nil, []error{nil}, 1, nil},
+		{"OneAloneFails", completions("a"), &fakeLedger{one: map[string]error{"a": errDown}}, nil, []error{errDown}, 1, nil},
+		{"Batch", completions("a", "b", "c"), &fakeLedger{}, nil, []error{nil, nil, nil}, 0, []int{3}},
+		{"BatchFails", completions("a", "b"), &fakeLedger{many: func([]scheduler.Completion) ([]scheduler.Result, error) { return nil, errDown }}, nil,
 			[]error{errDown, errDown}, 0, []int{2}},
 		{"BatchRefusedRetriedOneByOne", completions("a", "b"), &fakeLedger{
 			many: func([]scheduler.Completion) ([]scheduler.Result, error) { return nil, fmt.Errorf("batch: %w", fenced) },
-			one:  map[string]error{"b": fenced}},
+			one:  map[string]error{"b": fenced}}, nil,
 			[]error{nil, scheduler.ErrFenced}, 2, []int{2}},
 		{"NotRunning", completions("a", "b"), &fakeLedger{many: func(cs []scheduler.Completion) ([]scheduler.Result, error) {
 			out := allWritten(cs)
 			out[1].Written = false
 			return out, nil
-		}}, []error{nil, scheduler.ErrNotRunning}, 0, []int{2}},
-		{"WrongCount", completions("a", "b"), &fakeLedger{many: func(cs []scheduler.Completion) ([]scheduler.Result, error) { return allWritten(cs[:1]), nil }},
+		}}, nil, []error{nil, scheduler.ErrNotRunning}, 0, []int{2}},
+		{"WrongCount", completions("a", "b"), &fakeLedger{many: func(cs []scheduler.Completion) ([]scheduler.Result, error) { return allWritten(cs[:1]), nil }}, nil,
 			[]error{errAny, errAny}, 0, []int{2}},
-		{"PastMaxBatch", completions(make([]string, MaxBatch+1)...), &fakeLedger{}, make([]error, MaxBatch+1), 0, []int{MaxBatch, 1}},
+		{"PastMaxBatch", completions(make([]string, MaxBatch+1)...), &fakeLedger{}, nil, make([]error, MaxBatch+1), 0, []int{MaxBatch, 1}},
+		// A batch that gave up waiting for x's fence is written again without x's runs, at
+		// once: the other jobs' runs do not wait for x's retry, nor for its fence again.
+		{"BatchHeldForOneJob", completions("a", "x", "b", "x"), &fakeLedger{many: heldIf("x")}, nil,
+			[]error{nil, scheduler.ErrFenceHeld, nil, scheduler.ErrFenceHeld}, 0, []int{4, 2}},
+		{"BatchHeldForItsOnlyJob", completions("x", "x"), &fakeLedger{many: heldIf("x")}, nil,
+			[]error{scheduler.ErrFenceHeld, scheduler.ErrFenceHeld}, 0, []int{2}},
+		// The runs of a job held back are not written at all: the write would wait for its fence.
+		{"HeldBackNotWritten", completions("a", "x", "b"), &fakeLedger{many: heldIf("x")}, xHeld,
+			[]error{nil, scheduler.ErrFenceHeld, nil}, 0, []int{2}},
+		{"HeldBackAlone", completions("x"), &fakeLedger{one: map[string]error{"x": errDown}}, xHeld,
+			[]error{scheduler.ErrFenceHeld}, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := Complete(context.Background(), tc.ledger, 7, tc.cs)
+			errs := Complete(context.Background(), tc.ledger, 7, tc.cs, tc.heldBack)
 			if len(errs) != len(tc.cs) {
 				t.Fatalf("%d errors for %d completions", len(errs), len(tc.cs))
 			}

@@ -3,6 +3,7 @@ package outcomes
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,9 @@ const (
 	// MaxRetryDelay is the longest wait before the next write of outcomes whose write failed.
 	MaxRetryDelay = 5 * time.Second
 )
+
+// HeldBackRetry is the wait before the next write of an outcome held back (ErrHeldBack).
+const HeldBackRetry = time.Second
 
 // MaxBatch bounds the outcomes written by one Sink.Write.
 const MaxBatch = 1000
@@ -196,10 +200,12 @@ func (w *Writer[T]) write(batch []entry[T]) {
 	}
 	done := make([]T, 0, len(batch))
 	doneErrs := make([]error, 0, len(batch))
-	failed := false
+	failed, heldBack := false, false
 	for i, e := range batch {
 		if err := errs[i]; Retryable(err) && !stopped {
-			failed = true
+			// An outcome held back is not a failed write: it waits, unreported, for its job.
+			heldBack = heldBack || errors.Is(err, ErrHeldBack)
+			failed = failed || !errors.Is(err, ErrHeldBack)
 			e.err = err
 			w.retry = append(w.retry, e)
 			continue
@@ -207,13 +213,18 @@ func (w *Writer[T]) write(batch []entry[T]) {
 		done = append(done, e.out)
 		doneErrs = append(doneErrs, errs[i])
 	}
-	if failed {
+	switch {
+	case failed:
 		w.failures++
 		wait := Backoff(w.failures)
 		w.retryAt = w.clock.Now().Add(wait)
-		w.sink.Retrying(w.retry[0].out, len(w.retry), w.failures, wait, w.retry[0].err)
-	} else if !stopped {
+		first := w.retry[slices.IndexFunc(w.retry, func(e entry[T]) bool { return !errors.Is(e.err, ErrHeldBack) })]
+		w.sink.Retrying(first.out, len(w.retry), w.failures, wait, first.err)
+	case !stopped:
 		w.failures = 0
+		if heldBack {
+			w.retryAt = w.clock.Now().Add(HeldBackRetry)
+		}
 	}
 	if len(done) > 0 {
 		w.sink.Done(done, doneErrs)

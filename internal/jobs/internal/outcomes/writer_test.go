@@ -170,6 +170,35 @@ func TestWriter_RetriesAfterBackoff(t *testing.T) {
 	}
 }
 
+// TestWriter_HeldBackWaitsQuietly: an outcome of a job held back (ErrHeldBack) is written again
+// every HeldBackRetry, without being reported as a failed write and without growing the backoff
+// of the outcomes that failed; once its job runs again it is written and done.
+func TestWriter_HeldBackWaitsQuietly(t *testing.T) {
+	clk := clock.NewFake(t0)
+	heldBack := &scheduler.HeldError{Job: "x", Err: ErrHeldBack}
+	s := newFakeSink(failing(3, heldBack))
+	w := New[int](clk, s)
+	start(t, w)
+	w.Add(7)
+	for i := range 3 {
+		testenv.Eventually(t, 10*time.Second, time.Millisecond, "a retry armed", func() bool { return s.writeCount() == i+1 && clk.Pending() == 1 })
+		select {
+		case d := <-s.done:
+			t.Fatalf("done %+v while held back, want it kept", d)
+		default:
+		}
+		clk.Advance(HeldBackRetry)
+	}
+	if d := waitDone(t, s); len(d.outs) != 1 || d.outs[0] != 7 || d.errs[0] != nil {
+		t.Fatalf("done %+v, want 7 written", d)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.retrying) != 0 {
+		t.Fatalf("held back reported as failed writes %v, want none", s.retrying)
+	}
+}
+
 // TestWriter_NotRetryable: an outcome refused by the fence, or whose run is finished already, is
 // done at once with its error, never written again.
 func TestWriter_NotRetryable(t *testing.T) {

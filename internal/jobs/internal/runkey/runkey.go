@@ -60,6 +60,18 @@ func (s *Starts) Add(r scheduler.Run) { s.runs = append(s.runs, StartedOf(r)) }
 // Runs are the runs added since the last Reset, in order; valid until the next Add or Reset.
 func (s *Starts) Runs() []Started { return s.runs }
 
+// ClaimedAhead are the runs among started that were claimed ahead and not started before (attempt
+// 0): those whose start is to be recorded.
+func ClaimedAhead(started []Started) []scheduler.RunRef {
+	var refs []scheduler.RunRef
+	for _, r := range started {
+		if r.Attempt == 0 {
+			refs = append(refs, scheduler.RunRef{RunID: r.RunID, Job: r.Job})
+		}
+	}
+	return refs
+}
+
 // Reset forgets the runs added.
 func (s *Starts) Reset() {
 	clear(s.runs)

@@ -1,6 +1,7 @@
 package runkey
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -31,5 +32,20 @@ func TestStarts_Reset(t *testing.T) {
 	s.Reset()
 	if cap(s.Runs()) != 0 {
 		t.Fatalf("after a herd of %d runs cap=%d, want the buffer let go", maxKept+1, cap(s.Runs()))
+	}
+}
+
+// TestClaimedAhead: of the runs started, those claimed ahead (attempt 0) are the ones whose start
+// is recorded, in order.
+func TestClaimedAhead(t *testing.T) {
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	got := ClaimedAhead([]Started{{RunID: 1, Job: "a", Slot: at}, {RunID: 2, Job: "b", Slot: at, Attempt: 1},
+		{RunID: 3, Job: "c", Slot: at, Attempt: 0}, {RunID: 4, Job: "d", Slot: at, Attempt: 2}})
+	want := []scheduler.RunRef{{RunID: 1, Job: "a"}, {RunID: 3, Job: "c"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ClaimedAhead = %v, want %v", got, want)
+	}
+	if got := ClaimedAhead(nil); got != nil {
+		t.Fatalf("ClaimedAhead(nil) = %v, want none", got)
 	}
 }

@@ -35,6 +35,10 @@ var coreTags = map[string]bool{
 // for a file that sets nothing, which the caller refuses (Empty) beside whatever else
 // it finds.
 func Parse(data []byte) (any, []string) {
+	if n := roughNodes(data); n > MaxNodes {
+		return nil, []string{fmt.Sprintf("the file holds about %d values, more than %d: a table of the most jobs a configuration may hold "+
+			"needs far fewer, and parsing it would take gigabytes (a file generated wrong, or a runaway list)", n, MaxNodes)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -64,6 +68,25 @@ func Parse(data []byte) (any, []string) {
 		return nil, []string{yamlMessage(err)}
 	}
 	return doc, nil
+}
+
+// MaxNodes bounds the values (mappings, lists, keys and scalars) of a configuration file. Its byte
+// limit does not bound the parse's memory: a parser's tree costs a few hundred bytes per value,
+// and a dense file (`[1,1,1,...]`) holds a value every two bytes. A table of the most jobs a
+// configuration may hold, each with its usual keys, holds a small part of this.
+const MaxNodes = 3_000_000
+
+// roughNodes counts, from above, the values of a YAML text without parsing it: every line and
+// every separator of a flow list or mapping may begin one.
+func roughNodes(data []byte) int {
+	n := 0
+	for _, c := range data {
+		switch c {
+		case '\n', ',', '[', '{', ':':
+			n++
+		}
+	}
+	return n
 }
 
 // emptyNode reports whether a document sets nothing: no content, or a null alone, such as a

@@ -1,4 +1,7 @@
-package main
+// Package outboxmetrics is the outbox's metrics: the dispatcher's attempts by kind and result,
+// counted by the replica that made them, and the messages waiting and the oldest one's age, read
+// from the store at each scrape on every replica (the outbox is the cluster's, not the leader's).
+package outboxmetrics
 
 import (
 	"context"
@@ -11,18 +14,17 @@ import (
 	"scheduler/internal/fence"
 )
 
-// outboxStatser reads the outbox's summary; the store implements it.
-type outboxStatser interface {
+// Stats reads the outbox's summary; the store implements it.
+type Stats interface {
 	OutboxStats(ctx context.Context) (fence.OutboxStats, error)
 }
 
 // outboxStatsTimeout bounds the read of the outbox's summary at a scrape.
 const outboxStatsTimeout = 2 * time.Second
 
-// registerOutboxMetrics registers the outbox's metrics on reg and returns the dispatcher's
-// observer of each attempt; now is the clock the oldest message's age is taken by. The pending and oldest-pending gauges are read from the store at
-// each scrape, on every replica: the outbox is the cluster's, not the leader's.
-func registerOutboxMetrics(reg prometheus.Registerer, store outboxStatser, lg *zap.Logger, now func() time.Time) func(scheduler.Message, scheduler.Delivery) {
+// Register registers the outbox's metrics on reg and returns the dispatcher's observer of each
+// attempt; now is the clock the oldest message's age is taken by.
+func Register(reg prometheus.Registerer, store Stats, lg *zap.Logger, now func() time.Time) func(scheduler.Message, scheduler.Delivery) {
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scheduler_outbox_deliveries_total",
 		Help: "Delivery attempts of outbox messages by this replica's dispatcher, by kind (email, webhook) and result (delivered, retry, dead).",
@@ -45,7 +47,7 @@ func registerOutboxMetrics(reg prometheus.Registerer, store outboxStatser, lg *z
 
 // outboxCollector reads the outbox's summary at each scrape.
 type outboxCollector struct {
-	store           outboxStatser
+	store           Stats
 	lg              *zap.Logger
 	now             func() time.Time
 	pending, oldest *prometheus.Desc

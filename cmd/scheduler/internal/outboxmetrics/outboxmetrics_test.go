@@ -1,4 +1,4 @@
-package main
+package outboxmetrics
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"scheduler/internal/fence"
 )
 
-// statsFunc is an outboxStatser of a function.
+// statsFunc is a Stats of a function.
 type statsFunc func(context.Context) (fence.OutboxStats, error)
 
 func (f statsFunc) OutboxStats(ctx context.Context) (fence.OutboxStats, error) { return f(ctx) }
@@ -26,7 +26,7 @@ func TestOutboxMetrics(t *testing.T) {
 	var st fence.OutboxStats
 	var err error
 	reg := prometheus.NewRegistry()
-	observe := registerOutboxMetrics(reg, statsFunc(func(context.Context) (fence.OutboxStats, error) { return st, err }),
+	observe := Register(reg, statsFunc(func(context.Context) (fence.OutboxStats, error) { return st, err }),
 		zaptest.NewLogger(t), func() time.Time { return now })
 	gauges := func() map[string]float64 {
 		mfs, gerr := reg.Gather()

@@ -1,4 +1,10 @@
-package config
+// Package keycheck refuses the keys of a parsed configuration document that would read
+// differently from one load to the next. Keys are read regardless of case, as viper reads them:
+// `Schedule:` is `schedule:`. Two keys of one mapping that differ only in case would be one key to
+// viper, which keeps whichever it happens to merge last (a different one from one read to the
+// next), so they are refused. A key never holds a dot: viper would read `store.schema` as a path
+// into `store`, and a job's `history.max_age` would reach no setting at all.
+package keycheck
 
 import (
 	"fmt"
@@ -6,35 +12,37 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-)
 
-// Keys are read regardless of case, as viper reads them: `Schedule:` is `schedule:`. Two keys of
-// one mapping that differ only in case would be one key to viper, which keeps whichever it
-// happens to merge last (a different one from one read to the next), so they are refused. A key
-// never holds a dot: viper would read `store.schema` as a path into `store`, and a job's
-// `history.max_age` would reach no setting at all.
+	"scheduler/cmd/scheduler/internal/config/internal/keypath"
+)
 
 // jobPathRE matches the key path of a job, whose env and headers mappings hold names rather
 // than keys.
 var jobPathRE = regexp.MustCompile(`^jobs\[\d+\]$`)
 
-// keyProblems are what checkKeys finds in a document. Each key it reports is removed from the
-// document, so that the rest decodes the same on every read, as if the key were not there.
-type keyProblems struct {
-	// list holds a problem per key that differs only in case from another of its mapping, and
-	// per key that holds a dot.
-	list []Problem
-	// twins are the key paths, lower-case, of the keys that differed only in case: what is
-	// missing under them is missing because they were removed.
-	twins []string
+// Problem is one refused key: its key path, lower-case, and why.
+type Problem struct {
+	Key string
+	Msg string
 }
 
-// checkKeys walks doc, the file as parsed, and reports, removing them from doc, the keys that
-// differ only in case from another key of their mapping and the keys that hold a dot. The names
-// of an env mapping (of defaults or of a job) are variables, case-sensitive, which
-// restoreEnvCase checks; an env mapping's and a headers mapping's names may hold a dot.
-func checkKeys(doc map[string]any) keyProblems {
-	var kp keyProblems
+// Result is what Check finds in a document. Each key it reports is removed from the document,
+// so that the rest decodes the same on every read, as if the key were not there.
+type Result struct {
+	// Problems holds a problem per key that differs only in case from another of its mapping,
+	// and per key that holds a dot, in the order of their key paths.
+	Problems []Problem
+	// Twins are the key paths, lower-case, of the keys that differed only in case: what is
+	// missing under them is missing because they were removed.
+	Twins []string
+}
+
+// Check walks doc, the file as parsed, and reports, removing them from doc, the keys that differ
+// only in case from another key of their mapping and the keys that hold a dot. The names of an
+// env mapping (of defaults or of a job) are variables, case-sensitive, which the caller checks;
+// an env mapping's and a headers mapping's names may hold a dot.
+func Check(doc map[string]any) Result {
+	var kp Result
 	var walk func(path string, v any, names string) any
 	walk = func(path string, v any, names string) any {
 		switch t := v.(type) {
@@ -55,11 +63,11 @@ func checkKeys(doc map[string]any) keyProblems {
 					// Variable names: case-sensitive (restoreEnvCase checks them), and a dot in
 					// one is the variable's own.
 				case job && lower == "headers":
-					t[k] = walk(joinKey(path, lower), e, lower)
+					t[k] = walk(keypath.Join(path, lower), e, lower)
 				default:
 					switch e.(type) {
 					case map[string]any, map[any]any, []any:
-						t[k] = walk(joinKey(path, lower), e, "")
+						t[k] = walk(keypath.Join(path, lower), e, "")
 					}
 				}
 			}
@@ -69,13 +77,13 @@ func checkKeys(doc map[string]any) keyProblems {
 	walk("", doc, "")
 	// The walk takes each mapping's keys in no order: the problems come out in the order of
 	// their keys, the same on every read.
-	slices.SortStableFunc(kp.list, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(kp.Problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
 	return kp
 }
 
 // stringKeys is m with each key as fmt prints it, as viper reads it. Two keys that print alike
 // (1 and "1") are reported, and left out.
-func (kp *keyProblems) stringKeys(path string, m map[any]any) map[string]any {
+func (kp *Result) stringKeys(path string, m map[any]any) map[string]any {
 	out := make(map[string]any, len(m))
 	twice := map[string]bool{}
 	for k, v := range m {
@@ -87,8 +95,8 @@ func (kp *keyProblems) stringKeys(path string, m map[any]any) map[string]any {
 	}
 	for _, s := range slices.Sorted(maps.Keys(twice)) {
 		delete(out, s)
-		kp.twins = append(kp.twins, joinKey(path, strings.ToLower(s)))
-		kp.list = append(kp.list, Problem{Key: joinKey(path, strings.ToLower(s)),
+		kp.Twins = append(kp.Twins, keypath.Join(path, strings.ToLower(s)))
+		kp.Problems = append(kp.Problems, Problem{Key: keypath.Join(path, strings.ToLower(s)),
 			Msg: fmt.Sprintf("%q is set twice, as a string and as another value that reads the same; keep one of them", s)})
 	}
 	return out
@@ -96,7 +104,7 @@ func (kp *keyProblems) stringKeys(path string, m map[any]any) map[string]any {
 
 // mapping checks the keys of the mapping m at path; names is "headers" when they are the
 // header names of an http job.
-func (kp *keyProblems) mapping(path string, m map[string]any, names string) {
+func (kp *Result) mapping(path string, m map[string]any, names string) {
 	for k := range m {
 		if strings.ToLower(k) != k { // else every key is in lower case, and none has a twin
 			kp.twinKeys(path, m, names)
@@ -115,13 +123,13 @@ func (kp *keyProblems) mapping(path string, m map[string]any, names string) {
 	slices.Sort(dotted)
 	for _, k := range dotted {
 		delete(m, k)
-		kp.list = append(kp.list, Problem{Key: joinKey(path, strings.ToLower(k)),
+		kp.Problems = append(kp.Problems, Problem{Key: keypath.Join(path, strings.ToLower(k)),
 			Msg: fmt.Sprintf("%q is one key, not a path, and no key holds a dot: write %s", k, nested(k))})
 	}
 }
 
 // twinKeys reports and removes the keys of m, at path, that differ only in case from another.
-func (kp *keyProblems) twinKeys(path string, m map[string]any, names string) {
+func (kp *Result) twinKeys(path string, m map[string]any, names string) {
 	byLower := map[string][]string{}
 	for k := range m {
 		lower := strings.ToLower(k)
@@ -140,8 +148,8 @@ func (kp *keyProblems) twinKeys(path string, m map[string]any, names string) {
 		for _, k := range spelled {
 			delete(m, k)
 		}
-		kp.twins = append(kp.twins, joinKey(path, lower))
-		kp.list = append(kp.list, Problem{Key: joinKey(path, lower),
+		kp.Twins = append(kp.Twins, keypath.Join(path, lower))
+		kp.Problems = append(kp.Problems, Problem{Key: keypath.Join(path, lower),
 			Msg: fmt.Sprintf("%s differ only in case: %s; keep one of them", quoteAll(spelled), why)})
 	}
 }
