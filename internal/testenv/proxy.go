@@ -36,8 +36,9 @@ var staleTail = max(len(staleCodes[0]), len(staleCodes[1])) - 1
 //     peer is gone.
 //   - Delay makes every byte arrive d after it was sent, in both directions
 //     (a latency, not a throughput limit: bytes sent together arrive
-//     together). DelayFrom does the same from the first chunk sent to the
-//     target that a test picks, so that a chosen write is in flight.
+//     together). DelayEach sets the two directions apart. DelayFrom does the
+//     same from the first chunk sent to the target that a test picks, so
+//     that a chosen write is in flight.
 //
 // Bytes the proxy has read are delivered even when their sender closed its
 // side meanwhile, the way a slow network delivers what was already sent.
@@ -52,7 +53,9 @@ type Proxy struct {
 	paused  bool
 	resumed chan struct{} // closed when a pause ends
 	cut     bool
-	delay   time.Duration
+	delay   time.Duration // to the target, and back unless back is set
+	back    time.Duration // from the target, when backSet
+	backSet bool
 	armed   *armedDelay // a DelayFrom waiting for its first chunk
 	delayed time.Time   // when the last DelayFrom began
 	conns   map[*proxyConn]struct{}
@@ -131,7 +134,16 @@ func (p *Proxy) Resume() {
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.delay, p.armed = d, nil
+	p.delay, p.backSet, p.armed = d, false, nil
+}
+
+// DelayEach makes every byte read from now on arrive later: toTarget on
+// its way to the target, back on its way from it. A round trip takes the
+// sum; what the target sends unasked (a watch event) takes back alone.
+func (p *Proxy) DelayEach(toTarget, back time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay, p.back, p.backSet, p.armed = toTarget, back, true, nil
 }
 
 // DelayFrom makes the first chunk sent to the target for which first returns
@@ -141,7 +153,7 @@ func (p *Proxy) Delay(d time.Duration) {
 func (p *Proxy) DelayFrom(d time.Duration, first func(chunk []byte) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.delayed = &armedDelay{d: d, first: first}, time.Time{}
+	p.armed, p.delayed, p.backSet = &armedDelay{d: d, first: first}, time.Time{}, false
 }
 
 // DelayedSince returns when the delay armed by DelayFrom began (its first
@@ -160,6 +172,9 @@ func (p *Proxy) dueAt(b []byte, toTarget bool) time.Time {
 	now := time.Now()
 	if a := p.armed; a != nil && toTarget && a.first(b) {
 		p.delay, p.armed, p.delayed = a.d, nil, now
+	}
+	if !toTarget && p.backSet {
+		return now.Add(p.back)
 	}
 	return now.Add(p.delay)
 }

@@ -191,6 +191,55 @@ func TestProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("DelayEachSetsTheDirectionsApart", func(t *testing.T) {
+		// The server notes the first message of each connection, in order, and echoes all.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("listen: %v", err)
+		}
+		reached := make(chan string, 2)
+		addr := Serve(t, ln, func(c net.Conn) {
+			b := make([]byte, 16)
+			n, err := c.Read(b)
+			if err != nil {
+				return
+			}
+			reached <- string(b[:n])
+			_, _ = c.Write(b[:n])
+			_, _ = io.Copy(c, c)
+		})
+		const d = 300 * time.Millisecond
+		out, back := MustProxy(t, addr), MustProxy(t, addr)
+		out.DelayEach(d, 0)
+		back.DelayEach(0, d)
+		co, cb := dial(t, out.Addr()), dial(t, back.Addr())
+		start := time.Now()
+		var wg sync.WaitGroup
+		for name, c := range map[string]net.Conn{"out": co, "back": cb} {
+			wg.Go(func() {
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if _, err := c.Write([]byte(name)); err != nil {
+					t.Errorf("%s write: %v", name, err)
+				}
+				if _, err := bufio.NewReader(c).ReadByte(); err != nil {
+					t.Errorf("%s read: %v", name, err)
+				}
+			})
+		}
+		// Only the way there of "out" is slow: "back" reaches the server first.
+		if first := <-reached; first != "back" {
+			t.Fatalf("%q reached the server first, want back (its way there is not delayed)", first)
+		}
+		wg.Wait()
+		// Each round trip took its one delay: a lower bound, not a timing guess.
+		if got := time.Since(start); got < d {
+			t.Fatalf("round trips took %v, want >= %v", got, d)
+		}
+		// Delay puts both directions back together.
+		back.Delay(0)
+		roundTrip(t, cb, "undelayed")
+	})
+
 	t.Run("DelayFromStartsAtTheChosenChunk", func(t *testing.T) {
 		p, c := dialProxy(t, target)
 		const d = 200 * time.Millisecond
