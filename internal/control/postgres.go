@@ -84,7 +84,8 @@ func (s *Postgres) Resume(ctx context.Context, job string) (resumed bool, err er
 	return tag.RowsAffected() > 0, nil
 }
 
-// Paused returns the paused jobs by name.
+// Paused returns the paused jobs by name, each record's by clipped as the etcd store's is: a
+// row written by hand is shown on every refresh of the console and status.
 func (s *Postgres) Paused(ctx context.Context) (map[string]PauseInfo, error) {
 	rows, err := s.pool.Query(ctx, s.q.paused)
 	if err != nil {
@@ -96,7 +97,7 @@ func (s *Postgres) Paused(ctx context.Context) (map[string]PauseInfo, error) {
 		pi  PauseInfo
 	)
 	_, err = pgx.ForEachRow(rows, []any{&job, &pi.By, &pi.At}, func() error {
-		out[job] = PauseInfo{By: pi.By, At: pi.At.UTC()}
+		out[job] = PauseInfo{By: clipField(pi.By), At: pi.At.UTC()}
 		return nil
 	})
 	if err != nil {
@@ -124,7 +125,7 @@ func (s *Postgres) Trigger(ctx context.Context, job, by string, at time.Time) (R
 // pgRequest is a request as read from control_trigger; its Key names the row.
 func pgRequest(job string, at time.Time, by string) Request {
 	at = at.UTC()
-	return Request{Job: job, At: at, By: by, Key: job + "/" + at.Format(triggerLayout)}
+	return Request{Job: job, At: at, By: clipField(by), Key: job + "/" + at.Format(triggerLayout)}
 }
 
 // Requests returns the pending requests, oldest first, leaving out rows that no Trigger writes.

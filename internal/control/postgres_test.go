@@ -8,6 +8,7 @@ import (
 	"testing"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -129,6 +130,45 @@ func TestPostgres(t *testing.T) {
 			return err == nil && len(rs) == 1 && rs[0] == r
 		})
 	})
+}
+
+// TestPostgres_ClipsHandWrittenBy: rows written into the control tables by hand (the store's
+// owner, a restored dump) with a huge or control-laden requester are read with it clipped, as
+// the etcd store's records are: the console, status and the leader's log show it.
+func TestPostgres_ClipsHandWrittenBy(t *testing.T) {
+	ctx, s, pool := pgStore(t)
+	huge := strings.Repeat("é", 1<<20)
+	if _, err := pool.Exec(ctx, `INSERT INTO `+pgSchema+`.control_paused (job, paused_by, paused_at) VALUES ('a', $1, now()), ('b', $2, now())`,
+		huge, "al\x1b[31mice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+pgSchema+`.control_trigger (job, slot, requested_by) VALUES ('a', now(), $1)`, huge); err != nil {
+		t.Fatal(err)
+	}
+	clipped := func(by string) bool {
+		return len(by) <= maxReplicaField+len("…") && utf8.ValidString(by) && strings.HasSuffix(by, "…")
+	}
+	paused, err := s.Paused(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := paused["a"].By; !clipped(by) {
+		t.Errorf("paused by %.40q… (%d bytes), want it clipped", by, len(by))
+	}
+	if by := paused["b"].By; by != "al[31mice" {
+		t.Errorf("paused by %q, want its control characters dropped", by)
+	}
+	rs, err := s.Requests(ctx)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("requests = %d, %v; want 1", len(rs), err)
+	}
+	if by := rs[0].By; !clipped(by) {
+		t.Errorf("requested by %.40q… (%d bytes), want it clipped", by, len(by))
+	}
+	// The key still names the row: Done removes it.
+	if err := s.Done(ctx, rs[0]); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestPostgres_Unreachable(t *testing.T) {

@@ -83,7 +83,8 @@ func (s *Store) Done(ctx context.Context, r Request) error {
 }
 
 // decodeRequest parses a request key and value. A value that does not
-// parse leaves By empty: the key alone makes the request.
+// parse leaves By empty: the key alone makes the request. By is clipped as
+// a pause record's is: the leader logs it with the run.
 func (s *Store) decodeRequest(kv *mvccpb.KeyValue) (Request, error) {
 	job, at, err := s.k.parseTrigger(string(kv.Key))
 	if err != nil {
@@ -93,7 +94,7 @@ func (s *Store) decodeRequest(kv *mvccpb.KeyValue) (Request, error) {
 	if json.Unmarshal(kv.Value, &rec) != nil {
 		rec = requestRecord{}
 	}
-	return Request{Job: job, At: at, By: rec.By, Key: string(kv.Key)}, nil
+	return Request{Job: job, At: at, By: clipField(rec.By), Key: string(kv.Key)}, nil
 }
 
 // sortRequests sorts rs oldest first.

@@ -1,10 +1,14 @@
 package control
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 func TestStore_Trigger(t *testing.T) {
@@ -98,4 +102,31 @@ func keysOf(rs []Request) []string {
 		ks[i] = r.Key
 	}
 	return ks
+}
+
+// TestDecodeRequest_ClipsBy: a trigger key written by hand with a huge or control-laden "by" is
+// read with it clipped as a pause record's is; the key still makes the request.
+func TestDecodeRequest_ClipsBy(t *testing.T) {
+	t.Parallel()
+	_, s := etcdStore(t, "/trigger/clip")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ name, by, want string }{
+		{"Short", "alice", "alice"},
+		{"Control", "al\x1b[31mice\x00", "al[31mice"},
+		{"Huge", strings.Repeat("é", 1<<20), strings.Repeat("é", maxReplicaField/2) + "…"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			value, err := json.Marshal(requestRecord{By: tc.by})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.decodeRequest(&mvccpb.KeyValue{Key: []byte(s.k.trigger("stock", at)), Value: value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.By != tc.want || r.Job != "stock" || !r.At.Equal(at) {
+				t.Fatalf("request = %q at %v by %.40q (%d bytes), want stock at %v by %.40q", r.Job, r.At, r.By, len(r.By), at, tc.want)
+			}
+		})
+	}
 }
