@@ -97,7 +97,7 @@ func New(cfg *config.Config, deps Deps) (Coordinator, View, error) {
 		return nil, nil, err
 	}
 	if cv, ok := v.(countedView); ok {
-		cv.node, cv.leading, cv.self = cfg.Node, b.Leading, &atomic.Pointer[string]{}
+		cv.node, cv.leading, cv.self, cv.ttl = cfg.Node, b.Leading, &atomic.Pointer[string]{}, cfg.Election.TTL
 		v = cv
 	}
 	g := &storeGate{backend: b, own: deps.Store, node: cfg.Node, every: cfg.Election.TTL,
@@ -300,10 +300,12 @@ type countedView struct {
 	lg       *zap.Logger
 	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
 	// node and leading are this replica's, to judge a hold in its name that is not its own; the
-	// judgement, once two in a row agree, is kept in self for the replica's status (Problems).
+	// judgement, once the hold has outlived what this replica's last process could leave behind
+	// (selfHold, ttl), is kept in self for the replica's status (Problems).
 	node    string
 	leading func() (scheduler.Term, bool)
 	self    *atomic.Pointer[string]
+	ttl     time.Duration
 }
 
 // countEvery is how often a countedView reads its view, and judgeEvery how often it reads the
@@ -336,8 +338,8 @@ func (v countedView) Run(ctx context.Context) error {
 			logged   []string
 			outsider string // the leader's judgement, once two in a row agree
 			previous string // the last judgement of the leader
-			prevSelf string // the last judgement of a hold in this replica's name
 			judged   time.Time
+			hold     = selfHold{ttl: v.ttl}
 		)
 		t := time.NewTicker(countEvery)
 		defer t.Stop()
@@ -362,12 +364,8 @@ func (v countedView) Run(ctx context.Context) error {
 					outsider = j
 				}
 				judged, previous = time.Now(), j
-				// Two in a row: a replica that has just won knows it a moment after its key leads.
-				cur, self := impersonated(l, ok, v.node, v.leading), ""
-				if cur == prevSelf {
-					self, outsider = cur, cmp.Or(cur, outsider)
-				}
-				if prevSelf = cur; v.self != nil {
+				self := hold.judge(judged, impersonated(l, ok, v.node, v.leading), l.Token)
+				if outsider = cmp.Or(self, outsider); v.self != nil {
 					v.self.Store(&self)
 				}
 			}

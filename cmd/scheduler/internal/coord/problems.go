@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
@@ -54,6 +55,38 @@ func impersonated(l Seen, ok bool, node string, leading func() (scheduler.Term, 
 	return fmt.Sprintf("the election is held by %s (token %d) in this replica's name (%q), but this replica does not lead with "+
 		"that token: something outside the scheduler holds it, and no job runs while it does; end its hold with: %s",
 		l.Held, l.Token, logs.Escape(shown(node)), l.End)
+}
+
+// selfHold carries the judgement of a hold in this replica's name (impersonated) from one
+// reading to the next. A hold counts once it has outlived what a previous process of this
+// replica, killed and restarted, can leave behind: its lease ends at most the election's TTL
+// after its last renewal, which came before this process first saw the hold. Until then it may
+// be the replica's own, and a restart must not be reported as an outsider; two readings at
+// least, for a replica that has just won knows it a moment after its key leads.
+type selfHold struct {
+	ttl   time.Duration
+	token int64
+	since time.Time
+}
+
+// selfHoldSlack is what a backend may take past a lease's TTL to end it (etcd checks for expired
+// leases every half second).
+const selfHoldSlack = time.Second
+
+// judge returns problem, the judgement of the hold read at now with token, once the same hold
+// has been judged so for longer than the TTL; "" before, and when problem is "".
+func (h *selfHold) judge(now time.Time, problem string, token int64) string {
+	if problem == "" {
+		h.token, h.since = 0, time.Time{}
+		return ""
+	}
+	if h.since.IsZero() || token != h.token {
+		h.token, h.since = token, now
+	}
+	if now.Sub(h.since) <= h.ttl+selfHoldSlack {
+		return ""
+	}
+	return problem
 }
 
 // Problems returns, for the daemon's status, what keeps this replica's coordinator from working:

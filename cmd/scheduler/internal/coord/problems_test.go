@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"scheduler"
 	"scheduler/internal/status"
@@ -88,5 +89,42 @@ func TestProblems(t *testing.T) {
 	}
 	if got := Problems(c, etcdView{})(); len(got) != 0 {
 		t.Fatalf("problems of a view that judges nothing: %v", got)
+	}
+}
+
+// TestSelfHold: a hold in this replica's name counts only once it has outlived the election's
+// TTL (and the backend's slack) since this process first judged it so: a replica killed and
+// restarted within a long TTL finds its last process's key naming it, and that is no outsider.
+// A hold of another token starts the count again; a hold that ends clears it.
+func TestSelfHold(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const p = "held in this replica's name"
+	type step struct {
+		at      time.Duration
+		problem string
+		token   int64
+		want    bool // reported
+	}
+	for _, tc := range []struct {
+		name  string
+		ttl   time.Duration
+		steps []step
+	}{
+		{"ShortTTLSecondReading", 2 * time.Second, []step{{0, p, 7, false}, {5 * time.Second, p, 7, true}, {10 * time.Second, p, 7, true}}},
+		{"RestartWithinALongTTL", 15 * time.Second, []step{{0, p, 7, false}, {5 * time.Second, p, 7, false}, {10 * time.Second, p, 7, false}, {15 * time.Second, "", 0, false},
+			{20 * time.Second, "", 0, false}}},
+		{"OutlivesALongTTL", 15 * time.Second, []step{{0, p, 7, false}, {10 * time.Second, p, 7, false}, {15 * time.Second, p, 7, false}, {20 * time.Second, p, 7, true}}},
+		{"AnotherTokenStartsAgain", 2 * time.Second, []step{{0, p, 7, false}, {5 * time.Second, p, 9, false}, {10 * time.Second, p, 9, true}}},
+		{"EndedHoldClears", 2 * time.Second, []step{{0, p, 7, false}, {5 * time.Second, "", 0, false}, {10 * time.Second, p, 7, false}, {15 * time.Second, p, 7, true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := selfHold{ttl: tc.ttl}
+			for _, s := range tc.steps {
+				got := h.judge(t0.Add(s.at), s.problem, s.token)
+				if (got != "") != s.want {
+					t.Fatalf("at +%v (token %d): judged %q, want reported: %v", s.at, s.token, got, s.want)
+				}
+			}
+		})
 	}
 }
