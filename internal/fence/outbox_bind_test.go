@@ -37,6 +37,15 @@ func TestPostgres_OutboxEnqueueBindsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := connectAs(t, ctx, testenv.MustRole(t, dsn, "report_job", outboxRoleRecipe...))
+	// forged changes the secret's last hex digit, so that it never equals the real one (ending
+	// it in a fixed "00" did, once in 256 runs).
+	forged := func(secret string) string {
+		last := "0"
+		if secret[len(secret)-1] == '0' {
+			last = "1"
+		}
+		return secret[:len(secret)-1] + last
+	}
 
 	for _, c := range []struct {
 		name, secret, job, key string
@@ -47,7 +56,7 @@ func TestPostgres_OutboxEnqueueBindsTheRun(t *testing.T) {
 		{"another job's message without a secret", "", "nightly", "nightly.1"},
 		{"its own message without a secret", "", "report", "report.1"},
 		{"its own message with the secret of its finished run", finished, "report", "report.1"},
-		{"its own message with a forged secret", report[:len(report)-2] + "00", "report", "report.1"},
+		{"its own message with a forged secret", forged(report), "report", "report.1"},
 		{"its own message with another run's secret", "1" + report, "report", "report.1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
