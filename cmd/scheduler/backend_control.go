@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"scheduler"
 	"time"
 
 	"scheduler/cmd/scheduler/internal/config"
@@ -19,7 +20,7 @@ type controlState interface {
 	Trigger(ctx context.Context, job, by string, at time.Time) (control.Request, error)
 	Requests(ctx context.Context) ([]control.Request, error)
 	Done(ctx context.Context, r control.Request) error
-	Replicas(ctx context.Context) ([]control.Replica, error)
+	Replicas(ctx context.Context) ([]scheduler.Replica, error)
 }
 
 // controlWatch follows the operations state for the leader: *control.Watcher on etcd,

@@ -178,20 +178,10 @@ func TestDaemon_BackendHandWrittenState(t *testing.T) {
 			if _, body := httpGet(t, "http://"+addr+"/status"); !saysJSON(body) {
 				t.Fatalf("/status does not name the state and its remedy:\n%.1000s", body)
 			}
-			c.wait("an error line naming the remedy", func() bool {
-				for _, line := range strings.Split(r.logs.String(), "\n") {
-					if strings.Contains(line, `"level":"error"`) && strings.Contains(line, jsonText(hw.remedy)) {
-						return true
-					}
-				}
-				return false
-			})
+			c.waitErrorLine(r, "the remedy", jsonText(hw.remedy))
 			hw.undo(t, ctx, c, s)
 			if hw.foreign {
-				c.wait("a to lead again with a new token", func() bool {
-					doc := c.status()
-					return doc.Leader != nil && doc.Leader.Node == "a" && doc.Leader.Token > first.Token
-				})
+				c.waitLeadsAfter("a", first.Token)
 			}
 			c.wait("readyz to answer 200", func() bool {
 				code, _ := httpGet(t, "http://"+addr+"/readyz")

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"scheduler"
 	"scheduler/internal/testenv"
 )
@@ -26,16 +24,10 @@ func TestDaemon_FenceLockedMidTerm(t *testing.T) {
 	dsn := testenv.MustDatabase(t)
 	c := newBareCluster(t, dsn, blockJobs)
 	a := c.start("a")
-	c.wait("x and y running", func() bool {
-		return countStatus(c.history("x"), scheduler.StatusSucceeded) >= 1 && countStatus(c.history("y"), scheduler.StatusSucceeded) >= 1
-	})
+	c.waitXY(1)
 	term := c.status().Leader.Token
 
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := testenv.Connect(ctx, t, dsn)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('scheduler.job_fence:x', 0))`); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,14 @@ jobs:
     misfire: skip
 `
 
+// waitXY waits until blockJobs' jobs x and y have each succeeded n times.
+func (c *cluster) waitXY(n int) {
+	c.t.Helper()
+	c.wait(fmt.Sprintf("x and y to succeed %d times", n), func() bool {
+		return countStatus(c.history("x"), scheduler.StatusSucceeded) >= n && countStatus(c.history("y"), scheduler.StatusSucceeded) >= n
+	})
+}
+
 // newBareCluster is newCluster with only the given jobs.
 func newBareCluster(t *testing.T, dsn, jobs string) *cluster {
 	t.Helper()
@@ -189,9 +197,7 @@ func TestDaemon_FenceRaisedFromOutside(t *testing.T) {
 			defer cancel()
 			c, admin := setup(ctx, t)
 			c.start("a")
-			c.wait("x and y running", func() bool {
-				return countStatus(c.history("x"), scheduler.StatusSucceeded) >= 2 && countStatus(c.history("y"), scheduler.StatusSucceeded) >= 2
-			})
+			c.waitXY(2)
 			doc := c.status()
 			term := doc.Leader.Token
 			addr := c.leaderAddr(doc)
@@ -359,16 +365,10 @@ func TestDaemon_FenceHeldAtTakeover(t *testing.T) {
 	dsn := testenv.MustDatabase(t)
 	c := newBareCluster(t, dsn, blockJobs)
 	a := c.start("a")
-	c.wait("x and y running", func() bool {
-		return countStatus(c.history("x"), scheduler.StatusSucceeded) >= 1 && countStatus(c.history("y"), scheduler.StatusSucceeded) >= 1
-	})
+	c.waitXY(1)
 	old := c.status().Leader.Token
 
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := testenv.Connect(ctx, t, dsn)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

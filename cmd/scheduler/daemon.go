@@ -19,7 +19,6 @@ import (
 	"scheduler/cmd/scheduler/internal/redact"
 	"scheduler/cmd/scheduler/internal/startup"
 	"scheduler/cmd/scheduler/internal/triggers"
-	"scheduler/internal/control"
 	"scheduler/internal/datadir"
 	"scheduler/internal/election"
 	"scheduler/internal/fence"
@@ -368,11 +367,11 @@ func (d *daemon) lead(ctx context.Context, t scheduler.Term) error {
 }
 
 // replica is this replica's entry in the registry, with the table hash it runs now.
-func (d *daemon) replica() control.Replica {
+func (d *daemon) replica() scheduler.Replica {
 	addr := ""
 	if d.http != nil {
 		addr = d.http.Addr().String()
 	}
 	_, hash := d.table()
-	return control.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started, Store: &d.storeID}
+	return scheduler.Replica{Node: d.cfg.Node, Version: version, TableHash: hash, HTTPAddr: addr, StartedAt: d.started, Store: &d.storeID}
 }

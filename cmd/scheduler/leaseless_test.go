@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +53,7 @@ func TestDaemon_LeaselessKey(t *testing.T) {
 	}
 
 	// The leader key deleted: a's next key is newer than the stray one, which would block it.
-	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 {
-		t.Fatalf("read the leader key: %v", err)
-	}
-	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
-		t.Fatal(err)
-	}
+	deleteLeaderKey(ctx, t, cli, "")
 	c.wait("a to lead again with a new token", func() bool {
 		doc := c.status()
 		if doc.Leader != nil && doc.Leader.Node == "x" {
@@ -86,18 +81,10 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cli := c.etcd.Client(t)
-	lease, err := cli.Grant(ctx, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stopKeepAlive := context.WithCancel(ctx)
-	defer stopKeepAlive()
-	if _, err := cli.KeepAlive(kctx, lease.ID); err != nil {
-		t.Fatal(err)
-	}
+	lease := keptLease(ctx, t, cli)
 	outsider := "/test/election/outsider"
 	// Its value, and a registry entry on its lease, hold what a terminal acts on.
-	put, err := cli.Put(ctx, outsider, "someone\x1b]0;owned\x07", clientv3.WithLease(lease.ID))
+	put, err := cli.Put(ctx, outsider, "someone\x1b]0;owned\x07", clientv3.WithLease(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +94,12 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	if _, err := cli.Put(ctx, "/test/election.term", forged); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, "/test/election:replica/x", `{"node":"x","version":"\u001b[2J"}`, clientv3.WithLease(lease.ID)); err != nil {
+	if _, err := cli.Put(ctx, "/test/election:replica/x", `{"node":"x","version":"\u001b[2J"}`, clientv3.WithLease(lease)); err != nil {
 		t.Fatal(err)
 	}
 	// a's leader key deleted: a's next key is newer than the outsider's, which now holds the election.
-	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) == outsider {
-		t.Fatalf("read the leader key: %v", err)
-	}
-	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
-		t.Fatal(err)
-	}
-	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease.ID)
+	deleteLeaderKey(ctx, t, cli, outsider)
+	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease)
 	c.wait("readyz to fail naming the outsider's key and lease", func() bool {
 		code, body := httpGet(t, "http://"+addr+"/readyz")
 		return code == 503 && strings.Contains(body, outsider) && strings.Contains(body, revoke)
@@ -131,22 +112,12 @@ func TestDaemon_ForeignLeaseKey(t *testing.T) {
 	if _, body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, "names no running replica") {
 		t.Fatalf("/status does not say that no replica holds the election:\n%.1000s", body)
 	}
-	c.wait("an error line naming the outsider's hold", func() bool {
-		for _, l := range strings.Split(r.logs.String(), "\n") {
-			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "election blocked") && strings.Contains(l, revoke) {
-				return true
-			}
-		}
-		return false
-	})
+	c.waitErrorLine(r, "the outsider's hold", "election blocked", revoke)
 
-	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
+	if _, err := cli.Revoke(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	c.wait("a to lead again with a new token", func() bool {
-		doc := c.status()
-		return doc.Leader != nil && doc.Leader.Node == "a" && doc.Leader.Token > first.Token
-	})
+	c.waitLeadsAfter("a", first.Token)
 	c.wait("readyz to answer 200", func() bool {
 		code, _ := httpGet(t, "http://"+addr+"/readyz")
 		return code == 200
@@ -182,48 +153,76 @@ func TestDaemon_KeyInAReplicasName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cli := c.etcd.Client(t)
+	lease := keptLease(ctx, t, cli)
+	if _, err := cli.Put(ctx, "/test/election/forged", "a", clientv3.WithLease(lease)); err != nil {
+		t.Fatal(err)
+	}
+	// a's own key deleted: a campaigns again behind the forged key, which now holds the election.
+	deleteLeaderKey(ctx, t, cli, "/test/election/forged")
+	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease)
+	c.wait("/status to name the hold in a's name", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/status")
+		return strings.Contains(body, "in this replica's name") && strings.Contains(body, revoke)
+	})
+	c.waitErrorLine(r, "the hold in a's name", "in this replica's name", revoke)
+	if _, err := cli.Revoke(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeadsAfter("a", first.Token)
+	c.wait("a's /status to drop the warning", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/status")
+		return !strings.Contains(body, "in this replica's name")
+	})
+}
+
+// keptLease grants a lease of 5 s that cli keeps alive until the test ends, as another client
+// of the cluster would.
+func keptLease(ctx context.Context, t *testing.T, cli *clientv3.Client) clientv3.LeaseID {
+	t.Helper()
 	lease, err := cli.Grant(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kctx, stopKeepAlive := context.WithCancel(ctx)
-	defer stopKeepAlive()
+	t.Cleanup(stopKeepAlive)
 	if _, err := cli.KeepAlive(kctx, lease.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, "/test/election/forged", "a", clientv3.WithLease(lease.ID)); err != nil {
-		t.Fatal(err)
-	}
-	// a's own key deleted: a campaigns again behind the forged key, which now holds the election.
+	return lease.ID
+}
+
+// deleteLeaderKey deletes the key that holds the test election, which must not be notKey (a key
+// the test put itself and expects behind the leader's).
+func deleteLeaderKey(ctx context.Context, t *testing.T, cli *clientv3.Client, notKey string) {
+	t.Helper()
 	resp, err := cli.Get(ctx, "/test/election/", clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) == "/test/election/forged" {
+	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Key) == notKey {
 		t.Fatalf("read the leader key: %v", err)
 	}
 	if _, err := cli.Delete(ctx, string(resp.Kvs[0].Key)); err != nil {
 		t.Fatal(err)
 	}
-	revoke := fmt.Sprintf("etcdctl lease revoke %x", lease.ID)
-	c.wait("/status to name the hold in a's name", func() bool {
-		_, body := httpGet(t, "http://"+addr+"/status")
-		return strings.Contains(body, "in this replica's name") && strings.Contains(body, revoke)
-	})
-	c.wait("an error line naming the hold in a's name", func() bool {
+}
+
+// waitErrorLine waits until r has logged a line at error level that holds every one of parts;
+// what names the line in the failure.
+func (c *cluster) waitErrorLine(r *replica, what string, parts ...string) {
+	c.t.Helper()
+	c.wait("an error line naming "+what, func() bool {
 		for _, l := range strings.Split(r.logs.String(), "\n") {
-			if strings.Contains(l, `"level":"error"`) && strings.Contains(l, "in this replica's name") && strings.Contains(l, revoke) {
+			if strings.Contains(l, `"level":"error"`) && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(l, p) }) {
 				return true
 			}
 		}
 		return false
 	})
-	if _, err := cli.Revoke(ctx, lease.ID); err != nil {
-		t.Fatal(err)
-	}
-	c.wait("a to lead again with a new token", func() bool {
+}
+
+// waitLeadsAfter waits until node leads with a token newer than after.
+func (c *cluster) waitLeadsAfter(node string, after int64) {
+	c.t.Helper()
+	c.wait(node+" to lead again with a new token", func() bool {
 		doc := c.status()
-		return doc.Leader != nil && doc.Leader.Node == "a" && doc.Leader.Token > first.Token
-	})
-	c.wait("a's /status to drop the warning", func() bool {
-		_, body := httpGet(t, "http://"+addr+"/status")
-		return !strings.Contains(body, "in this replica's name")
+		return doc.Leader != nil && doc.Leader.Node == node && doc.Leader.Token > after
 	})
 }

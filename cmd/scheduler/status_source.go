@@ -43,7 +43,7 @@ func explainFor(cfg *config.Config) status.Explain {
 	return ex
 }
 
-func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
+func (s statusSource) Election(ctx context.Context, replicas []scheduler.Replica) (status.Election, error) {
 	e, err := s.election(ctx, replicas)
 	if s.problems != nil {
 		e.Problems = append(e.Problems, s.problems()...)
@@ -51,7 +51,7 @@ func (s statusSource) Election(ctx context.Context, replicas []status.Replica) (
 	return e, err
 }
 
-func (s statusSource) election(ctx context.Context, replicas []status.Replica) (status.Election, error) {
+func (s statusSource) election(ctx context.Context, replicas []scheduler.Replica) (status.Election, error) {
 	if s.cli == nil {
 		return coord.Election(ctx, s.leader, replicas)
 	}
@@ -83,16 +83,8 @@ func (s statusSource) election(ctx context.Context, replicas []status.Replica) (
 	return e, nil
 }
 
-func (s statusSource) Replicas(ctx context.Context) ([]status.Replica, error) {
-	rs, err := s.ctl.Replicas(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]status.Replica, len(rs))
-	for i, r := range rs {
-		out[i] = status.Replica(r)
-	}
-	return out, nil
+func (s statusSource) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
+	return s.ctl.Replicas(ctx)
 }
 
 func (s statusSource) Paused(ctx context.Context) (map[string]bool, error) {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"scheduler"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,9 +85,9 @@ func startRun(ctx context.Context, t *testing.T, run func(context.Context) error
 
 // hashedReplica returns replica a of version v, with the table hash that hash holds at the
 // time it is published.
-func hashedReplica(hash *atomic.Value) func() Replica {
-	return func() Replica {
-		return Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
+func hashedReplica(hash *atomic.Value) func() scheduler.Replica {
+	return func() scheduler.Replica {
+		return scheduler.Replica{Node: "a", Version: "v", TableHash: hash.Load().(string)}
 	}
 }
 

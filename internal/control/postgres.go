@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"scheduler"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -169,7 +170,7 @@ func (s *Postgres) Done(ctx context.Context, r Request) error {
 // database's clock; the caller registers again well within ttl for as long
 // as the replica runs, and whenever r changes. A replica with the same node
 // name registered elsewhere is overwritten.
-func (s *Postgres) Register(ctx context.Context, r Replica, ttl time.Duration) error {
+func (s *Postgres) Register(ctx context.Context, r scheduler.Replica, ttl time.Duration) error {
 	if err := checkNode(r.Node); err != nil {
 		return fmt.Errorf("register replica: %w", err)
 	}
@@ -189,20 +190,20 @@ func (s *Postgres) Register(ctx context.Context, r Replica, ttl time.Duration) e
 // Replicas returns the replicas whose entries have not expired, by node
 // name. An entry whose value does not parse, or holds a text no replica
 // publishes (checkReplicaFields), is returned with its node name only.
-func (s *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
+func (s *Postgres) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
 	rows, err := s.pool.Query(ctx, s.q.replicas)
 	if err != nil {
 		return nil, fmt.Errorf("list replicas: %w", err)
 	}
 	var (
-		rs    []Replica
+		rs    []scheduler.Replica
 		node  string
 		entry []byte
 	)
 	_, err = pgx.ForEachRow(rows, []any{&node, &entry}, func() error {
-		var r Replica
+		var r scheduler.Replica
 		if json.Unmarshal(entry, &r) != nil || checkReplicaFields(r) != nil {
-			r = Replica{}
+			r = scheduler.Replica{}
 		}
 		r.Node = node
 		rs = append(rs, r)

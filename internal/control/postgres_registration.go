@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"scheduler"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,7 +16,7 @@ import (
 type PostgresRegistration struct {
 	s         *Postgres
 	ttl       time.Duration
-	replica   func() Replica
+	replica   func() scheduler.Replica
 	lg        *zap.Logger
 	republish chan struct{}
 	first     published
@@ -23,7 +24,7 @@ type PostgresRegistration struct {
 
 // NewRegistration returns the registration of the replica that replica describes (it is called
 // for every publication, so it may change), each publication valid for ttl.
-func (s *Postgres) NewRegistration(ttl time.Duration, replica func() Replica, lg *zap.Logger) (*PostgresRegistration, error) {
+func (s *Postgres) NewRegistration(ttl time.Duration, replica func() scheduler.Replica, lg *zap.Logger) (*PostgresRegistration, error) {
 	switch {
 	case ttl <= 0:
 		return nil, fmt.Errorf("control: registration TTL %s: want a positive duration", ttl)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"scheduler"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestPostgresRegistration_Failing(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	reg, err := s.NewRegistration(300*time.Millisecond, func() Replica { return Replica{Node: "a"} }, zap.New(core))
+	reg, err := s.NewRegistration(300*time.Millisecond, func() scheduler.Replica { return scheduler.Replica{Node: "a"} }, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func assertPublished(t *testing.T, ch <-chan struct{}, want bool) {
 
 func TestPostgres_NewRegistrationRefuses(t *testing.T) {
 	_, s, _ := pgStore(t)
-	replica := func() Replica { return Replica{Node: "a"} }
+	replica := func() scheduler.Replica { return scheduler.Replica{Node: "a"} }
 	if _, err := s.NewRegistration(0, replica, testLogger(t)); err == nil {
 		t.Error("NewRegistration with a zero TTL: no error")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"scheduler"
 	"strings"
 	"testing"
 	"text/template"
@@ -111,7 +112,7 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("Registry", func(t *testing.T) {
-		r := Replica{Node: "a", Version: "v1", TableHash: "h1", StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		r := scheduler.Replica{Node: "a", Version: "v1", TableHash: "h1", StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		if err := s.Register(ctx, r, time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -119,10 +120,10 @@ func TestPostgres(t *testing.T) {
 		if err := s.Register(ctx, r, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Register(ctx, Replica{Node: "b"}, 200*time.Millisecond); err != nil {
+		if err := s.Register(ctx, scheduler.Replica{Node: "b"}, 200*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Register(ctx, Replica{Node: "c"}, 0); err == nil {
+		if err := s.Register(ctx, scheduler.Replica{Node: "c"}, 0); err == nil {
 			t.Fatal("a registration without a TTL accepted")
 		}
 		testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, "b's entry to expire by the database's clock", func() bool {
@@ -183,7 +184,7 @@ func TestPostgres_Unreachable(t *testing.T) {
 	if _, err := s.Requests(ctx); err == nil {
 		t.Fatal("requests read from a missing table")
 	}
-	if err := s.Register(ctx, Replica{Node: "a"}, time.Second); err == nil {
+	if err := s.Register(ctx, scheduler.Replica{Node: "a"}, time.Second); err == nil {
 		t.Fatal("register wrote to a missing table")
 	}
 	if _, err := s.Replicas(ctx); err == nil {

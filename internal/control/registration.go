@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"scheduler"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -20,7 +21,7 @@ const registrationRetry = time.Second
 type Registration struct {
 	s         *Store
 	ttl       time.Duration
-	replica   func() Replica
+	replica   func() scheduler.Replica
 	lg        *zap.Logger
 	republish chan struct{}
 	first     published
@@ -29,7 +30,7 @@ type Registration struct {
 
 // NewRegistration returns the registration of the replica that replica describes (it is called
 // for every publication, so it may change), on leases of ttl (whole seconds, at least one).
-func (s *Store) NewRegistration(ttl time.Duration, replica func() Replica, lg *zap.Logger) (*Registration, error) {
+func (s *Store) NewRegistration(ttl time.Duration, replica func() scheduler.Replica, lg *zap.Logger) (*Registration, error) {
 	switch {
 	case ttl < time.Second:
 		return nil, fmt.Errorf("control: registration lease TTL %s: want at least 1s", ttl)

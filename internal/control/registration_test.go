@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"scheduler"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,10 +28,10 @@ func TestRegistration_Run(t *testing.T) {
 	}
 	assertPublished(t, reg.Published(), false)
 	stop := startRun(ctx, t, reg.Run)
-	entry := func() (Replica, bool) {
+	entry := func() (scheduler.Replica, bool) {
 		rs, err := s.Replicas(ctx)
 		if err != nil || len(rs) != 1 {
-			return Replica{}, false
+			return scheduler.Replica{}, false
 		}
 		return rs[0], true
 	}
@@ -77,7 +78,7 @@ func TestRegistration_Run(t *testing.T) {
 
 func TestStore_NewRegistrationRefuses(t *testing.T) {
 	s := mustStore(t, testenv.MustEtcd(t).Client(t), "/reg/election")
-	replica := func() Replica { return Replica{Node: "a"} }
+	replica := func() scheduler.Replica { return scheduler.Replica{Node: "a"} }
 	if _, err := s.NewRegistration(500*time.Millisecond, replica, testLogger(t)); err == nil {
 		t.Error("NewRegistration with a TTL under a second: no error")
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,34 +17,18 @@ import (
 	"scheduler"
 )
 
-// Replica is what a running replica publishes about itself.
-type Replica struct {
-	// Node is the replica's name; it names the key.
-	Node string `json:"node"`
-	// Version is the replica's build version.
-	Version string `json:"version"`
-	// TableHash identifies the job table the replica runs (see TableHash).
-	TableHash string `json:"table_hash"`
-	// HTTPAddr is where the replica serves /status, or empty.
-	HTTPAddr string `json:"http_addr"`
-	// StartedAt is when the replica started, by its clock.
-	StartedAt time.Time `json:"started_at"`
-	// Store is the store the replica writes to; nil from a version that does not publish it.
-	Store *scheduler.StoreID `json:"store,omitempty"`
-}
-
 // Register publishes r under its node name, bound to lease: the entry
 // vanishes when the lease ends, so the caller keeps the lease alive for as
 // long as the replica runs (a concurrency.Session does) and calls Register
 // again whenever r changes (a reloaded table). A replica with the same node
 // name registered elsewhere is overwritten.
-func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r Replica) error {
+func (s *Store) Register(ctx context.Context, lease clientv3.LeaseID, r scheduler.Replica) error {
 	_, err := s.register(ctx, lease, r)
 	return err
 }
 
 // register is Register that also returns the revision of the put.
-func (s *Store) register(ctx context.Context, lease clientv3.LeaseID, r Replica) (int64, error) {
+func (s *Store) register(ctx context.Context, lease clientv3.LeaseID, r scheduler.Replica) (int64, error) {
 	if err := checkNode(r.Node); err != nil {
 		return 0, fmt.Errorf("register replica: %w", err)
 	}
@@ -65,7 +48,7 @@ func (s *Store) register(ctx context.Context, lease clientv3.LeaseID, r Replica)
 
 // Replicas returns the registered replicas by node name, leaving out the
 // entries that are no replica's (see Registry).
-func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
+func (s *Store) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
 	rs, _, err := s.Registry(ctx)
 	return rs, err
 }
@@ -74,12 +57,12 @@ func (s *Store) Replicas(ctx context.Context) ([]Replica, error) {
 // each entry that is no replica's: one bound to no lease (written by hand, it
 // never expires) or whose value does not parse as a replica's entry for its
 // key. Each problem names the key, bounded, and the command that removes it.
-func (s *Store) Registry(ctx context.Context) (rs []Replica, stray []string, err error) {
+func (s *Store) Registry(ctx context.Context) (rs []scheduler.Replica, stray []string, err error) {
 	kvs, err := s.list(ctx, "replicas", s.k.replicaPrefix())
 	if err != nil {
 		return nil, nil, err
 	}
-	rs = make([]Replica, 0, len(kvs))
+	rs = make([]scheduler.Replica, 0, len(kvs))
 	for _, kv := range kvs {
 		key := string(kv.Key)
 		r, err := decodeReplica(strings.TrimPrefix(key, s.k.replicaPrefix()), kv.Value)
@@ -97,19 +80,19 @@ func (s *Store) Registry(ctx context.Context) (rs []Replica, stray []string, err
 }
 
 // decodeReplica parses the entry of node as Register writes it.
-func decodeReplica(node string, value []byte) (Replica, error) {
+func decodeReplica(node string, value []byte) (scheduler.Replica, error) {
 	if err := checkNode(node); err != nil {
-		return Replica{}, err
+		return scheduler.Replica{}, err
 	}
-	var r Replica
+	var r scheduler.Replica
 	if err := json.Unmarshal(value, &r); err != nil {
-		return Replica{}, fmt.Errorf("value does not parse: %w", err)
+		return scheduler.Replica{}, fmt.Errorf("value does not parse: %w", err)
 	}
 	if r.Node != node {
-		return Replica{}, fmt.Errorf("value names node %q", shownKey(r.Node))
+		return scheduler.Replica{}, fmt.Errorf("value names node %q", shownKey(r.Node))
 	}
 	if err := checkReplicaFields(r); err != nil {
-		return Replica{}, err
+		return scheduler.Replica{}, err
 	}
 	return r, nil
 }
@@ -122,7 +105,7 @@ const maxReplicaField = 256
 // maxReplicaField, or holding a control character (JSON decoding has replaced bytes that are
 // not UTF-8 already). `status` prints them to a terminal, where an entry written by hand could
 // otherwise retitle the window or clear it.
-func checkReplicaFields(r Replica) error {
+func checkReplicaFields(r scheduler.Replica) error {
 	for _, f := range []struct{ name, v string }{{"version", r.Version}, {"table_hash", r.TableHash}, {"http_addr", r.HTTPAddr}} {
 		switch {
 		case len(f.v) > maxReplicaField:
@@ -156,7 +139,7 @@ func TableHash(parts ...string) string {
 
 // HashGroups returns the node names of rs by table hash, each list sorted.
 // More than one group means the replicas run different job tables.
-func HashGroups(rs []Replica) map[string][]string {
+func HashGroups(rs []scheduler.Replica) map[string][]string {
 	g := make(map[string][]string)
 	for _, r := range rs {
 		g[r.TableHash] = append(g[r.TableHash], r.Node)

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"scheduler"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestStore_Registry(t *testing.T) {
 		t.Fatalf("session: %v", err)
 	}
 	defer func() { _ = sess.Close() }()
-	r1 := Replica{Node: "n1", Version: "v1", TableHash: TableHash("a"), StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	r1 := scheduler.Replica{Node: "n1", Version: "v1", TableHash: TableHash("a"), StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	if err := s.Register(ctx, sess.Lease(), r1); err != nil {
 		t.Fatalf("register: %v", err)
 	}

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"maps"
+	"scheduler"
 	"slices"
 	"testing"
 	"time"
@@ -28,8 +29,8 @@ func TestStore_Register(t *testing.T) {
 	}
 	defer func() { _ = sess2.Close() }()
 
-	r1 := Replica{Node: "n1", Version: "v1.2.3", TableHash: TableHash("a"), HTTPAddr: "127.0.0.1:8080", StartedAt: started}
-	r2 := Replica{Node: "n2", Version: "v1.2.3", TableHash: TableHash("b"), StartedAt: started}
+	r1 := scheduler.Replica{Node: "n1", Version: "v1.2.3", TableHash: TableHash("a"), HTTPAddr: "127.0.0.1:8080", StartedAt: started}
+	r2 := scheduler.Replica{Node: "n2", Version: "v1.2.3", TableHash: TableHash("b"), StartedAt: started}
 	if err := s.Register(ctx, sess2.Lease(), r2); err != nil {
 		t.Fatalf("register n2: %v", err)
 	}
@@ -83,7 +84,7 @@ func TestStore_Register(t *testing.T) {
 			t.Errorf("register without a lease succeeded")
 		}
 		for _, node := range []string{"", "a/b", "a b"} {
-			if err := s.Register(ctx, sess2.Lease(), Replica{Node: node}); !errors.Is(err, ErrInvalidNode) {
+			if err := s.Register(ctx, sess2.Lease(), scheduler.Replica{Node: node}); !errors.Is(err, ErrInvalidNode) {
 				t.Errorf("register node %q = %v, want ErrInvalidNode", node, err)
 			}
 		}
@@ -128,7 +129,7 @@ func TestTableHash(t *testing.T) {
 }
 
 func TestHashGroups(t *testing.T) {
-	g := HashGroups([]Replica{
+	g := HashGroups([]scheduler.Replica{
 		{Node: "n3", TableHash: "x"},
 		{Node: "n1", TableHash: "x"},
 		{Node: "n2", TableHash: "y"},

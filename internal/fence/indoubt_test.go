@@ -1,9 +1,7 @@
 package fence
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
@@ -24,11 +22,7 @@ func TestPostgres_CommitReplyLost(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t)
 			dsn := testenv.MustDatabase(t)
-			admin, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = admin.Close(context.Background()) })
+			admin := testenv.Connect(ctx, t, dsn)
 			if _, err := admin.Exec(ctx, `CREATE TABLE slow_commit (n int);
 				CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN
@@ -49,9 +43,9 @@ func TestPostgres_CommitReplyLost(t *testing.T) {
 					`GRANT USAGE ON SCHEMA scheduler TO {role}`,
 					`GRANT EXECUTE ON FUNCTION scheduler.fence_verify(text, bigint) TO {role}`,
 					`GRANT INSERT ON public.slow_commit TO {role}`)
-				cfg.JobDSN, proxy = viaProxy(t, role)
+				cfg.JobDSN, proxy = testenv.ProxiedDSN(t, role)
 			} else {
-				cfg.DSN, proxy = viaProxy(t, dsn)
+				cfg.DSN, proxy = testenv.ProxiedDSN(t, dsn)
 			}
 			s := mustOpen(t, cfg)
 			if err := s.RaiseAll(ctx, []string{"job"}, 10); err != nil {
@@ -119,7 +113,7 @@ func TestPostgres_CommitReplyLost(t *testing.T) {
 			committing()
 			proxy.Cut()
 			proxy.Resume()
-			err = <-done
+			err := <-done
 			if got := rows(2); (err == nil) != (got == 1) || got > 1 {
 				t.Fatalf("healed at once: err %v, %d rows: the answer disagrees with the data", err, got)
 			}
@@ -136,16 +130,4 @@ func sleepers(t *testing.T, conn *pgx.Conn) int {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// viaProxy returns dsn with its host replaced by a proxy to it.
-func viaProxy(t *testing.T, dsn string) (string, *testenv.Proxy) {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.MustProxy(t, u.Host)
-	u.Host = p.Addr()
-	return u.String(), p
 }

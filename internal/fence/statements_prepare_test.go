@@ -198,7 +198,7 @@ func TestPostgres_FencedStatementsPrepareTransactionRollbackFails(t *testing.T) 
 			says: "until someone runs ROLLBACK PREPARED E'g'"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			proxied, p := viaProxy(t, dsn)
+			proxied, p := testenv.ProxiedDSN(t, dsn)
 			s := mustOpen(t, Config{DSN: proxied})
 			p.DelayFrom(time.Hour, func(b []byte) bool { return bytes.Contains(b, []byte("ROLLBACK PREPARED")) })
 			done := make(chan error, 1)

@@ -27,11 +27,7 @@ var jobRoleRecipe = []string{
 // connectAs connects to dsn and closes the connection at the end of the test.
 func connectAs(t *testing.T, ctx context.Context, dsn string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect as %s: %v", testenv.RoleName(dsn), err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn := testenv.Connect(ctx, t, dsn)
 	return conn
 }
 

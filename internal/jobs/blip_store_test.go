@@ -2,12 +2,10 @@ package jobs_test
 
 import (
 	"context"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
@@ -22,13 +20,8 @@ import (
 func proxiedStore(t *testing.T) (*fence.Store, *testenv.Proxy, string) {
 	t.Helper()
 	dsn := testenv.MustDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.MustProxy(t, u.Host)
-	u.Host = p.Addr()
-	return fencetest.Open(t, fence.Config{DSN: u.String()}), p, dsn
+	proxied, p := testenv.ProxiedDSN(t, dsn)
+	return fencetest.Open(t, fence.Config{DSN: proxied}), p, dsn
 }
 
 // TestStore_SkippedClaimAheadClosedAfterBlip: a slot claimed ahead (running, attempt 0) that
@@ -86,11 +79,7 @@ func TestStore_SQLCommitInDoubtNotRunAgain(t *testing.T) {
 	store, proxy, dsn := proxiedStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	admin := testenv.Connect(ctx, t, dsn)
 	// A deferred trigger makes the COMMIT take 2 s, so that the link can be cut while the server
 	// commits.
 	if _, err := admin.Exec(ctx, `CREATE TABLE public.effects (slot text, n int);

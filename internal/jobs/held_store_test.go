@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
@@ -60,11 +59,7 @@ func TestRunner_FenceHeldAtTakeover(t *testing.T) {
 			if err := store.RaiseAll(ctx, []string{"x", "y"}, old); err != nil {
 				t.Fatal(err)
 			}
-			conn, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
+			conn := testenv.Connect(ctx, t, dsn)
 			tx, err := conn.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
 	"scheduler"
@@ -132,11 +131,7 @@ func TestRunner_FenceLockedMidTerm(t *testing.T) {
 
 	xExec.armed.Store(true)
 	<-xExec.entered
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := testenv.Connect(ctx, t, dsn)
 	const lock = `SELECT pg_advisory_lock(hashtextextended('scheduler.job_fence:x', 0))`
 	if _, err := conn.Exec(ctx, lock); err != nil {
 		t.Fatal(err)

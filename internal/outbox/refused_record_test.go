@@ -186,24 +186,7 @@ func TestDispatcher_RunConfirmedRecordsAfterReset(t *testing.T) {
 			st.setFenced(true)
 		}
 	}
-	d, err := New(Config{Store: st, Concurrency: 2, Batch: 10, Fenced: func(err error) bool { return errors.Is(err, errRefused) },
-		RecordTimeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond,
-		After:      func(time.Duration) <-chan time.Time { return time.After(50 * time.Millisecond) },
-		Deliverers: map[scheduler.MessageKind]Deliverer{scheduler.MessageEmail: sends}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- d.RunConfirmed(ctx, 7, func(context.Context, int64) error { return nil }) }()
-	testenv.Eventually(t, 30*time.Second, time.Millisecond, "the outbox blocked", func() bool { return d.Blocked() != "" })
-	st.setFenced(false)
-	testenv.Eventually(t, 30*time.Second, time.Millisecond, "every message delivered", func() bool { return st.count("delivered") == n })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("RunConfirmed = %v, want nil", err)
-	}
+	confirmedUntilDelivered(t, st, sends, n, nil, func() { st.setFenced(false) })
 	sends.mu.Lock()
 	defer sends.mu.Unlock()
 	for k, c := range sends.sends {
@@ -228,11 +211,33 @@ func TestDispatcher_RecordNotClaimedGivenUp(t *testing.T) {
 			st.setFenced(true)
 		}
 	}
-	d, err := New(Config{Store: st, Concurrency: 2, Batch: 10, RecordTimeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond,
+	notClaimed := func(c *Config) { c.NotClaimed = func(err error) bool { return errors.Is(err, errNotClaimed) } }
+	confirmedUntilDelivered(t, st, sends, n, notClaimed, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		for k, v := range st.status { // another term's claim takes them over
+			if v == "sending" {
+				st.status[k] = "pending"
+			}
+		}
+		st.fenced = false
+	})
+}
+
+// confirmedUntilDelivered runs a dispatcher over st's n messages in a term the election
+// confirms, with the settings of the tests of refused records (edit, unless nil, changes them):
+// once the outbox is blocked it calls unblock, then waits until every message is delivered and
+// checks that the dispatcher ends without an error.
+func confirmedUntilDelivered(t *testing.T, st *statusStore, sends *sendCounter, n int, edit func(*Config), unblock func()) {
+	t.Helper()
+	cfg := Config{Store: st, Concurrency: 2, Batch: 10, RecordTimeout: 100 * time.Millisecond, Poll: 10 * time.Millisecond,
 		Fenced:     func(err error) bool { return errors.Is(err, errRefused) },
-		NotClaimed: func(err error) bool { return errors.Is(err, errNotClaimed) },
 		After:      func(time.Duration) <-chan time.Time { return time.After(50 * time.Millisecond) },
-		Deliverers: map[scheduler.MessageKind]Deliverer{scheduler.MessageEmail: sends}})
+		Deliverers: map[scheduler.MessageKind]Deliverer{scheduler.MessageEmail: sends}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +246,7 @@ func TestDispatcher_RecordNotClaimedGivenUp(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.RunConfirmed(ctx, 7, func(context.Context, int64) error { return nil }) }()
 	testenv.Eventually(t, 30*time.Second, time.Millisecond, "the outbox blocked", func() bool { return d.Blocked() != "" })
-	st.mu.Lock()
-	for k, v := range st.status { // another term's claim takes them over
-		if v == "sending" {
-			st.status[k] = "pending"
-		}
-	}
-	st.fenced = false
-	st.mu.Unlock()
+	unblock()
 	testenv.Eventually(t, 30*time.Second, time.Millisecond, "every message delivered", func() bool { return st.count("delivered") == n })
 	cancel()
 	if err := <-done; err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
-	"net/url"
 	"path"
 	"testing"
 	"testing/fstest"
@@ -86,18 +85,6 @@ func mustPool(t *testing.T, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-// viaProxy returns dsn with its host replaced by a pausable proxy to it.
-func viaProxy(t *testing.T, dsn string) (string, *testenv.Proxy) {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.MustProxy(t, u.Host)
-	u.Host = p.Addr()
-	return u.String(), p
-}
-
 // newCampaigner returns a Campaigner for node on pool with TTL ttl.
 func newCampaigner(t *testing.T, pool *pgxpool.Pool, node string, ttl time.Duration) *Campaigner {
 	t.Helper()
@@ -133,7 +120,7 @@ func (s *server) Campaigner(t *testing.T, node string, ttl time.Duration, ev Eve
 }
 
 func (s *server) Proxied(t *testing.T, node string, ttl time.Duration) (leasetest.Contender, *testenv.Proxy) {
-	proxied, proxy := viaProxy(t, s.dsn)
+	proxied, proxy := testenv.ProxiedDSN(t, s.dsn)
 	return newCampaigner(t, mustPool(t, proxied), node, ttl), proxy
 }
 

@@ -16,9 +16,9 @@ import (
 type Source interface {
 	// Election reads the election once. Its problems are judged against replicas, the
 	// registered replicas, or, with replicas nil (not known), without them.
-	Election(ctx context.Context, replicas []Replica) (Election, error)
+	Election(ctx context.Context, replicas []scheduler.Replica) (Election, error)
 	// Replicas returns the registered replicas by node name.
-	Replicas(ctx context.Context) ([]Replica, error)
+	Replicas(ctx context.Context) ([]scheduler.Replica, error)
 	// Paused returns the names of the paused jobs.
 	Paused(ctx context.Context) (map[string]bool, error)
 	// Fences returns the fence of each of jobs that has one.
@@ -87,7 +87,7 @@ const HeldAfter = 30 * time.Second
 // Collect reads the status of table at now from src. Parts it cannot read become warnings, so
 // a partial answer still helps an operator.
 func Collect(ctx context.Context, src Source, ex Explain, table []Entry, now time.Time) Doc {
-	doc := Doc{Replicas: []Replica{}, Warnings: []string{}, Jobs: []Job{}, Leaseless: []LeaselessKey{}}
+	doc := Doc{Replicas: []scheduler.Replica{}, Warnings: []string{}, Jobs: []Job{}, Leaseless: []LeaselessKey{}}
 	warn := func(format string, args ...any) { doc.Warnings = append(doc.Warnings, fmt.Sprintf(format, args...)) }
 	electionAt, controlAt := ex.places()
 	names := make([]string, len(table))
@@ -103,11 +103,11 @@ func Collect(ctx context.Context, src Source, ex Explain, table []Entry, now tim
 			warn("read the fences from the store: %v", err)
 		}
 	}
-	var known []Replica // nil unless read
+	var known []scheduler.Replica // nil unless read
 	if rs, err := src.Replicas(ctx); err != nil {
 		warn("read the replicas from %s: %v", controlAt, err)
 	} else {
-		known = append([]Replica{}, rs...)
+		known = append([]scheduler.Replica{}, rs...)
 		doc.Replicas = known
 	}
 	if e, err := src.Election(ctx, known); err != nil {
@@ -173,7 +173,7 @@ func block(l *Leader, fences map[string]int64, job string, ex Explain, now time.
 }
 
 // tableSplit describes replicas that run different job tables, or returns "".
-func tableSplit(rs []Replica) string {
+func tableSplit(rs []scheduler.Replica) string {
 	groups := map[string][]string{}
 	for _, r := range rs {
 		groups[r.TableHash] = append(groups[r.TableHash], r.Node)
@@ -192,7 +192,7 @@ func tableSplit(rs []Replica) string {
 
 // storeSplit describes replicas that write to different stores, or returns "": each leader of
 // such replicas would see its own ledger only. Replicas that publish no store are left out.
-func storeSplit(rs []Replica) string {
+func storeSplit(rs []scheduler.Replica) string {
 	groups := map[string][]string{}
 	for _, r := range rs {
 		if s := r.Store; s != nil {

@@ -52,7 +52,7 @@ type ConsoleDoc struct {
 
 // ConsoleReplica is a registered replica, its table compared with the leader's.
 type ConsoleReplica struct {
-	Replica
+	scheduler.Replica
 	// Leads is set for the replica the election names.
 	Leads bool `json:"leads"`
 	// TableDiffers is set when the replica runs another table than the leader (or, with no
@@ -157,7 +157,7 @@ func CollectConsole(ctx context.Context, src Source, cs ConsoleSource, ex Explai
 
 // compareTables flags the replicas whose table hash differs from the leader's, or, when the
 // leader is not among them, from the hash most of them run.
-func compareTables(l *Leader, rs []Replica) []ConsoleReplica {
+func compareTables(l *Leader, rs []scheduler.Replica) []ConsoleReplica {
 	out := make([]ConsoleReplica, len(rs))
 	count := map[string]int{}
 	want := ""

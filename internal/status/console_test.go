@@ -178,8 +178,8 @@ func TestCollectConsole(t *testing.T) {
 	}
 	src := &fakeSource{
 		election: leading(7, nil),
-		replicas: func() ([]Replica, error) {
-			return []Replica{{Node: "a", TableHash: "h2"}, {Node: "b", TableHash: "h1"}, {Node: "c", TableHash: "h1"}}, nil
+		replicas: func() ([]scheduler.Replica, error) {
+			return []scheduler.Replica{{Node: "a", TableHash: "h2"}, {Node: "b", TableHash: "h1"}, {Node: "c", TableHash: "h1"}}, nil
 		},
 		paused: func() (map[string]bool, error) { return map[string]bool{"beta": true}, nil },
 	}
@@ -240,7 +240,7 @@ func TestCollectConsole(t *testing.T) {
 	}
 
 	t.Run("NoLeaderMostReplicasWin", func(t *testing.T) {
-		rs := compareTables(nil, []Replica{{Node: "a", TableHash: "h2"}, {Node: "b", TableHash: "h1"}, {Node: "c", TableHash: "h1"}})
+		rs := compareTables(nil, []scheduler.Replica{{Node: "a", TableHash: "h2"}, {Node: "b", TableHash: "h1"}, {Node: "c", TableHash: "h1"}})
 		if !rs[0].TableDiffers || rs[1].TableDiffers || rs[2].TableDiffers {
 			t.Fatalf("replicas %+v, want a flagged", rs)
 		}

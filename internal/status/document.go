@@ -8,10 +8,10 @@ import (
 
 // Doc is the `status --json` document, also served on /status.
 type Doc struct {
-	Leader   *Leader   `json:"leader"` // null while no replica leads
-	Replicas []Replica `json:"replicas"`
-	Warnings []string  `json:"warnings"`
-	Jobs     []Job     `json:"jobs"`
+	Leader   *Leader             `json:"leader"` // null while no replica leads
+	Replicas []scheduler.Replica `json:"replicas"`
+	Warnings []string            `json:"warnings"`
+	Jobs     []Job               `json:"jobs"`
 
 	// Leaseless lists keys under the election prefix bound to no lease: each blocks the election.
 	Leaseless []LeaselessKey `json:"leaseless_keys"`
@@ -22,17 +22,6 @@ type Leader struct {
 	Node  string     `json:"node"`
 	Token int64      `json:"token"`
 	Since *time.Time `json:"since"` // null if the leader did not publish it
-}
-
-// Replica is what a running replica publishes about itself.
-type Replica struct {
-	Node      string    `json:"node"`
-	Version   string    `json:"version"`
-	TableHash string    `json:"table_hash"`
-	HTTPAddr  string    `json:"http_addr"`
-	StartedAt time.Time `json:"started_at"`
-	// Store is the store the replica writes to (absent from a version that does not publish it).
-	Store *scheduler.StoreID `json:"store,omitempty"`
 }
 
 // Job is one job of the table in the document.

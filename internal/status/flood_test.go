@@ -32,13 +32,16 @@ func (g *gatedSource) enter() {
 	g.now.Add(-1)
 }
 
-func (g *gatedSource) Election(context.Context, []Replica) (Election, error) {
+func (g *gatedSource) Election(context.Context, []scheduler.Replica) (Election, error) {
 	g.elections.Add(1)
 	g.enter()
 	return Election{Leader: &Leader{Node: "a", Token: 7}}, nil
 }
 
-func (g *gatedSource) Replicas(context.Context) ([]Replica, error) { g.enter(); return nil, nil }
+func (g *gatedSource) Replicas(context.Context) ([]scheduler.Replica, error) {
+	g.enter()
+	return nil, nil
+}
 
 func (g *gatedSource) Paused(context.Context) (map[string]bool, error) { g.enter(); return nil, nil }
 

@@ -14,8 +14,8 @@ import (
 func TestExplain_Places(t *testing.T) {
 	down := errors.New("down")
 	src := &fakeSource{
-		election: func([]Replica) (Election, error) { return Election{}, down },
-		replicas: func() ([]Replica, error) { return nil, down },
+		election: func([]scheduler.Replica) (Election, error) { return Election{}, down },
+		replicas: func() ([]scheduler.Replica, error) { return nil, down },
 		paused:   func() (map[string]bool, error) { return nil, down },
 		last:     func() (map[string]scheduler.Run, error) { return nil, nil },
 	}

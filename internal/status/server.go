@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"scheduler"
 	"sync/atomic"
 	"time"
 
@@ -210,7 +211,7 @@ func Ready(ctx context.Context, src Source, d Daemon, ex Explain) error {
 		problems = append(problems, fmt.Errorf("%s: read the replicas: %w", controlAt, err))
 		rs = nil
 	} else if rs == nil {
-		rs = []Replica{}
+		rs = []scheduler.Replica{}
 	}
 	if e, err := src.Election(ctx, rs); err != nil {
 		problems = append(problems, fmt.Errorf("%s: %w", electionAt, err))

@@ -19,15 +19,15 @@ import (
 
 // fakeSource is a Source of func fields; a nil field answers with nothing.
 type fakeSource struct {
-	election func(rs []Replica) (Election, error)
-	replicas func() ([]Replica, error)
+	election func(rs []scheduler.Replica) (Election, error)
+	replicas func() ([]scheduler.Replica, error)
 	paused   func() (map[string]bool, error)
 	fences   func() (map[string]int64, error)
 	last     func() (map[string]scheduler.Run, error)
 	reads    int // calls of Election
 }
 
-func (f *fakeSource) Election(_ context.Context, rs []Replica) (Election, error) {
+func (f *fakeSource) Election(_ context.Context, rs []scheduler.Replica) (Election, error) {
 	f.reads++
 	if f.election == nil {
 		return Election{}, nil
@@ -35,7 +35,7 @@ func (f *fakeSource) Election(_ context.Context, rs []Replica) (Election, error)
 	return f.election(rs)
 }
 
-func (f *fakeSource) Replicas(context.Context) ([]Replica, error) {
+func (f *fakeSource) Replicas(context.Context) ([]scheduler.Replica, error) {
 	if f.replicas == nil {
 		return nil, nil
 	}
@@ -102,8 +102,8 @@ func get(s *Server, path string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func leading(token int64, since *time.Time) func([]Replica) (Election, error) {
-	return func([]Replica) (Election, error) {
+func leading(token int64, since *time.Time) func([]scheduler.Replica) (Election, error) {
+	return func([]scheduler.Replica) (Election, error) {
 		return Election{Leader: &Leader{Node: "a", Token: token, Since: since}}, nil
 	}
 }
@@ -117,9 +117,9 @@ func TestServer_Readyz(t *testing.T) {
 		want string // in the body of the 503; "" for ready
 	}{
 		{"Ready", &fakeSource{election: leading(7, nil)}, fakeDaemon{}, ""},
-		{"ReplicasUnreadable", &fakeSource{replicas: func() ([]Replica, error) { return nil, down }}, fakeDaemon{}, "etcd: read the replicas: connection refused"},
-		{"EtcdDown", &fakeSource{election: func([]Replica) (Election, error) { return Election{}, down }}, fakeDaemon{}, "etcd: connection refused"},
-		{"ElectionProblem", &fakeSource{election: func([]Replica) (Election, error) {
+		{"ReplicasUnreadable", &fakeSource{replicas: func() ([]scheduler.Replica, error) { return nil, down }}, fakeDaemon{}, "etcd: read the replicas: connection refused"},
+		{"EtcdDown", &fakeSource{election: func([]scheduler.Replica) (Election, error) { return Election{}, down }}, fakeDaemon{}, "etcd: connection refused"},
+		{"ElectionProblem", &fakeSource{election: func([]scheduler.Replica) (Election, error) {
 			return Election{Problems: []string{"lease-less key /p/x"}}, nil
 		}}, fakeDaemon{}, "election: lease-less key /p/x"},
 		{"SchemaBehind", &fakeSource{}, fakeDaemon{schema: errors.New("schema at 3, want 4")}, "store: schema at 3, want 4"},
@@ -139,10 +139,10 @@ func TestServer_Readyz(t *testing.T) {
 		})
 	}
 	t.Run("ReplicasKnownToTheElection", func(t *testing.T) {
-		var got []Replica
+		var got []scheduler.Replica
 		src := &fakeSource{
-			replicas: func() ([]Replica, error) { return []Replica{{Node: "a"}}, nil },
-			election: func(rs []Replica) (Election, error) { got = rs; return Election{}, nil },
+			replicas: func() ([]scheduler.Replica, error) { return []scheduler.Replica{{Node: "a"}}, nil },
+			election: func(rs []scheduler.Replica) (Election, error) { got = rs; return Election{}, nil },
 		}
 		get(newTestServer(t, src, fakeDaemon{}), "/readyz")
 		if len(got) != 1 || got[0].Node != "a" {
@@ -162,8 +162,8 @@ func TestServer_Status(t *testing.T) {
 	t.Run("Document", func(t *testing.T) {
 		src := &fakeSource{
 			election: leading(7, &since),
-			replicas: func() ([]Replica, error) {
-				return []Replica{{Node: "a", TableHash: "h1"}, {Node: "b", TableHash: "h2"}}, nil
+			replicas: func() ([]scheduler.Replica, error) {
+				return []scheduler.Replica{{Node: "a", TableHash: "h1"}, {Node: "b", TableHash: "h2"}}, nil
 			},
 			paused: func() (map[string]bool, error) { return map[string]bool{"beta": true}, nil },
 			fences: func() (map[string]int64, error) { return map[string]int64{"alpha": 9, "beta": 7}, nil },
@@ -200,13 +200,13 @@ func TestServer_Status(t *testing.T) {
 	t.Run("NothingReadable", func(t *testing.T) {
 		down := errors.New("down")
 		src := &fakeSource{
-			election: func(rs []Replica) (Election, error) {
+			election: func(rs []scheduler.Replica) (Election, error) {
 				if rs != nil {
 					t.Errorf("replicas given to the election=%v, want nil (not known)", rs)
 				}
 				return Election{}, down
 			},
-			replicas: func() ([]Replica, error) { return nil, down },
+			replicas: func() ([]scheduler.Replica, error) { return nil, down },
 			paused:   func() (map[string]bool, error) { return nil, down },
 			fences:   func() (map[string]int64, error) { return nil, down },
 			last:     func() (map[string]scheduler.Run, error) { return nil, down },
@@ -223,7 +223,7 @@ func TestServer_Status(t *testing.T) {
 		}
 	})
 	t.Run("NoLeader", func(t *testing.T) {
-		src := &fakeSource{election: func([]Replica) (Election, error) {
+		src := &fakeSource{election: func([]scheduler.Replica) (Election, error) {
 			return Election{Leaseless: []LeaselessKey{{Key: "/p/x"}}, Problems: []string{"lease-less key /p/x"}}, nil
 		}}
 		doc := statusOf(t, newTestServer(t, src, fakeDaemon{}))

@@ -13,16 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func connect(ctx context.Context, t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect %s: %v", dsn, err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
-}
-
 func TestPostgres(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -33,7 +23,7 @@ func TestPostgres(t *testing.T) {
 		t.Fatalf("addr = %q, want 127.0.0.1:port", p.Addr())
 	}
 	var setting string
-	if err := connect(ctx, t, p.DSN("postgres")).QueryRow(ctx, "SHOW fsync").Scan(&setting); err != nil {
+	if err := Connect(ctx, t, p.DSN("postgres")).QueryRow(ctx, "SHOW fsync").Scan(&setting); err != nil {
 		t.Fatalf("show fsync: %v", err)
 	}
 	if setting != "off" {
@@ -61,7 +51,7 @@ func TestPostgres(t *testing.T) {
 			t.Fatalf("addr after restart = %s, want %s", p.Addr(), addr)
 		}
 		var v string
-		if err := connect(ctx, t, dsn).QueryRow(ctx, "SELECT v FROM kv WHERE k = 'a'").Scan(&v); err != nil {
+		if err := Connect(ctx, t, dsn).QueryRow(ctx, "SELECT v FROM kv WHERE k = 'a'").Scan(&v); err != nil {
 			t.Fatalf("select after restart: %v", err)
 		}
 		if v != "b" {
@@ -70,7 +60,7 @@ func TestPostgres(t *testing.T) {
 	})
 
 	t.Run("StopRefusesConnections", func(t *testing.T) {
-		conn := connect(ctx, t, dsn)
+		conn := Connect(ctx, t, dsn)
 		p.Stop(t)
 		if err := conn.Ping(ctx); err == nil {
 			t.Fatalf("ping on a stopped server succeeded")
@@ -82,7 +72,7 @@ func TestPostgres(t *testing.T) {
 			t.Fatalf("connect to a stopped server succeeded")
 		}
 		p.Start(t)
-		if err := connect(ctx, t, dsn).Ping(ctx); err != nil {
+		if err := Connect(ctx, t, dsn).Ping(ctx); err != nil {
 			t.Fatalf("ping after start: %v", err)
 		}
 	})
@@ -132,7 +122,7 @@ func TestMustDatabase(t *testing.T) {
 			}
 			dsns[dsn] = true
 			mu.Unlock()
-			conn := connect(ctx, t, dsn)
+			conn := Connect(ctx, t, dsn)
 			if _, err := conn.Exec(ctx, "CREATE TABLE t (i int)"); err != nil {
 				t.Fatalf("create table in database %d: %v", i, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -381,4 +382,17 @@ func (c *proxyConn) close() {
 	if server != nil {
 		_ = server.Close()
 	}
+}
+
+// ProxiedDSN returns a Proxy to the server of the URL dsn and dsn with its host replaced by the
+// proxy's address, so that every connection made with it can be paused, delayed or cut.
+func ProxiedDSN(tb testing.TB, dsn string) (string, *Proxy) {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("testenv: proxy to %s: %v", dsn, err)
+	}
+	p := MustProxy(tb, u.Host)
+	u.Host = p.Addr()
+	return u.String(), p
 }

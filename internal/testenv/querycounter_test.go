@@ -46,7 +46,7 @@ func TestQueryCounter(t *testing.T) {
 	})
 
 	t.Run("ExtendedProtocol", func(t *testing.T) {
-		conn := connect(ctx, t, q.DSN())
+		conn := Connect(ctx, t, q.DSN())
 		parses, syncs, queries := q.Count('P'), q.Count('S'), q.Count('Q')
 		var v int
 		if err := conn.QueryRow(ctx, `SELECT $1::int + 1`, 41).Scan(&v); err != nil || v != 42 {
@@ -62,7 +62,7 @@ func TestQueryCounter(t *testing.T) {
 	t.Run("RefusesTLS", func(t *testing.T) {
 		// prefer goes on in the clear; require gives up, as it would against a server
 		// without TLS.
-		conn := connect(ctx, t, strings.Replace(q.DSN(), "sslmode=disable", "sslmode=prefer", 1))
+		conn := Connect(ctx, t, strings.Replace(q.DSN(), "sslmode=disable", "sslmode=prefer", 1))
 		var v int
 		if err := conn.QueryRow(ctx, `SELECT 1`).Scan(&v); err != nil || v != 1 {
 			t.Fatalf("select over sslmode=prefer = %d, %v; want 1", v, err)

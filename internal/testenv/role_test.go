@@ -28,7 +28,7 @@ func TestMustPasswordRole(t *testing.T) {
 		role = RoleName(roleDSN)
 		var user string
 		var super bool
-		if err := connect(ctx, t, roleDSN).QueryRow(ctx,
+		if err := Connect(ctx, t, roleDSN).QueryRow(ctx,
 			"SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&user, &super); err != nil {
 			t.Fatalf("connect as the role: %v", err)
 		}
@@ -37,7 +37,7 @@ func TestMustPasswordRole(t *testing.T) {
 		}
 	})
 	var n int
-	if err := connect(ctx, t, dsn).QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = $1", role).Scan(&n); err != nil {
+	if err := Connect(ctx, t, dsn).QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = $1", role).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if role == "" || n != 0 {

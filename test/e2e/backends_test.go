@@ -115,11 +115,7 @@ func (s *suite) cutOffFromCoordinator(t *testing.T) {
 	d := s.deploy(t, deployOptions{jobs: w.yaml()})
 	d.startAll()
 	d.waitLeader(0, 30*time.Second)
-	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
-	old, ok := d.termOf(run.token)
-	if !ok || !old.ended.IsZero() {
-		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
-	}
+	run, old := d.runUnderLeader(time.Now())
 	r := d.replicas[old.node]
 	tl := newTimeline(t, "LeaderCutOffFromCoordinator "+s.backend)
 	sleepUntil(run.at.Add(time.Second))
@@ -166,11 +162,7 @@ func (s *suite) redisLost(t *testing.T, how string) {
 	d := s.deploy(t, deployOptions{jobs: w.yaml()})
 	d.startAll()
 	d.waitLeader(0, 30*time.Second)
-	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
-	old, ok := d.termOf(run.token)
-	if !ok || !old.ended.IsZero() {
-		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
-	}
+	run, old := d.runUnderLeader(time.Now())
 	tl := newTimeline(t, how+" redis")
 	sleepUntil(run.at.Add(time.Second))
 	lostAt := time.Now()

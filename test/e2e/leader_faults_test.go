@@ -38,11 +38,7 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 	t.Helper()
 	rng := s.rand(name, rep)
 	tl := newTimeline(t, fmt.Sprintf("%s rep %d/%d (seed %d)", name, rep, s.reps, s.seed))
-	run := d.waitRunStarted(invoicesJob, after, 40*time.Second)
-	old, ok := d.termOf(run.token)
-	if !ok || !old.ended.IsZero() {
-		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
-	}
+	run, old := d.runUnderLeader(after)
 	point := 300*time.Millisecond + time.Duration(rng.Int64N(int64(w.runTime()-time.Second)))
 	hold := 3 * ttl
 	if rep > 1 {
@@ -127,6 +123,18 @@ func (s *suite) leaderFault(t *testing.T, d *deployment, w workload, name string
 		d.start(old.node) // back to three replicas for the next repetition
 	}
 	return run.slot
+}
+
+// runUnderLeader waits for the first run of the invoices job for a slot after after, and returns
+// it with the term it started under, which must still lead.
+func (d *deployment) runUnderLeader(after time.Time) (runStart, term) {
+	d.t.Helper()
+	run := d.waitRunStarted(invoicesJob, after, 40*time.Second)
+	old, ok := d.termOf(run.token)
+	if !ok || !old.ended.IsZero() {
+		d.t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
+	}
+	return run, old
 }
 
 // termOf returns the term with token, from the replicas' logs.

@@ -97,11 +97,7 @@ func (s *suite) outboxFault(t *testing.T, d *deployment, smtp *testenv.SMTPServe
 	t.Helper()
 	rng := s.rand("Outbox"+name, rep)
 	tl := newTimeline(t, fmt.Sprintf("Outbox %s round %d (seed %d)", name, rep, s.seed))
-	run := d.waitRunStarted(invoicesJob, after, 40*time.Second)
-	old, ok := d.termOf(run.token)
-	if !ok || !old.ended.IsZero() {
-		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
-	}
+	run, old := d.runUnderLeader(after)
 	keys := slotKeys(run.slot, w.clients)
 	if dispatch {
 		// Stop it at a random point once the server has between 1 and clients-1 of the slot's

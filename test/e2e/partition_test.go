@@ -45,11 +45,7 @@ func (s *suite) leaderCutOff(t *testing.T) {
 	d := s.deploy(t, deployOptions{jobs: w.yaml() + beatJobs})
 	d.startAll()
 	d.waitLeader(0, 30*time.Second)
-	run := d.waitRunStarted(invoicesJob, time.Now(), 40*time.Second)
-	old, ok := d.termOf(run.token)
-	if !ok || !old.ended.IsZero() {
-		t.Fatalf("the run of slot %s started under token %d, which no longer leads", stamp(run.slot), run.token)
-	}
+	run, old := d.runUnderLeader(time.Now())
 	slot := run.slot
 	r := d.replicas[old.node]
 	tl := newTimeline(t, "LeaderCutOffFromEtcd")

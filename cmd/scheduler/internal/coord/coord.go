@@ -87,7 +87,7 @@ type Deps struct {
 	Store scheduler.StoreID
 	// Replicas reads the registered replicas, so that the observer of a backend other than etcd
 	// logs a hold of the election by none of them; nil: not judged.
-	Replicas func(ctx context.Context) ([]status.Replica, error)
+	Replicas func(ctx context.Context) ([]scheduler.Replica, error)
 }
 
 // New builds the campaigner and the observer of cfg.Election.Backend.
@@ -298,7 +298,7 @@ type countedView struct {
 	View
 	inc      func() // nil: the view counts its leaders itself
 	lg       *zap.Logger
-	replicas func(ctx context.Context) ([]status.Replica, error) // nil: a foreign hold is not judged
+	replicas func(ctx context.Context) ([]scheduler.Replica, error) // nil: a foreign hold is not judged
 	// node and leading are this replica's, to judge a hold in its name that is not its own; the
 	// judgement, once the hold has outlived what this replica's last process could leave behind
 	// (selfHold, ttl), is kept in self for the replica's status (Problems).

@@ -21,7 +21,7 @@ import (
 // Election reads the election of a backend other than etcd with read, for status and
 // readiness: the leader, and the problems the read found, with a leader that names none of
 // replicas (when known) among them.
-func Election(ctx context.Context, read func(context.Context) (Seen, error), replicas []status.Replica) (status.Election, error) {
+func Election(ctx context.Context, read func(context.Context) (Seen, error), replicas []scheduler.Replica) (status.Election, error) {
 	l, err := read(ctx)
 	switch {
 	case errors.Is(err, ErrNoLeader):
@@ -112,8 +112,8 @@ func Problems(c Coordinator, v View) func() []string {
 // what holds the election without being one (a lease row or a lock written by hand with an
 // expiry far ahead, an ephemeral node of another client's session) cannot be told from a
 // replica's hold by its shape, so it is reported, not removed.
-func foreign(l Seen, replicas []status.Replica) string {
-	if replicas == nil || slices.ContainsFunc(replicas, func(r status.Replica) bool { return r.Node == l.Node }) {
+func foreign(l Seen, replicas []scheduler.Replica) string {
+	if replicas == nil || slices.ContainsFunc(replicas, func(r scheduler.Replica) bool { return r.Node == l.Node }) {
 		return ""
 	}
 	return fmt.Sprintf("the election is held by %s (node %q, token %d), which names no running replica: something outside "+

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"scheduler"
-	"scheduler/internal/status"
 )
 
 // TestElection_ForeignHold: a hold that names no registered replica is a problem naming the
@@ -20,7 +19,7 @@ func TestElection_ForeignHold(t *testing.T) {
 	read := func(context.Context) (Seen, error) {
 		return Seen{Node: node, Token: 7, Held: "the lock k", End: "redis-cli DEL k"}, nil
 	}
-	e, err := Election(context.Background(), read, []status.Replica{{Node: "a"}})
+	e, err := Election(context.Background(), read, []scheduler.Replica{{Node: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +33,7 @@ func TestElection_ForeignHold(t *testing.T) {
 	if e, _ := Election(context.Background(), read, nil); len(e.Problems) != 0 {
 		t.Fatalf("problems %q with the replicas unknown, want none", e.Problems)
 	}
-	e, _ = Election(context.Background(), func(context.Context) (Seen, error) { return Seen{Node: "a", Token: 8}, nil }, []status.Replica{{Node: "a"}})
+	e, _ = Election(context.Background(), func(context.Context) (Seen, error) { return Seen{Node: "a", Token: 8}, nil }, []scheduler.Replica{{Node: "a"}})
 	if len(e.Problems) != 0 {
 		t.Fatalf("problems %q for a registered replica's hold, want none", e.Problems)
 	}

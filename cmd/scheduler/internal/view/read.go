@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"scheduler"
 	"slices"
 
 	"scheduler/internal/status"
@@ -12,8 +13,8 @@ import (
 // Source is where Read finds the leader and its registry entry: the status source of the
 // configured coordinator.
 type Source interface {
-	Replicas(ctx context.Context) ([]status.Replica, error)
-	Election(ctx context.Context, replicas []status.Replica) (status.Election, error)
+	Replicas(ctx context.Context) ([]scheduler.Replica, error)
+	Election(ctx context.Context, replicas []scheduler.Replica) (status.Election, error)
 }
 
 // Local is the local file's table: its path, for messages, and its jobs, nil when Valid is
@@ -68,7 +69,7 @@ func leaderTable(ctx context.Context, src Source) ([]status.TableJob, string, er
 		return nil, "", errNoLeader
 	}
 	node := e.Leader.Node
-	i := slices.IndexFunc(rs, func(r status.Replica) bool { return r.Node == node })
+	i := slices.IndexFunc(rs, func(r scheduler.Replica) bool { return r.Node == node })
 	switch {
 	case i < 0:
 		return nil, node, fmt.Errorf("the leader %s has no registry entry", node)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"scheduler"
 	"strings"
 	"testing"
 
@@ -14,12 +15,12 @@ import (
 
 // fakeSource is a Source of func fields.
 type fakeSource struct {
-	replicas func() ([]status.Replica, error)
+	replicas func() ([]scheduler.Replica, error)
 	election func() (status.Election, error)
 }
 
-func (f fakeSource) Replicas(context.Context) ([]status.Replica, error) { return f.replicas() }
-func (f fakeSource) Election(context.Context, []status.Replica) (status.Election, error) {
+func (f fakeSource) Replicas(context.Context) ([]scheduler.Replica, error) { return f.replicas() }
+func (f fakeSource) Election(context.Context, []scheduler.Replica) (status.Election, error) {
 	return f.election()
 }
 
@@ -29,8 +30,8 @@ func leads(node string) func() (status.Election, error) {
 	}
 }
 
-func registered(rs ...status.Replica) func() ([]status.Replica, error) {
-	return func() ([]status.Replica, error) { return rs, nil }
+func registered(rs ...scheduler.Replica) func() ([]scheduler.Replica, error) {
+	return func() ([]scheduler.Replica, error) { return rs, nil }
 }
 
 func TestRead(t *testing.T) {
@@ -42,7 +43,7 @@ func TestRead(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	local := Local{Path: "local.yaml", Jobs: []status.TableJob{{Name: "a", Digest: "1"}}, Valid: true}
 	broken := Local{Path: "local.yaml"}
-	failed := func() ([]status.Replica, error) { return nil, errors.New("etcd down") }
+	failed := func() ([]scheduler.Replica, error) { return nil, errors.New("etcd down") }
 	for _, tc := range []struct {
 		name     string
 		src      fakeSource
@@ -51,25 +52,25 @@ func TestRead(t *testing.T) {
 		from     string
 		warnings []string // each the start of a warning, in order
 	}{
-		{"LeadersTable", fakeSource{registered(status.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, local,
+		{"LeadersTable", fakeSource{registered(scheduler.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, local,
 			2, "the leader's table (node n1)", []string{"the table of local.yaml differs from the leader's (node n1): only the leader has b"}},
-		{"SameTable", fakeSource{registered(status.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, Local{Path: "l", Jobs: leaderJobs, Valid: true},
+		{"SameTable", fakeSource{registered(scheduler.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, Local{Path: "l", Jobs: leaderJobs, Valid: true},
 			2, "the leader's table (node n1)", nil},
-		{"LeadersTableBrokenFile", fakeSource{registered(status.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, broken,
+		{"LeadersTableBrokenFile", fakeSource{registered(scheduler.Replica{Node: "n1", HTTPAddr: addr}), leads("n1")}, broken,
 			2, "the leader's table (node n1)", nil},
 		{"NoLeader", fakeSource{registered(), func() (status.Election, error) { return status.Election{}, nil }}, local,
 			1, "the table of local.yaml", nil},
 		{"NoLeaderBrokenFile", fakeSource{registered(), func() (status.Election, error) { return status.Election{}, nil }}, broken,
 			-1, "", []string{"no job table: the jobs of local.yaml are invalid"}},
-		{"NoRegistryEntry", fakeSource{registered(status.Replica{Node: "n2", HTTPAddr: addr}), leads("n1")}, local,
+		{"NoRegistryEntry", fakeSource{registered(scheduler.Replica{Node: "n2", HTTPAddr: addr}), leads("n1")}, local,
 			1, "the table of local.yaml", []string{"cannot read the leader's table: the leader n1 has no registry entry; the jobs are those of local.yaml"}},
-		{"NoHTTP", fakeSource{registered(status.Replica{Node: "n1"}), leads("n1")}, local,
+		{"NoHTTP", fakeSource{registered(scheduler.Replica{Node: "n1"}), leads("n1")}, local,
 			1, "the table of local.yaml", []string{"cannot read the leader's table: the leader n1 serves no HTTP"}},
 		{"ReplicasUnreadable", fakeSource{failed, leads("n1")}, local,
 			1, "the table of local.yaml", []string{"cannot read the leader's table: read the replicas: etcd down"}},
 		{"ElectionUnreadable", fakeSource{registered(), func() (status.Election, error) { return status.Election{}, errors.New("timeout") }}, broken,
 			-1, "", []string{"cannot read the leader's table: read the leader: timeout; no job table"}},
-		{"LeaderUnreachable", fakeSource{registered(status.Replica{Node: "n1", HTTPAddr: "127.0.0.1:1"}), leads("n1")}, local,
+		{"LeaderUnreachable", fakeSource{registered(scheduler.Replica{Node: "n1", HTTPAddr: "127.0.0.1:1"}), leads("n1")}, local,
 			1, "the table of local.yaml", []string{"cannot read the leader's table: the leader n1: read its table"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
