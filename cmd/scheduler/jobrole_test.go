@@ -52,6 +52,13 @@ func TestSQLJob_RecommendedSetup(t *testing.T) {
 		"fence-check":   `SELECT scheduler.fence_check('ingest', 9000000000000)`,
 		"other-table":   `INSERT INTO public.invoices (client_id, month, amount, token) VALUES (1, 'x', 1, 1)`,
 		"temp-and-lock": `SELECT pg_advisory_lock(1); CREATE TEMP TABLE t (a int); INSERT INTO scheduler.job_fence (job, token) VALUES ('x', 1)`,
+		// The fence's SQLSTATE raised by a deferred trigger, naming a job not in the table: a
+		// failed run of its own, not a refusal that would end the term.
+		"forged-refusal": `CREATE TEMP TABLE t (x int);
+			CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+				RAISE EXCEPTION 'fenced out' USING ERRCODE = 'JF001', DETAIL = 'job=no-such-job token=1 fence=2'; END $$;
+			CREATE CONSTRAINT TRIGGER forge AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
+			INSERT INTO t VALUES (1)`,
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "store: {dsn: %q, job_dsn: %q}\ndefaults: {schedule: \"@yearly\", role: %s}\njobs:\n", dsn, jobDSN, role)

@@ -287,9 +287,27 @@ func (p *Backend) fencedOnce(ctx context.Context, job string, token int64, fn fu
 		t.finish()
 	}
 	if err := t.tx.Commit(ctx); err != nil {
-		return pgFenceErr(token, fmt.Errorf("commit: %w", err))
+		return p.commitErr(ctx, job, token, err)
 	}
 	return nil
+}
+
+// commitErr is the error of a fenced transaction's failed COMMIT. The fence was checked under
+// a lock held until the commit, so a JF001 raised there is not the fence's: a deferred trigger
+// of the transaction's own tables raised it, with a DETAIL of its choice. It names the job
+// refused only when the store's own read finds job's fence above token; else it is the
+// transaction's own error, which ends that run alone, as a job's error does, and never the
+// term or another job.
+func (p *Backend) commitErr(ctx context.Context, job string, token int64, err error) error {
+	err = fmt.Errorf("commit: %w", err)
+	if !isCode(err, verdict.StaleErrorCode) {
+		return pgFenceErr(token, err)
+	}
+	fences, ferr := p.Fences(ctx, []string{job})
+	if f := fences[job]; ferr == nil && f > token {
+		return verdict.Stale(job, token, f)
+	}
+	return fmt.Errorf("%w (raised at the commit by a trigger of the transaction's tables, not by the fence of job %q)", err, job)
 }
 
 // Raise runs fence_raise under the raise timeout and commits only if every

@@ -59,7 +59,7 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	var xid string
 	if err := tx.QueryRow(ctx, `SELECT set_config('scheduler.job', $1, true), set_config('scheduler.token', $2, true),
 		set_config('scheduler.slot', $3, true), set_config('scheduler.manual', $4, true),
-		set_config('scheduler.run_secret', $5, true), pg_catalog.txid_current()::text`,
+		set_config('scheduler.run_secret', $5, true), pg_catalog.txid_current()::pg_catalog.text`,
 		job, strconv.FormatInt(token, 10), slot, manual, scheduler.RunSecretFrom(ctx)).Scan(nil, nil, nil, nil, nil, &xid); err != nil {
 		return 0, fmt.Errorf("set the job's settings: %w", err)
 	}
@@ -99,7 +99,7 @@ func (p *Backend) statementsOnce(ctx context.Context, job string, token int64, r
 	// the statements are no redo's to run twice (see fence.Store.FencedStatements).
 	if err := tx.Commit(ctx); err != nil {
 		if !commitInDoubt(err) {
-			return 0, pgFenceErr(token, fmt.Errorf("commit: %w", err))
+			return 0, p.commitErr(ctx, job, token, err)
 		}
 		// Closed before the caller asks about the transaction: a server still waiting for
 		// the COMMIT then ends the transaction instead of keeping it in progress.
@@ -132,16 +132,19 @@ func (p *Backend) XactStatus(ctx context.Context, xid string) (string, error) {
 	return *status, nil
 }
 
-// restore returns the session to its own role after a text, then reads
-// the id of the transaction it is in.
-const restore = `RESET ROLE; SELECT pg_catalog.txid_current()::text`
+// restore runs the constraints and triggers the text deferred to the commit, still under the
+// text's role, so that what they do and the errors they raise are the text's own and come
+// before the check; then it returns the session to its own role and reads the id of the
+// transaction it is in. The type is named with its schema too: a text may create a type
+// pg_temp.text, which an unqualified name would find first.
+const restore = `SET CONSTRAINTS ALL IMMEDIATE; RESET ROLE; SELECT pg_catalog.txid_current()::pg_catalog.text`
 
-// sameTx restores the session's role after a text (restore) and returns
-// verdict.ErrTxEnded when the transaction is not the one whose id was xid.
+// sameTx runs what the text deferred and restores the session's role after it (restore), and
+// returns verdict.ErrTxEnded when the transaction is not the one whose id was xid.
 func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	results, err := pgc.Exec(ctx, restore).ReadAll()
 	if err != nil {
-		return fmt.Errorf("reset role after the statements: %w", err)
+		return fmt.Errorf("the statements' deferred constraints and triggers, or the reset of the role after them: %w", err)
 	}
 	last := results[len(results)-1]
 	if len(last.Rows) != 1 || len(last.Rows[0]) != 1 {
