@@ -1,20 +1,19 @@
 package main
 
 import (
-	"time"
-
+	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/retention"
 )
 
-// maxAge is the configured job's history.max_age; 0 for a job not in the table.
-func (d *daemon) maxAge(job string) time.Duration {
+// policy is the configured job's retention; false for a job not in the table.
+func (d *daemon) policy(job string) (retention.Policy, bool) {
 	table, _ := d.table()
 	for _, j := range table {
 		if j.Name == job {
-			return j.History.MaxAge
+			return jobPolicy(j), true
 		}
 	}
-	return 0
+	return retention.Policy{}, false
 }
 
 // retention returns the retention of every configured job not blocked, for the pruner's next
@@ -30,8 +29,13 @@ func (d *daemon) retention() []retention.Policy {
 	ps := make([]retention.Policy, 0, len(table))
 	for _, j := range table {
 		if !blocked[j.Name] {
-			ps = append(ps, retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup})
+			ps = append(ps, jobPolicy(j))
 		}
 	}
 	return ps
+}
+
+// jobPolicy is j's retention.
+func jobPolicy(j config.Job) retention.Policy {
+	return retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup}
 }

@@ -25,8 +25,7 @@ INSERT INTO forged VALUES (1)`
 // JF001, the fence's SQLSTATE, with a DETAIL naming a job and fence of its choice, fails its
 // own run as a text's error does: the store does not report the token stale (which the runner
 // takes for a newer leader, ending the term, or blocking the job the DETAIL names), and nothing
-// the text wrote commits. The deferred trigger runs before the check, under the text's role.
-// Before, the JF001 came back from the COMMIT and its DETAIL was trusted: every leader that ran
+// the text wrote commits. Before, the JF001 came back from the COMMIT and its DETAIL was trusted: every leader that ran
 // the job ended its own term.
 func TestPostgres_FencedStatementsForgedRefusal(t *testing.T) {
 	js := mustJobSetup(t)
@@ -38,8 +37,8 @@ func TestPostgres_FencedStatementsForgedRefusal(t *testing.T) {
 		if err == nil || errors.Is(err, scheduler.ErrFenced) || errors.As(err, &fe) || errors.Is(err, verdict.ErrTxEnded) {
 			t.Fatalf("DETAIL %q: %d rows, err %v; want the text's own error, not a stale token", detail, n, err)
 		}
-		if sqlState(err) != verdict.StaleErrorCode || !strings.Contains(err.Error(), "deferred") {
-			t.Fatalf("DETAIL %q: err %v; want the trigger's JF001, said to come from the deferred triggers", detail, err)
+		if sqlState(err) != verdict.StaleErrorCode || !strings.Contains(err.Error(), "raised at the commit") {
+			t.Fatalf("DETAIL %q: err %v; want the trigger's JF001, said to be raised at the commit", detail, err)
 		}
 		if got := js.skus(t, ctx); got != "" {
 			t.Fatalf("DETAIL %q: skus %q, want none: the failed text committed", detail, got)

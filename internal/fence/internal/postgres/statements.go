@@ -132,19 +132,17 @@ func (p *Backend) XactStatus(ctx context.Context, xid string) (string, error) {
 	return *status, nil
 }
 
-// restore runs the constraints and triggers the text deferred to the commit, still under the
-// text's role, so that what they do and the errors they raise are the text's own and come
-// before the check; then it returns the session to its own role and reads the id of the
+// restore returns the session to its own role after a text, then reads the id of the
 // transaction it is in. The type is named with its schema too: a text may create a type
 // pg_temp.text, which an unqualified name would find first.
-const restore = `SET CONSTRAINTS ALL IMMEDIATE; RESET ROLE; SELECT pg_catalog.txid_current()::pg_catalog.text`
+const restore = `RESET ROLE; SELECT pg_catalog.txid_current()::pg_catalog.text`
 
-// sameTx runs what the text deferred and restores the session's role after it (restore), and
-// returns verdict.ErrTxEnded when the transaction is not the one whose id was xid.
+// sameTx restores the session's role after a text (restore) and returns
+// verdict.ErrTxEnded when the transaction is not the one whose id was xid.
 func sameTx(ctx context.Context, pgc *pgconn.PgConn, xid string) error {
 	results, err := pgc.Exec(ctx, restore).ReadAll()
 	if err != nil {
-		return fmt.Errorf("the statements' deferred constraints and triggers, or the reset of the role after them: %w", err)
+		return fmt.Errorf("reset role after the statements: %w", err)
 	}
 	last := results[len(results)-1]
 	if len(last.Rows) != 1 || len(last.Rows[0]) != 1 {
