@@ -127,26 +127,33 @@ func TestDaemon_ZeroTimeTrigger(t *testing.T) {
 	}
 }
 
-// TestDaemon_TriggerOlderThanTheHistory: a trigger key for a slot older than the job's
-// history.max_age (written by hand, or restored with an etcd snapshot) is dropped with a warning
-// and no run: the retention would prune that run, and the key written again would then run the
-// slot a second time.
+// TestDaemon_TriggerOlderThanTheHistory: a trigger key for a slot whose run the job's retention
+// may prune (written by hand, or restored with an etcd snapshot) is dropped with a warning and no
+// run: the key written again after the prune would run the slot a second time. A slot older than
+// history.max_age, and one two hours old, outside the job's catch-up window (1h) with
+// history.max_runs set (10000 by default), whose run may be pruned behind newer runs: before,
+// only max_age was checked, and a manual run pruned by max_runs ran again.
 func TestDaemon_TriggerOlderThanTheHistory(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
 	c.leading()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	key, cli := "/test/election:trigger/yearly/2020-01-01T00:00:00.000000Z", c.etcd.Client(t)
-	if _, err := cli.Put(ctx, key, "{}"); err != nil {
-		t.Fatal(err)
-	}
-	c.wait("the request dropped", func() bool { return strings.Contains(r.logs.String(), "older than the job's history.max_age") })
-	c.wait("the key removed", func() bool {
-		resp, err := cli.Get(ctx, key)
-		return err == nil && len(resp.Kvs) == 0
-	})
-	if runs := c.history("yearly"); len(runs) != 0 {
-		t.Fatalf("the job ran for a slot older than its history: %+v", runs)
+	cli := c.etcd.Client(t)
+	for i, at := range []time.Time{time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(-2 * time.Hour)} {
+		key := "/test/election:trigger/yearly/" + at.UTC().Format("2006-01-02T15:04:05.000000Z")
+		if _, err := cli.Put(ctx, key, "{}"); err != nil {
+			t.Fatal(err)
+		}
+		c.wait("the request dropped", func() bool {
+			return strings.Count(r.logs.String(), "trigger dropped: its slot is older than the job's retention") == i+1
+		})
+		c.wait("the key removed", func() bool {
+			resp, err := cli.Get(ctx, key)
+			return err == nil && len(resp.Kvs) == 0
+		})
+		if runs := c.history("yearly"); len(runs) != 0 {
+			t.Fatalf("the job ran for a slot its retention may prune: %+v", runs)
+		}
 	}
 }
