@@ -81,12 +81,13 @@ func (r *Registration) Run(ctx context.Context) error {
 }
 
 // keep drains the keep-alive channel until the lease is lost, and republishes the entry when
-// asked, and when someone deletes it (`etcdctl del` by hand): without its entry a running
-// replica is missing from status, and a leader would be judged a foreign holder of the election.
+// asked, and when someone deletes it or writes over it (`etcdctl del`, or `etcdctl put` without
+// the lease or with another value): without its entry a running replica is missing from status,
+// and a leader would be judged a foreign holder of the election.
 func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAliveResponse, lease clientv3.LeaseID) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	deleted := r.watchDeletes(wctx)
+	changed := r.watchEntry(wctx)
 	for {
 		select {
 		case _, ok := <-ka:
@@ -97,9 +98,14 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 			if err := r.publish(ctx, lease); err != nil {
 				return err
 			}
-		case key := <-deleted:
-			if key != "" {
-				r.lg.Error("replica entry deleted from outside; publishing it again", zap.String("key", key))
+		case c := <-changed:
+			switch {
+			case c.key != "" && !c.deleted && c.rev <= r.rev:
+				continue // a publication of this registration's own, or one it has since replaced
+			case c.key != "" && c.deleted:
+				r.lg.Error("replica entry deleted from outside; publishing it again", zap.String("key", c.key))
+			case c.key != "":
+				r.lg.Error("replica entry written over from outside; publishing it again", zap.String("key", c.key), zap.Int64("revision", c.rev))
 			}
 			if err := r.publish(ctx, lease); err != nil {
 				return err
@@ -108,16 +114,24 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 	}
 }
 
-// watchDeletes reports the deletions of the replica's entry from the last publication on, until
-// ctx ends. A watch that ends (etcd lost its leader, or compacted the history past it) is
-// started again, and reported as "": a deletion may have been missed meanwhile.
-func (r *Registration) watchDeletes(ctx context.Context) <-chan string {
-	out := make(chan string, 1)
+// entryChange is a change of the replica's entry: deleted, or put at revision rev. An empty key
+// says that changes may have been missed.
+type entryChange struct {
+	key     string
+	rev     int64
+	deleted bool
+}
+
+// watchEntry reports the changes of the replica's entry from the last publication on, until ctx
+// ends. A watch that ends (etcd lost its leader, or compacted the history past it) is started
+// again, and reported as a change with no key: one may have been missed meanwhile.
+func (r *Registration) watchEntry(ctx context.Context) <-chan entryChange {
+	out := make(chan entryChange, 1)
 	key := r.s.k.replica(r.replica().Node)
 	rev := r.rev
-	send := func(k string) bool {
+	send := func(c entryChange) bool {
 		select {
-		case out <- k:
+		case out <- c:
 			return true
 		case <-ctx.Done():
 			return false
@@ -125,7 +139,7 @@ func (r *Registration) watchDeletes(ctx context.Context) <-chan string {
 	}
 	go func() {
 		for ctx.Err() == nil {
-			opts := []clientv3.OpOption{clientv3.WithFilterPut()}
+			var opts []clientv3.OpOption
 			if rev > 0 {
 				opts = append(opts, clientv3.WithRev(rev+1))
 			}
@@ -134,7 +148,7 @@ func (r *Registration) watchDeletes(ctx context.Context) <-chan string {
 					break
 				}
 				for _, ev := range wr.Events {
-					if ev.Type == mvccpb.DELETE && !send(key) {
+					if !send(entryChange{key: key, rev: ev.Kv.ModRevision, deleted: ev.Type == mvccpb.DELETE}) {
 						return
 					}
 				}
@@ -145,7 +159,7 @@ func (r *Registration) watchDeletes(ctx context.Context) <-chan string {
 				return
 			case <-time.After(registrationRetry):
 			}
-			if !send("") {
+			if !send(entryChange{}) {
 				return
 			}
 		}

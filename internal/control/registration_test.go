@@ -13,8 +13,8 @@ import (
 )
 
 // TestRegistration_Run keeps a replica registered on a real etcd: the entry appears, follows a
-// republish, comes back after it is deleted or its lease is revoked from outside, and is gone
-// once Run returns.
+// republish, comes back after it is deleted, written over or its lease is revoked from outside,
+// and is gone once Run returns. Before, a put over the entry was never corrected.
 func TestRegistration_Run(t *testing.T) {
 	e := testenv.MustEtcd(t)
 	cli := e.Client(t)
@@ -56,6 +56,26 @@ func TestRegistration_Run(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, fmt.Sprintf("entry published again after deletion %d", i+1), shows("h2"))
+	}
+
+	// Written over by hand (`etcdctl put` without the lease: an entry that would never expire,
+	// and that the registry takes for a stray), with the same value or another: published again
+	// on the replica's lease.
+	for i, value := range []string{"", `{"node":"a","table_hash":"forged"}`, "not json"} {
+		resp, err := cli.Get(ctx, s.k.replica("a"))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("get the entry: %v", err)
+		}
+		if value == "" {
+			value = string(resp.Kvs[0].Value)
+		}
+		if _, err := cli.Put(ctx, s.k.replica("a"), value); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, fmt.Sprintf("entry published again after overwrite %d", i+1), func() bool {
+			r, err := cli.Get(ctx, s.k.replica("a"))
+			return err == nil && len(r.Kvs) == 1 && r.Kvs[0].Lease == resp.Kvs[0].Lease && shows("h2")()
+		})
 	}
 
 	resp, err := cli.Get(ctx, s.k.replica("a"))
