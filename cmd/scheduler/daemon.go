@@ -57,6 +57,7 @@ type daemon struct {
 	conns    coord.Conns // the other backends' connections
 	http     *status.Server
 	live     *runlog.Book // the output of the runs in progress, served at /runs/{id}/output
+	scrub    redact.Live  // the secrets and credentials scrubbed from what runs print
 	started  time.Time
 
 	// specs is the runner's table at start, built from cfg before anything connected.
@@ -212,12 +213,13 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	// One scrubber for the ledger's outputs and the live ones: the same secrets, built once.
-	scrub := redact.Scrubber(d.cfg.Secrets())
-	d.live = runlog.New(nil, scrub)
+	// One scrubber for the ledger's outputs, the live ones and the outbox's errors; a reload
+	// gives it the new table's credentials.
+	d.scrub.Set(d.cfg.Secrets())
+	d.live = runlog.New(nil, d.scrub.Scrub)
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
-		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: scrub,
+		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: d.scrub.Scrub,
 		// A refusal by the store for one job ends the term only if the backend no longer confirms it.
 		Confirm: func(ctx context.Context, token int64) error { return d.camp.Confirm(ctx, token) },
 	})
@@ -234,7 +236,7 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.outbox, err = newDispatcher(d.cfg.Outbox, d.store, d.lg, outboxmetrics.Register(d.m.Registry(), d.store, d.lg, time.Now), d.deadNotice,
-		redact.Scrubber(d.cfg.Secrets()))
+		d.scrub.Scrub)
 	return err
 }
 

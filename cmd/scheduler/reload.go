@@ -40,6 +40,8 @@ func (d *daemon) reload(ctx context.Context) {
 	l, err := d.loadSettled(ctx)
 	var removed []string
 	if err == nil {
+		// The new table's credentials are scrubbed before its jobs run; the old ones' still are.
+		d.scrub.Set(append(d.cfg.Secrets(), l.Config.Secrets()...))
 		removed, err = d.swapTable(l)
 	}
 	if err != nil {

@@ -55,14 +55,17 @@ func resolveSecretFiles(raw map[string]any, dir string) []Problem {
 // configuration file (filelimit.Read), with a bound fit for a secret.
 const MaxSecretBytes = 64 << 10
 
-// Secrets returns every configured secret value and the secrets inside them.
+// Secrets returns every configured secret value and the secrets inside them, and the jobs'
+// credentials (kinds.HTTPConfig.Credentials, kinds.ExecConfig.Credentials).
 func (c *Config) Secrets() []string {
 	seen := map[string]bool{}
 	var out []string
-	add := func(v string) {
-		if v != "" && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
 		}
 	}
 	for _, s := range secretKeys() {
@@ -74,15 +77,14 @@ func (c *Config) Secrets() []string {
 			add(v)
 			continue
 		}
-		parts := s.parts(v)
-		if len(parts) == 0 {
-			continue // a DSN without a password is no secret
-		}
-		add(v)
-		for _, p := range parts {
-			add(p)
+		if parts := s.parts(v); len(parts) > 0 { // a DSN without a password is no secret
+			add(v)
+			add(parts...)
 		}
 	}
 	add(c.HTTP.AdminToken)
+	for _, j := range c.Jobs { // a job's own credentials: its headers, URL and variables
+		add(append(httpConfig(j.JobSpec).Credentials(), execConfig(j.JobSpec, nil).Credentials()...)...)
+	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // kvPassword matches password=... in a key=value DSN, quoted or not.
@@ -82,4 +83,24 @@ func DSNSecrets(dsn string) []string {
 		return forms[0]
 	})
 	return out
+}
+
+// Live is a scrubber whose secrets a reload replaces: what runs print from then on is scrubbed of
+// the new table's secrets. Its zero value scrubs nothing; it is safe for concurrent use.
+type Live struct {
+	scrub atomic.Pointer[func(string) string]
+}
+
+// Set makes l scrub secrets from now on.
+func (l *Live) Set(secrets []string) {
+	f := Scrubber(secrets)
+	l.scrub.Store(&f)
+}
+
+// Scrub replaces each of l's secrets in s by [redacted].
+func (l *Live) Scrub(s string) string {
+	if f := l.scrub.Load(); f != nil && *f != nil {
+		return (*f)(s)
+	}
+	return s
 }
