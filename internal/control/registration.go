@@ -88,6 +88,7 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	changed := r.watchEntry(wctx)
+	sibling := false // a replica of the same node name was seen publishing
 	for {
 		select {
 		case _, ok := <-ka:
@@ -102,6 +103,15 @@ func (r *Registration) keep(ctx context.Context, ka <-chan *clientv3.LeaseKeepAl
 			switch {
 			case c.key != "" && !c.deleted && c.rev <= r.rev:
 				continue // a publication of this registration's own, or one it has since replaced
+			case c.key != "" && !c.deleted && r.sibling(c, lease):
+				// Another replica registers under the same node name: each writing over the
+				// other's entry would never end. The last one to publish keeps the key.
+				if !sibling {
+					sibling = true
+					r.lg.Error("another replica publishes under this node name; give each replica a node name of its own",
+						zap.String("key", c.key), zap.String("lease", fmt.Sprintf("%x", c.lease)))
+				}
+				continue
 			case c.key != "" && c.deleted:
 				r.lg.Error("replica entry deleted from outside; publishing it again", zap.String("key", c.key))
 			case c.key != "":
@@ -120,6 +130,19 @@ type entryChange struct {
 	key     string
 	rev     int64
 	deleted bool
+	lease   int64  // the lease of a put
+	value   []byte // the value of a put
+}
+
+// sibling reports whether c puts an entry of another replica of the same node name: a valid
+// entry on a lease that is not this registration's. One on no lease, on this registration's,
+// or that does not parse is written over.
+func (r *Registration) sibling(c entryChange, lease clientv3.LeaseID) bool {
+	if c.lease == int64(clientv3.NoLease) || c.lease == int64(lease) {
+		return false
+	}
+	_, err := decodeReplica(r.replica().Node, c.value)
+	return err == nil
 }
 
 // watchEntry reports the changes of the replica's entry from the last publication on, until ctx
@@ -148,7 +171,8 @@ func (r *Registration) watchEntry(ctx context.Context) <-chan entryChange {
 					break
 				}
 				for _, ev := range wr.Events {
-					if !send(entryChange{key: key, rev: ev.Kv.ModRevision, deleted: ev.Type == mvccpb.DELETE}) {
+					c := entryChange{key: key, rev: ev.Kv.ModRevision, deleted: ev.Type == mvccpb.DELETE, lease: ev.Kv.Lease, value: ev.Kv.Value}
+					if !send(c) {
 						return
 					}
 				}

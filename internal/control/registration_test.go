@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"scheduler/internal/testenv"
 )
@@ -104,5 +106,42 @@ func TestStore_NewRegistrationRefuses(t *testing.T) {
 	}
 	if _, err := s.NewRegistration(time.Second, nil, testLogger(t)); err == nil {
 		t.Error("NewRegistration without a replica: no error")
+	}
+}
+
+// TestRegistration_SameNodeTwice: two replicas registering under one node name (two on one
+// host, containers with one hostname) do not write over each other's entry without end, as
+// each would if it took the other's put for one from outside: one error line each names the
+// problem, and the key is put a few times, not thousands.
+func TestRegistration_SameNodeTwice(t *testing.T) {
+	e := testenv.MustEtcd(t)
+	cli := e.Client(t)
+	ctx := testCtx(t)
+	s := mustStore(t, cli, "/reg/election")
+	var hash atomic.Value
+	hash.Store("h1")
+	core, logs := observer.New(zap.InfoLevel)
+	start, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		reg, err := s.NewRegistration(2*time.Second, hashedReplica(&hash), zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer startRun(ctx, t, reg.Run)()
+		<-reg.Published()
+	}
+	time.Sleep(2 * time.Second)
+	end, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := end.Header.Revision - start.Header.Revision; n > 10 {
+		t.Fatalf("%d etcd revisions in 2 s, want a few: the two registrations write over each other", n)
+	}
+	if n := logs.FilterMessageSnippet("another replica publishes under this node name").Len(); n < 1 || n > 2 {
+		t.Fatalf("%d lines naming the other replica, want one or two (one per registration that saw the other)", n)
 	}
 }
