@@ -226,7 +226,7 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	d.triggers = &triggers.Handler{Runner: d.runner, Requests: d.control, Log: d.lg, Retention: d.policy}
+	d.triggers = &triggers.Handler{Runner: d.runner, Requests: d.control, Log: d.lg, MaxAge: d.maxAge}
 	d.pruner, err = retention.New(retention.Config{
 		Ledger: d.store, Policies: d.retention,
 		Batch: d.cfg.History.PruneBatch, Pause: d.cfg.History.PrunePause, Interval: d.cfg.History.PruneInterval,

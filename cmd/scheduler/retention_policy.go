@@ -1,19 +1,20 @@
 package main
 
 import (
-	"scheduler/cmd/scheduler/internal/config"
+	"time"
+
 	"scheduler/internal/retention"
 )
 
-// policy is the configured job's retention; false for a job not in the table.
-func (d *daemon) policy(job string) (retention.Policy, bool) {
+// maxAge is the configured job's history.max_age; 0 for a job not in the table.
+func (d *daemon) maxAge(job string) time.Duration {
 	table, _ := d.table()
 	for _, j := range table {
 		if j.Name == job {
-			return jobPolicy(j), true
+			return j.History.MaxAge
 		}
 	}
-	return retention.Policy{}, false
+	return 0
 }
 
 // retention returns the retention of every configured job not blocked, for the pruner's next
@@ -29,13 +30,8 @@ func (d *daemon) retention() []retention.Policy {
 	ps := make([]retention.Policy, 0, len(table))
 	for _, j := range table {
 		if !blocked[j.Name] {
-			ps = append(ps, jobPolicy(j))
+			ps = append(ps, retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup})
 		}
 	}
 	return ps
-}
-
-// jobPolicy is j's retention.
-func jobPolicy(j config.Job) retention.Policy {
-	return retention.Policy{Job: j.Name, MaxAge: j.History.MaxAge, MaxRuns: j.History.MaxRuns, Catchup: j.Catchup}
 }

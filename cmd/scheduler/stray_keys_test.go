@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,33 +128,83 @@ func TestDaemon_ZeroTimeTrigger(t *testing.T) {
 	}
 }
 
-// TestDaemon_TriggerOlderThanTheHistory: a trigger key for a slot whose run the job's retention
-// may prune (written by hand, or restored with an etcd snapshot) is dropped with a warning and no
-// run: the key written again after the prune would run the slot a second time. A slot older than
-// history.max_age, and one two hours old, outside the job's catch-up window (1h) with
-// history.max_runs set (10000 by default), whose run may be pruned behind newer runs: before,
-// only max_age was checked, and a manual run pruned by max_runs ran again.
+// TestDaemon_TriggerOlderThanTheHistory: a trigger key for a slot older than the job's
+// history.max_age (written by hand, or restored with an etcd snapshot) is dropped with a warning
+// and no run: the retention would prune that run, and the key written again would then run the
+// slot a second time.
 func TestDaemon_TriggerOlderThanTheHistory(t *testing.T) {
 	c := newCluster(t, testenv.MustDatabase(t), "")
 	r := c.start("a")
 	c.leading()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cli := c.etcd.Client(t)
-	for i, at := range []time.Time{time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(-2 * time.Hour)} {
-		key := "/test/election:trigger/yearly/" + at.UTC().Format("2006-01-02T15:04:05.000000Z")
-		if _, err := cli.Put(ctx, key, "{}"); err != nil {
+	key, cli := "/test/election:trigger/yearly/2020-01-01T00:00:00.000000Z", c.etcd.Client(t)
+	if _, err := cli.Put(ctx, key, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	c.wait("the request dropped", func() bool { return strings.Contains(r.logs.String(), "older than the job's history.max_age") })
+	c.wait("the key removed", func() bool {
+		resp, err := cli.Get(ctx, key)
+		return err == nil && len(resp.Kvs) == 0
+	})
+	if runs := c.history("yearly"); len(runs) != 0 {
+		t.Fatalf("the job ran for a slot older than its history: %+v", runs)
+	}
+}
+
+// TestDaemon_TriggerKeyAgainAfterMaxRuns: a handled trigger key written again (by hand, or with
+// an etcd snapshot restored) after newer runs of the job outnumber its history.max_runs does not
+// run its slot a second time: the count limit prunes scheduled runs only, so the manual run is
+// still there. Before, a newer manual run made the first one prunable, the pruner deleted it,
+// and the key written again ran the slot again (3 effects for 2 manual slots).
+func TestDaemon_TriggerKeyAgainAfterMaxRuns(t *testing.T) {
+	dsn := testenv.MustDatabase(t)
+	c := newCluster(t, dsn, "")
+	c.writeConfig(`
+history: {prune_interval: 100ms, prune_pause: 1ms}
+jobs:
+  - name: yearly
+    schedule: "@yearly"
+    type: sql
+    sql: "INSERT INTO stock_scans (sku, quantity) VALUES ('yearly', 1)"
+    catchup: 1m
+    history: {max_runs: 1}
+`)
+	c.start("a")
+	c.leading()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	db := testenv.Connect(ctx, t, dsn)
+	effects := func() (n int64) {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM stock_scans WHERE sku = 'yearly'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		c.wait("the request dropped", func() bool {
-			return strings.Count(r.logs.String(), "trigger dropped: its slot is older than the job's retention") == i+1
-		})
-		c.wait("the key removed", func() bool {
-			resp, err := cli.Get(ctx, key)
-			return err == nil && len(resp.Kvs) == 0
-		})
-		if runs := c.history("yearly"); len(runs) != 0 {
-			t.Fatalf("the job ran for a slot its retention may prune: %+v", runs)
+		return n
+	}
+	slot := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	key, cli := "/test/election:trigger/yearly/"+slot.Format("2006-01-02T15:04:05.000000Z"), c.etcd.Client(t)
+	ranSlot := func() bool {
+		return slices.ContainsFunc(c.history("yearly"), func(run scheduler.Run) bool { return run.ScheduledAt.Equal(slot) })
+	}
+	put := func(what string) {
+		t.Helper()
+		if _, err := cli.Put(ctx, key, `{"by":"op"}`); err != nil {
+			t.Fatal(err)
 		}
+		c.wait(what, func() bool { resp, err := cli.Get(ctx, key); return err == nil && len(resp.Kvs) == 0 })
+	}
+	put("the trigger handled")
+	if !ranSlot() {
+		t.Fatal("the trigger's slot did not run")
+	}
+	c.cli("trigger", "yearly") // a newer manual run: the first is no longer the job's last
+	c.wait("the newer manual run", func() bool { return countStatus(c.history("yearly"), scheduler.StatusSucceeded) >= 2 })
+	time.Sleep(2 * time.Second) // a pass every 100 ms: a run max_runs would prune is gone by now
+	if !ranSlot() {
+		t.Fatal("the first manual run was pruned by max_runs")
+	}
+	put("the same key handled again")
+	if n := effects(); n != 2 {
+		t.Fatalf("%d effects for 2 manual slots: the key written again ran its slot again", n)
 	}
 }

@@ -83,11 +83,14 @@ func TestStore_Prune(t *testing.T) {
 		t.Run("MaxRunsKeepsNewestFinished", func(t *testing.T) {
 			fill(t, "count")
 			n := prune(t, scheduler.Retention{Job: "count", Keep: 10, Protect: hoursAgo(6), Limit: 7})
-			if got, want := left(t, "count"), span(1, 10, 30); !slices.Equal(got, want) {
-				t.Fatalf("left %v, want %v (the newest 10 finished and the running one)", got, want)
+			// The manual run stays: a count limit deletes scheduled runs only, so that a trigger
+			// request handed again finds its run (before, it was deleted, and the request
+			// written again ran its slot a second time).
+			if got, want := left(t, "count"), span(1, 10, 30, -40); !slices.Equal(got, want) {
+				t.Fatalf("left %v, want %v (the newest 10 finished, the running one and the manual one)", got, want)
 			}
-			if n != 38 {
-				t.Fatalf("deleted %d, want 38", n)
+			if n != 37 {
+				t.Fatalf("deleted %d, want 37", n)
 			}
 		})
 		t.Run("MaxAgeRemovesOlder", func(t *testing.T) {

@@ -4,9 +4,8 @@
 // batch holds the job's fence and the table's locks only briefly.
 //
 // What a Pruner never deletes is decided by the store (see scheduler.Retention): running runs, runs whose
-// slot lies inside the job's protected window (its catch-up window, which a new leader compares
-// with the slots it computes, and at least MinProtect: see Policy.Protected), and the job's last
-// run. It writes with the term's token, so a deposed leader
+// slot lies inside the job's catch-up window, which a new leader compares with the slots it
+// computes, and the job's last run. It writes with the term's token, so a deposed leader
 // prunes nothing once a newer one has raised the job's fence.
 package retention
 
@@ -29,7 +28,7 @@ type Policy struct {
 	MaxAge time.Duration
 	// MaxRuns keeps the newest MaxRuns finished runs. Zero: no count limit.
 	MaxRuns int
-	// Catchup is the job's catch-up window: runs with slots inside it are kept (see Protected).
+	// Catchup is the job's catch-up window: runs with slots inside it are kept.
 	Catchup time.Duration
 }
 
@@ -148,7 +147,7 @@ func (p *Pruner) Pass(ctx context.Context, token int64) (int, error) {
 // prune deletes pol.Job's runs batch by batch until a batch comes back short.
 func (p *Pruner) prune(ctx context.Context, token int64, pol Policy, failed *failures) (int, error) {
 	now := p.cfg.Now()
-	b := scheduler.Retention{Job: pol.Job, Keep: pol.MaxRuns, Protect: now.Add(-pol.Protected()), Limit: p.cfg.Batch}
+	b := scheduler.Retention{Job: pol.Job, Keep: pol.MaxRuns, Protect: now.Add(-pol.Catchup), Limit: p.cfg.Batch}
 	if pol.MaxAge > 0 {
 		b.Before = now.Add(-pol.MaxAge)
 	}

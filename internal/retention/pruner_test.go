@@ -71,21 +71,20 @@ func TestPruner_Pass(t *testing.T) {
 		{Job: "a", MaxAge: 48 * time.Hour, MaxRuns: 100, Catchup: time.Hour},
 		{Job: "unbounded"},
 		{Job: "b", MaxRuns: 10, Catchup: 6 * time.Hour},
-		{Job: "c", MaxRuns: 1, Catchup: time.Minute},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
 	t.Run("BatchesUntilShortAndCounts", func(t *testing.T) {
-		led := &fakeLedger{counts: map[string][]int{"a": {3, 3, 1}, "b": {2}, "c": {1}}}
+		led := &fakeLedger{counts: map[string][]int{"a": {3, 3, 1}, "b": {2}}}
 		pruned := map[string]int{}
 		p := mustPruner(t, Config{Ledger: led, Policies: func() []Policy { return policies }, Batch: 3, Now: clock,
 			Pruned: func(job string, n int) { pruned[job] += n }})
 		n, err := p.Pass(ctx, 7)
-		if err != nil || n != 10 {
-			t.Fatalf("pass = %d, %v; want 10 rows", n, err)
+		if err != nil || n != 9 {
+			t.Fatalf("pass = %d, %v; want 9 rows", n, err)
 		}
-		if got, want := led.jobs(), []string{"a", "a", "a", "b", "c"}; !slices.Equal(got, want) {
+		if got, want := led.jobs(), []string{"a", "a", "a", "b"}; !slices.Equal(got, want) {
 			t.Fatalf("deletes of %v, want %v (none for the job without limits)", got, want)
 		}
 		if pruned["a"] != 7 || pruned["b"] != 2 {
@@ -97,11 +96,6 @@ func TestPruner_Pass(t *testing.T) {
 		}
 		if want := (scheduler.Retention{Job: "b", Keep: 10, Protect: now.Add(-6 * time.Hour), Limit: 3}); b != want {
 			t.Fatalf("batch of b = %+v, want %+v (no age limit)", b, want)
-		}
-		// A catch-up window under MinProtect keeps MinProtect: a trigger request's run outlasts
-		// the time the request may be handed again (TestHandle_DropsARequestOlderThanTheHistory).
-		if c, want := led.batches[4], (scheduler.Retention{Job: "c", Keep: 1, Protect: now.Add(-MinProtect), Limit: 3}); c != want {
-			t.Fatalf("batch of c = %+v, want %+v", c, want)
 		}
 	})
 	t.Run("FencedEndsThePass", func(t *testing.T) {

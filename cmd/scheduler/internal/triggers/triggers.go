@@ -3,8 +3,8 @@
 //
 // A request is removed from the control state once the runner has taken it (its manual slot
 // claimed and started, or found run), when its job is not in the table, when its time lies
-// more than MaxAhead past the leader's clock, or when its run may have been pruned by the job's
-// retention (Retention); any other answer keeps it. A request kept because the runner answered that it is not leading waits for the
+// more than MaxAhead past the leader's clock, or when it is older than the job's history.max_age
+// (MaxAge); any other answer keeps it. A request kept because the runner answered that it is not leading waits for the
 // next term, which reads the stored requests at its start (Pending). One kept because its job
 // is held back (blocked: a fence raised or held from outside) is handed again every Retry while
 // the term lasts, so that it runs in the same term once the job is free. Handing a request
@@ -21,7 +21,6 @@ import (
 
 	"scheduler/internal/control"
 	"scheduler/internal/jobs"
-	"scheduler/internal/retention"
 )
 
 // DefaultRetry is how often a term hands its kept requests again when Handler.Retry is zero.
@@ -53,13 +52,12 @@ type Handler struct {
 	Retry time.Duration
 	// After is the clock Pending waits on; nil: time.After.
 	After func(time.Duration) <-chan time.Time
-	// Now is the clock a request's time is checked against (MaxAhead, Retention); nil: time.Now.
+	// Now is the clock a request's time is checked against (MaxAhead, MaxAge); nil: time.Now.
 	Now func() time.Time
-	// Retention returns the job's retention, false for a job not in the table; nil: no bound. A
-	// request for a slot whose run the retention may prune (retention.Policy.Prunes) is
-	// dropped: a request handed again after the prune (a key written twice, an etcd snapshot
-	// restored) would find no run and run the slot again.
-	Retention func(job string) (retention.Policy, bool)
+	// MaxAge returns the job's history.max_age (0: none); nil: no bound. A request for a slot
+	// older than that is dropped: the retention prunes its run, and a request handed again then
+	// (a key written twice, an etcd snapshot restored) would find no run and run the slot again.
+	MaxAge func(job string) time.Duration
 
 	mu sync.Mutex
 	// warned holds the keys of the kept requests already logged at warning level, so that a
@@ -129,10 +127,9 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 		h.done(ctx, r, fields)
 		return
 	}
-	if pol, ok := h.retention(r.Job); ok && pol.Prunes(now().Sub(r.At)) {
-		h.Log.Warn("trigger dropped: its slot is older than the job's retention keeps every run (history.max_age, or history.max_runs beyond the catch-up window and at least an hour), so its run could be pruned and the request run the slot again",
-			append(fields, zap.Duration("age", now().Sub(r.At).Round(time.Second)), zap.Duration("max_age", pol.MaxAge),
-				zap.Int("max_runs", pol.MaxRuns), zap.Duration("protected", pol.Protected()))...)
+	if maxAge := h.maxAge(r.Job); maxAge > 0 && now().Sub(r.At) > maxAge {
+		h.Log.Warn("trigger dropped: its slot is older than the job's history.max_age, so its run would be pruned and the request could run the slot again",
+			append(fields, zap.Duration("age", now().Sub(r.At).Round(time.Second)), zap.Duration("max_age", maxAge))...)
 		h.done(ctx, r, fields)
 		return
 	}
@@ -156,12 +153,12 @@ func (h *Handler) Handle(ctx context.Context, r control.Request) {
 	h.done(ctx, r, fields)
 }
 
-// retention is the job's retention, and false when there is none to check against.
-func (h *Handler) retention(job string) (retention.Policy, bool) {
-	if h.Retention == nil {
-		return retention.Policy{}, false
+// maxAge is the job's history.max_age, 0 for none.
+func (h *Handler) maxAge(job string) time.Duration {
+	if h.MaxAge == nil {
+		return 0
 	}
-	return h.Retention(job)
+	return h.MaxAge(job)
 }
 
 // done removes r from the control state: it was taken, or is dropped.

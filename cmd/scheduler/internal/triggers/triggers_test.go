@@ -14,7 +14,6 @@ import (
 
 	"scheduler/internal/control"
 	"scheduler/internal/jobs"
-	"scheduler/internal/retention"
 )
 
 // runner answers each trigger with the error its job's answers give next (nil once they run out).
@@ -206,32 +205,23 @@ func TestHandle_DropsARequestFarAhead(t *testing.T) {
 	}
 }
 
-// TestHandle_DropsARequestOlderThanTheHistory: a request for a slot whose run the job's
-// retention may prune is removed without a run: a slot older than history.max_age, or, with
-// history.max_runs, older than the window the pruner always keeps (the catch-up window, at least
-// an hour), since its run may be pruned behind newer ones. The request written again (a key put
-// twice, an etcd snapshot restored) would otherwise run the slot a second time. Before, only
-// max_age was checked: a manual run pruned by max_runs ran again. A job without retention, or a
-// slot within the window, runs.
+// TestHandle_DropsARequestOlderThanTheHistory: a request for a slot older than its job's
+// history.max_age is removed without a run: the retention prunes that slot's run, so the request
+// written again (a key put twice, an etcd snapshot restored) would run the slot a second time. A
+// job without an age limit, or a slot within it, runs.
 func TestHandle_DropsARequestOlderThanTheHistory(t *testing.T) {
 	now := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
 	const maxAge = 24 * time.Hour
-	year2020 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
-		name  string
-		at    time.Time
-		pol   retention.Policy
-		taken bool
+		name   string
+		at     time.Time
+		maxAge time.Duration
+		taken  bool
 	}{
-		{"WithinMaxAge", now.Add(-maxAge + time.Minute), retention.Policy{MaxAge: maxAge, Catchup: time.Hour}, true},
-		{"OlderThanMaxAge", now.Add(-maxAge - time.Second), retention.Policy{MaxAge: maxAge, Catchup: time.Hour}, false},
-		{"Year2020", year2020, retention.Policy{MaxAge: maxAge}, false},
-		{"NoRetention", year2020, retention.Policy{Catchup: time.Minute}, true},
-		{"MaxRunsWithinTheHour", now.Add(-59 * time.Minute), retention.Policy{MaxRuns: 1, Catchup: time.Minute}, true},
-		{"MaxRunsBeyondTheHour", now.Add(-61 * time.Minute), retention.Policy{MaxRuns: 1, Catchup: time.Minute}, false},
-		{"MaxRunsWithinTheCatchup", now.Add(-5 * time.Hour), retention.Policy{MaxRuns: 10000, Catchup: 6 * time.Hour}, true},
-		{"MaxRunsBeyondTheCatchup", now.Add(-7 * time.Hour), retention.Policy{MaxRuns: 10000, Catchup: 6 * time.Hour}, false},
-		{"MaxAgeWithinTheCatchup", now.Add(-5 * time.Hour), retention.Policy{MaxAge: time.Hour, Catchup: 6 * time.Hour}, true},
+		{"WithinMaxAge", now.Add(-maxAge + time.Minute), maxAge, true},
+		{"OlderThanMaxAge", now.Add(-maxAge - time.Second), maxAge, false},
+		{"Year2020", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), maxAge, false},
+		{"NoAgeLimit", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := request("x")
@@ -240,7 +230,7 @@ func TestHandle_DropsARequestOlderThanTheHistory(t *testing.T) {
 			run := &runner{}
 			var asked []string
 			h := &Handler{Runner: run, Requests: reqs, Log: zap.NewNop(), Now: func() time.Time { return now },
-				Retention: func(job string) (retention.Policy, bool) { asked = append(asked, job); return c.pol, true }}
+				MaxAge: func(job string) time.Duration { asked = append(asked, job); return c.maxAge }}
 			h.Handle(context.Background(), r)
 			if left, _ := reqs.Requests(context.Background()); len(left) != 0 {
 				t.Fatalf("requests left %v, want it removed", left)
@@ -249,7 +239,7 @@ func TestHandle_DropsARequestOlderThanTheHistory(t *testing.T) {
 				t.Fatalf("handed to the runner: %v, want %v", ran, c.taken)
 			}
 			if len(asked) != 1 || asked[0] != "x" {
-				t.Fatalf("Retention asked for %v, want [x]", asked)
+				t.Fatalf("MaxAge asked for %v, want [x]", asked)
 			}
 		})
 	}
