@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,9 +14,10 @@ import (
 
 // TestDaemon_ScrubsJobCredentials: a job's own credentials in the configuration (an http job's
 // Authorization and API-key headers, an API key in its URL's query, an exec job's API_KEY
-// variable) are stored, logged and shown nowhere: not when the receiver echoes its request,
-// not in the error that quotes the URL of a receiver that is down, not when a program prints its
-// variable, and not for a job a SIGHUP reload adds. Before, `history --json` and the
+// variable, a URL's password and the Basic credentials made of it) are stored, logged and shown
+// nowhere: not when the receiver echoes its request, not in the error that quotes the URL of a
+// receiver that is down, not when a program prints its variable, and not for a job a SIGHUP
+// reload adds. Before, `history --json` and the
 // unauthenticated /api/console showed them, and the daemon's log the URL's key.
 func TestDaemon_ScrubsJobCredentials(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,7 +31,8 @@ func TestDaemon_ScrubsJobCredentials(t *testing.T) {
 	}
 	down := ln.Addr().String()
 	ln.Close()
-	secrets := []string{"HEADER-SECRET-1", "KEY-SECRET-2", "QUERY-SECRET-3", "DOWN-SECRET-4", "ENV-SECRET-5"}
+	secrets := []string{"HEADER-SECRET-1", "KEY-SECRET-2", "QUERY-SECRET-3", "DOWN-SECRET-4", "ENV-SECRET-5", "BASIC-SECRET-7",
+		base64.StdEncoding.EncodeToString([]byte("user:BASIC-SECRET-7"))}
 	c := newBareCluster(t, "", fmt.Sprintf(`
 jobs:
   - name: hook
@@ -37,6 +40,11 @@ jobs:
     type: http
     url: "%s/x?api_key=QUERY-SECRET-3&page=2"
     headers: {Authorization: "Bearer HEADER-SECRET-1", X-Api-Key: "KEY-SECRET-2"}
+    misfire: skip
+  - name: basic
+    schedule: "* * * * * *"
+    type: http
+    url: "%s"
     misfire: skip
   - name: down
     schedule: "* * * * * *"
@@ -49,10 +57,11 @@ jobs:
     env: {API_KEY: "ENV-SECRET-5"}
     command: [sh, -c, 'echo "key=$API_KEY"']
     misfire: skip
-`, echo.URL, down))
+`, echo.URL, strings.Replace(echo.URL, "://", "://user:BASIC-SECRET-7@", 1), down))
 	r := c.start("a")
 	c.wait("a run of each job", func() bool {
 		return countStatus(c.history("hook"), scheduler.StatusSucceeded) >= 1 && countStatus(c.history("down"), scheduler.StatusFailed) >= 1 &&
+			countStatus(c.history("basic"), scheduler.StatusSucceeded) >= 1 &&
 			countStatus(c.history("env"), scheduler.StatusSucceeded) >= 1
 	})
 	leaks := func(where, text string) {
@@ -63,7 +72,7 @@ jobs:
 			}
 		}
 	}
-	for _, job := range []string{"hook", "down", "env"} {
+	for _, job := range []string{"hook", "basic", "down", "env"} {
 		for _, run := range c.history(job) {
 			leaks("history of "+job, run.Output+run.Error)
 		}

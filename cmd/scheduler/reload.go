@@ -40,8 +40,8 @@ func (d *daemon) reload(ctx context.Context) {
 	l, err := d.loadSettled(ctx)
 	var removed []string
 	if err == nil {
-		// The new table's credentials are scrubbed before its jobs run; the old ones' still are.
-		d.scrub.Set(append(d.cfg.Secrets(), l.Config.Secrets()...))
+		// The new table's credentials are scrubbed before its jobs run (and the old ones still).
+		d.scrub.Add(append(l.Config.Secrets(), l.Config.Credentials()...)...)
 		removed, err = d.swapTable(l)
 	}
 	if err != nil {

@@ -39,12 +39,11 @@ func setSecretFileDefaults(set func(key string, value any)) {
 // resolveSecretFiles replaces every KEY_file setting of raw, the settings before decoding, by
 // KEY set to the file's content (secretfile.Resolve), relative paths read from dir, the
 // configuration file's directory, as every relative path of the configuration is (resolvePaths).
-func resolveSecretFiles(raw map[string]any, dir string) []Problem {
+func resolveSecretFiles(raw map[string]any, dir string) (problems []Problem) {
 	keys := make([]string, 0, len(secretKeys()))
 	for _, s := range secretKeys() {
 		keys = append(keys, s.key)
 	}
-	var problems []Problem
 	for _, p := range secretfile.Resolve(raw, dir, keys, secretLimit) {
 		problems = append(problems, Problem(p))
 	}
@@ -55,8 +54,7 @@ func resolveSecretFiles(raw map[string]any, dir string) []Problem {
 // configuration file (filelimit.Read), with a bound fit for a secret.
 const MaxSecretBytes = 64 << 10
 
-// Secrets returns every configured secret value and the secrets inside them, and the jobs'
-// credentials (kinds.HTTPConfig.Credentials, kinds.ExecConfig.Credentials).
+// Secrets returns every configured secret value and the secrets inside them.
 func (c *Config) Secrets() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -69,22 +67,23 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	for _, s := range secretKeys() {
-		v := s.value(c)
-		if v == "" {
-			continue
-		}
-		if s.parts == nil {
+		switch v := s.value(c); {
+		case v == "":
+		case s.parts == nil:
 			add(v)
-			continue
-		}
-		if parts := s.parts(v); len(parts) > 0 { // a DSN without a password is no secret
-			add(v)
-			add(parts...)
+		case len(s.parts(v)) > 0: // a DSN without a password is no secret
+			add(append([]string{v}, s.parts(v)...)...)
 		}
 	}
 	add(c.HTTP.AdminToken)
-	for _, j := range c.Jobs { // a job's own credentials: its headers, URL and variables
-		add(append(httpConfig(j.JobSpec).Credentials(), execConfig(j.JobSpec, nil).Credentials()...)...)
+	return out
+}
+
+// Credentials returns the jobs' own credentials: their headers, URLs and variables named so
+// (kinds.HTTPConfig.Credentials, kinds.ExecConfig.Credentials), scrubbed as the secrets are.
+func (c *Config) Credentials() (out []string) {
+	for _, j := range c.Jobs {
+		out = append(append(out, httpConfig(j.JobSpec).Credentials()...), execConfig(j.JobSpec, nil).Credentials()...)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -85,15 +86,26 @@ func DSNSecrets(dsn string) []string {
 	return out
 }
 
-// Live is a scrubber whose secrets a reload replaces: what runs print from then on is scrubbed of
-// the new table's secrets. Its zero value scrubs nothing; it is safe for concurrent use.
+// Live is a scrubber to which a reload adds the new table's secrets: what runs print from then
+// on is scrubbed of them, and of every secret added before (a run of the old table may still
+// print an old one, and a rotated credential is no less secret). Its zero value scrubs nothing;
+// it is safe for concurrent use.
 type Live struct {
-	scrub atomic.Pointer[func(string) string]
+	mu      sync.Mutex // serializes Add
+	secrets []string
+	scrub   atomic.Pointer[func(string) string]
 }
 
-// Set makes l scrub secrets from now on.
-func (l *Live) Set(secrets []string) {
-	f := Scrubber(secrets)
+// Add makes l scrub secrets too from now on.
+func (l *Live) Add(secrets ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range secrets {
+		if s != "" && !slices.Contains(l.secrets, s) {
+			l.secrets = append(l.secrets, s)
+		}
+	}
+	f := Scrubber(l.secrets)
 	l.scrub.Store(&f)
 }
 

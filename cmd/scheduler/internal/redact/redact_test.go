@@ -1,0 +1,17 @@
+package redact
+
+import "testing"
+
+// TestLive: a Live scrubber scrubs nothing until secrets are added, then every secret added so
+// far, the ones of earlier additions included.
+func TestLive(t *testing.T) {
+	var l Live
+	if got := l.Scrub("a-secret"); got != "a-secret" {
+		t.Fatalf("zero Live scrubbed %q", got)
+	}
+	l.Add("old-secret")
+	l.Add("new-secret", "")
+	if got, want := l.Scrub("old-secret new-secret"), "[redacted] [redacted]"; got != want {
+		t.Fatalf("Scrub = %q, want %q", got, want)
+	}
+}
