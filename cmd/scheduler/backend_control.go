@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"scheduler"
 	"time"
 
+	"scheduler"
 	"scheduler/cmd/scheduler/internal/config"
 	"scheduler/internal/control"
 )

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"scheduler"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"scheduler"
 	"time"
 
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // PostgresRegistration keeps one replica's entry in the store for as long as its Run runs, as

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"scheduler"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 

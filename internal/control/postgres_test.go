@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
-	"scheduler"
 	"strings"
 	"testing"
 	"text/template"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 	"scheduler/migrations"
 )

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"scheduler"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"scheduler"
 )
 
 // registrationRetry is the pause before a lost or refused registration is tried again.

@@ -2,7 +2,6 @@ package control
 
 import (
 	"fmt"
-	"scheduler"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"scheduler"
 	"scheduler/internal/testenv"
 )
 

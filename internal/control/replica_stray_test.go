@@ -1,13 +1,14 @@
 package control
 
 import (
-	"scheduler"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"scheduler"
 )
 
 // TestStore_Registry: registry entries written by hand (without a lease, or not a replica's

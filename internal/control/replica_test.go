@@ -3,13 +3,14 @@ package control
 import (
 	"errors"
 	"maps"
-	"scheduler"
 	"slices"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"scheduler"
 )
 
 func TestStore_Register(t *testing.T) {

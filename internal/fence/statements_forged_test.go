@@ -75,12 +75,19 @@ func TestPostgres_FencedForgedRefusalAtCommit(t *testing.T) {
 	if err == nil || errors.Is(err, scheduler.ErrFenced) || sqlState(err) != verdict.StaleErrorCode {
 		t.Fatalf("Fenced = %v; want the trigger's JF001 as the transaction's own error, not a stale token", err)
 	}
-	// The same SQLSTATE with the fence really above the token is the fence's verdict.
-	if err := js.owner.RaiseAll(ctx, []string{"job"}, 11); err != nil {
-		t.Fatal(err)
-	}
-	if err := js.owner.Fenced(ctx, "job", 10, insert); !errors.Is(err, scheduler.ErrFenced) {
-		t.Fatalf("Fenced with token 10 under fence 11 = %v, want %v", err, scheduler.ErrFenced)
+	// The same SQLSTATE at the commit with the fence really above the token by then (its row
+	// written by hand while the transaction ran: an UPDATE takes no advisory lock) is the
+	// fence's verdict.
+	err = js.owner.Fenced(ctx, "job", 10, func(ctx context.Context, tx scheduler.Tx) error {
+		if err := insert(ctx, tx); err != nil {
+			return err
+		}
+		_, err := js.pool.Exec(ctx, `UPDATE scheduler.job_fence SET token = 99 WHERE job = 'job'`)
+		return err
+	})
+	var fe *scheduler.FenceError
+	if !errors.As(err, &fe) || fe.Job != "job" || fe.Fence != 99 {
+		t.Fatalf("Fenced with the fence raised to 99 before its commit = %v, want job's fence 99 named", err)
 	}
 }
 

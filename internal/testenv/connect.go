@@ -14,7 +14,7 @@ func Connect(ctx context.Context, tb testing.TB, dsn string) *pgx.Conn {
 	tb.Helper()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		tb.Fatalf("connect to %s: %v", dsn, err)
+		tb.Fatalf("testenv: connect: %v", err) // not the DSN: it may hold a password
 	}
 	tb.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn

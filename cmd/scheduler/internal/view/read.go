@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"scheduler"
 	"slices"
 
+	"scheduler"
 	"scheduler/internal/status"
 )
 

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"scheduler"
 	"strings"
 	"testing"
 
+	"scheduler"
 	"scheduler/internal/status"
 )
 

@@ -304,7 +304,10 @@ func (p *Backend) commitErr(ctx context.Context, job string, token int64, err er
 		return pgFenceErr(token, err)
 	}
 	fences, ferr := p.Fences(ctx, []string{job})
-	if f := fences[job]; ferr == nil && f > token {
+	switch f := fences[job]; {
+	case ferr != nil:
+		return fmt.Errorf("%w (raised at the commit, not by the fence of job %q as far as the store knows: reading it failed: %v)", err, job, ferr)
+	case f > token:
 		return verdict.Stale(job, token, f)
 	}
 	return fmt.Errorf("%w (raised at the commit by a trigger of the transaction's tables, not by the fence of job %q)", err, job)
