@@ -131,7 +131,7 @@ func printStatus(w io.Writer, doc status.Doc) {
 		fmt.Fprintln(w, "leader:   none")
 	}
 	for _, r := range doc.Replicas {
-		fmt.Fprintf(w, "replica:  %s version %s table %s http %s\n", r.Node, r.Version, r.TableHash, r.HTTPAddr)
+		fmt.Fprintf(w, "replica:  %s version %s table %s http %s\n", logs.Escape(r.Node), logs.Escape(r.Version), logs.Escape(r.TableHash), logs.Escape(r.HTTPAddr))
 	}
 	for _, warn := range doc.Warnings {
 		fmt.Fprintf(w, "warning:  %s\n", logs.Escape(warn))

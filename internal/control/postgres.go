@@ -51,14 +51,14 @@ func NewPostgres(pool *pgxpool.Pool, schema string) (*Postgres, error) {
 	return &Postgres{pool: pool, now: time.Now, backfillTable: t("control_backfill"), q: pgQueries{
 		pause:    `INSERT INTO ` + t("control_paused") + ` (job, paused_by, paused_at) VALUES ($1, $2, $3) ON CONFLICT (job) DO NOTHING`,
 		resume:   `DELETE FROM ` + t("control_paused") + ` WHERE job = $1`,
-		paused:   `SELECT job, paused_by, paused_at FROM ` + t("control_paused"),
+		paused:   `SELECT job, paused_by, CASE WHEN isfinite(paused_at) THEN paused_at ELSE 'epoch' END FROM ` + t("control_paused"),
 		trigger:  `INSERT INTO ` + t("control_trigger") + ` (job, slot, requested_by) VALUES ($1, $2, $3) ON CONFLICT (job, slot) DO NOTHING`,
-		requests: `SELECT job, slot, requested_by FROM ` + t("control_trigger") + ` ORDER BY slot, job`,
+		requests: `SELECT job, slot, requested_by FROM ` + t("control_trigger") + ` WHERE isfinite(slot) ORDER BY slot, job`,
 		done:     `DELETE FROM ` + t("control_trigger") + ` WHERE job = $1 AND slot = $2`,
 		register: `INSERT INTO ` + t("control_replica") + ` (node, entry, expires_at)
 			VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
 			ON CONFLICT (node) DO UPDATE SET entry = EXCLUDED.entry, expires_at = EXCLUDED.expires_at`,
-		replicas: `SELECT node, entry FROM ` + t("control_replica") + ` WHERE expires_at > clock_timestamp() ORDER BY node`,
+		replicas: `SELECT node, entry FROM ` + t("control_replica") + ` WHERE expires_at > clock_timestamp() AND isfinite(expires_at) ORDER BY node`,
 	}}, nil
 }
 
@@ -190,7 +190,11 @@ func (s *Postgres) Register(ctx context.Context, r scheduler.Replica, ttl time.D
 
 // Replicas returns the replicas whose entries have not expired, by node
 // name. An entry whose value does not parse, or holds a text no replica
-// publishes (checkReplicaFields), is returned with its node name only.
+// publishes (checkReplicaFields), is returned with its node name only; one
+// whose node name no replica has, or that never expires (a row written by
+// hand with an infinite expiry), is left out. A row written by hand in the
+// table stands out in the same way: a time of infinity in a pause record
+// reads as the Unix epoch, and a trigger for an infinite slot is left out.
 func (s *Postgres) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
 	rows, err := s.pool.Query(ctx, s.q.replicas)
 	if err != nil {
@@ -202,6 +206,9 @@ func (s *Postgres) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
 		entry []byte
 	)
 	_, err = pgx.ForEachRow(rows, []any{&node, &entry}, func() error {
+		if checkNode(node) != nil {
+			return nil // no replica's: a node name no replica registers (control characters, ...)
+		}
 		var r scheduler.Replica
 		if json.Unmarshal(entry, &r) != nil || checkReplicaFields(r) != nil {
 			r = scheduler.Replica{}

@@ -102,3 +102,19 @@ VALUES ('scheduler', NULL, NULL, 9223372036854775807, now(), '-infinity')`)
 		}
 	})
 }
+
+// TestReadLeader_InfiniteSince: a lease row whose grant time was written by hand as infinity (a
+// valid timestamptz) is read, its time as the Unix epoch, so that status still names the holder.
+// Before, every read failed: status could show neither the leader nor a foreign hold's remedy.
+func TestReadLeader_InfiniteSince(t *testing.T) {
+	s := newServer(t)
+	ctx := t.Context()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+testSchema+`.leader_lease (name, node, holder, token, since, expires_at)
+		VALUES ('scheduler', 'intruder', 'h', 7, 'infinity', clock_timestamp() + interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadLeader(ctx, s.pool, testSchema, "scheduler")
+	if err != nil || l.Node != "intruder" || l.Token != 7 || !l.Since.Equal(time.Unix(0, 0)) {
+		t.Fatalf("ReadLeader = %+v, %v; want intruder, token 7, since the epoch", l, err)
+	}
+}

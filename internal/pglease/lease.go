@@ -61,7 +61,8 @@ WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp(
 		// remaining is how long the lease still runs, zero when it has
 		// expired or was released, and at most what a time.Duration holds
 		// (an expiry written by hand may be 'infinity').
-		read: fmt.Sprintf(`SELECT CASE WHEN holder IS NULL THEN '' ELSE coalesce(node, '') END, token, since,
+		read: fmt.Sprintf(`SELECT CASE WHEN holder IS NULL THEN '' ELSE coalesce(node, '') END, token,
+    CASE WHEN isfinite(since) THEN since ELSE 'epoch' END,
     GREATEST(extract(epoch FROM LEAST(expires_at, clock_timestamp() + interval '290 years') - clock_timestamp()) * 1000, 0)::bigint
 FROM %s.leader_lease WHERE name = $1`, s),
 	}
@@ -76,7 +77,8 @@ type Leader struct {
 	Node string
 	// Token is the holder's fencing token.
 	Token int64
-	// Since is when the lease was granted, by the database's clock.
+	// Since is when the lease was granted, by the database's clock (the Unix epoch for a row
+	// written by hand with an infinite time).
 	Since time.Time
 	// Remaining is how long the lease runs unless renewed, by the
 	// database's clock.
