@@ -23,12 +23,13 @@ func channel(schema string) string {
 
 // listen signals notes whenever a lease of the channel is granted or
 // released, and once after every (re)subscription, since a change may have
-// been missed while not subscribed. It holds one connection of pool out of
+// been missed while not subscribed; at most once per minNoteGap (notePacer). It holds one connection of pool out of
 // the pool while it runs, and returns when ctx is done.
 func listen(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- struct{}, lg *zap.Logger) {
 	failures := 0
+	pace := newNotePacer(notes)
 	for {
-		err := listenOnce(ctx, pool, ch, notes)
+		err := listenOnce(ctx, pool, ch, pace)
 		if ctx.Err() != nil {
 			return
 		}
@@ -48,9 +49,9 @@ func listen(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- str
 	}
 }
 
-// listenOnce subscribes on one connection and signals notes until the
+// listenOnce subscribes on one connection and marks pace until the
 // connection fails or ctx is done.
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- struct{}) error {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, pace *notePacer) error {
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire connection: %w", err)
@@ -67,7 +68,7 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<-
 		return fmt.Errorf("listen %s: %w", ch, err)
 	}
 	for {
-		signal(notes)
+		pace.mark()
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return fmt.Errorf("wait for notification on %s: %w", ch, err)
 		}
