@@ -45,7 +45,7 @@ func New(cfg Config, lg *zap.Logger) (*Campaigner, error) {
 
 // Run campaigns until ctx is cancelled, calling lead for every term won.
 // Each round opens a session, creates an ephemeral sequential candidate
-// node, waits until it is the lowest, leads, and closes the session, which
+// node, waits until it is the first created, leads, and closes the session, which
 // deletes the node so that the next candidate leads at once. Errors are
 // logged, rate-limited, never returned: Run returns nil once ctx is
 // cancelled and the last session is closed. Run must not be called again
@@ -63,7 +63,7 @@ func (c *Campaigner) Run(ctx context.Context, lead lease.LeadFunc) error {
 
 // Confirm asks ZooKeeper whether the term with token is still this
 // campaigner's: after a sync, its candidate node still exists with czxid
-// token and is the lowest candidate. nil means confirmed. The client's calls
+// token and is the first candidate. nil means confirmed. The client's calls
 // take no context: ctx is checked before them, and they end when answered
 // or when the client gives the connection up, within the session timeout.
 // The answer is a snapshot: what a leader does still hangs off the term's
@@ -98,7 +98,7 @@ func confirm(conn *zk.Conn, parent, me string, token int64) error {
 	case err != nil:
 		return fmt.Errorf("confirm term %d of %s: %w", token, me, err)
 	case l.Path != path.Clean(me) || l.Token != token:
-		return fmt.Errorf("confirm term %d of %s: the lowest candidate is %s with czxid %d: %w", token, me, l.Path, l.Token, ErrNotConfirmed)
+		return fmt.Errorf("confirm term %d of %s: the first candidate is %s with czxid %d: %w", token, me, l.Path, l.Token, ErrNotConfirmed)
 	}
 	return nil
 }

@@ -46,16 +46,18 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 
 func TestCandidates_Order(t *testing.T) {
 	children := []string{"_c_0123-c-0000000010", "c-0000000002", "stray", "_c_ab-c-0000000007"}
-	if got := ordered(children); strings.Join(got, ",") != "c-0000000002,_c_ab-c-0000000007,_c_0123-c-0000000010" {
-		t.Fatalf("ordered = %v", got)
+	if got := candidates(children); strings.Join(got, ",") != "_c_0123-c-0000000010,c-0000000002,_c_ab-c-0000000007" {
+		t.Fatalf("candidates = %v", got)
 	}
-	for mine, want := range map[string]string{"c-0000000002": "", "_c_0123-c-0000000010": "_c_ab-c-0000000007"} {
-		if got, ok := predecessor(children, mine); !ok || got != want {
+	// Ordered by creation, whatever the names say.
+	cs := []candidate{{"c-0000000009", &zk.Stat{Czxid: 3}}, {"c-0000000002", &zk.Stat{Czxid: 5}}, {"c-0000000010", &zk.Stat{Czxid: 8}}}
+	for mine, want := range map[string]string{"c-0000000009": "", "c-0000000002": "c-0000000009", "c-0000000010": "c-0000000002"} {
+		if got, ok := predecessor(cs, mine); !ok || got != want {
 			t.Fatalf("predecessor(%s) = %q, %v; want %q", mine, got, ok, want)
 		}
 	}
-	if _, ok := predecessor(children, "c-0000000099"); ok {
-		t.Fatal("predecessor of a node not among the children: found")
+	if _, ok := predecessor(cs, "c-0000000099"); ok {
+		t.Fatal("predecessor of a node not among the candidates: found")
 	}
 }
 

@@ -28,33 +28,54 @@ func sequence(name string) (int64, bool) {
 	return n, err == nil
 }
 
-// ordered returns the candidate names among children, lowest sequence
-// number first; other names are left out.
-func ordered(children []string) []string {
+// candidates returns the names of the candidate nodes among children; other names are left
+// out.
+func candidates(children []string) []string {
 	var out []string
 	for _, c := range children {
 		if _, ok := sequence(c); ok {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := sequence(out[i])
-		b, _ := sequence(out[j])
-		return a < b
-	})
 	return out
 }
 
-// predecessor returns the candidate just before mine among children, "" when
-// mine is the lowest, and whether mine is among them at all.
-func predecessor(children []string, mine string) (string, bool) {
-	cs := ordered(children)
+// candidate is a candidate node and what the server says of it.
+type candidate struct {
+	name string
+	stat *zk.Stat
+}
+
+// byCreation reads the candidate nodes among children under parent and orders them by the zxid
+// of their creation, which the server assigns: the order of the election. Their names do not
+// order them: a name is whoever created the node's choice (a node created by hand as
+// c-0000000000 would stand before a sitting leader), and only the sequence numbers the server
+// appends rise with time. Nodes gone between the reads are left out.
+func byCreation(conn *zk.Conn, parent string, children []string) ([]candidate, error) {
+	var out []candidate
+	for _, c := range candidates(children) {
+		p := path.Join(parent, c)
+		exists, stat, err := conn.Exists(p)
+		if err != nil {
+			return nil, fmt.Errorf("read candidate %s: %w", p, err)
+		}
+		if exists {
+			out = append(out, candidate{name: c, stat: stat})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].stat.Czxid < out[j].stat.Czxid })
+	return out, nil
+}
+
+// predecessor returns the candidate just before mine among cs, ordered by creation, "" when
+// mine is the first, and whether mine is among them at all.
+func predecessor(cs []candidate, mine string) (string, bool) {
 	for i, c := range cs {
-		if c == mine {
+		if c.name == mine {
 			if i == 0 {
 				return "", true
 			}
-			return cs[i-1], true
+			return cs[i-1].name, true
 		}
 	}
 	return "", false
@@ -65,7 +86,7 @@ var ErrNoLeader = errors.New("zkelection: no leader")
 
 // Leader is who holds an election, as read from ZooKeeper.
 type Leader struct {
-	// Node is the data of the lowest candidate node: the leader's replica
+	// Node is the data of the first candidate node: the leader's replica
 	// name.
 	Node string
 	// Token is the czxid of that node, the leader's fencing token.
@@ -78,7 +99,7 @@ type Leader struct {
 }
 
 // ReadLeader reads who holds the election under parent on conn right now:
-// the ephemeral candidate with the lowest sequence number. It returns
+// the ephemeral candidate created first (byCreation). It returns
 // ErrNoLeader when there is none, or the parent node does not exist.
 func ReadLeader(conn *zk.Conn, parent string) (Leader, error) {
 	e, err := readCandidates(conn, parent)
@@ -132,9 +153,13 @@ func readCandidates(conn *zk.Conn, parent string) (Election, error) {
 	if err != nil {
 		return Election{}, fmt.Errorf("list candidates under %s: %w", parent, err)
 	}
+	cs, err := byCreation(conn, parent, children)
+	if err != nil {
+		return Election{}, err
+	}
 	var e Election
-	for _, c := range ordered(children) {
-		p := path.Join(parent, c)
+	for _, c := range cs {
+		p := path.Join(parent, c.name)
 		data, stat, err := conn.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left between the two reads

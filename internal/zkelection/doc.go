@@ -1,7 +1,8 @@
 // Package zkelection elects the scheduler's leader with ZooKeeper: every
 // candidate creates an ephemeral sequential node under the election's
-// parent node, the lowest leads, and each candidate watches only the node
-// just before its own, so a leader leaving wakes one candidate, not all.
+// parent node, the one created first (the lowest creation zxid, which the
+// server assigns, not a name anyone could choose) leads, and each candidate
+// watches only the node just before its own, so a leader leaving wakes one candidate, not all.
 // At most one replica believes it leads at a time, as far as ZooKeeper and
 // the local clock can tell, and every term carries a strictly higher
 // fencing token than the terms before it.

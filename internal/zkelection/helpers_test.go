@@ -91,7 +91,7 @@ func (s *server) Proxied(t *testing.T, node string, ttl time.Duration) (leasetes
 func (s *server) Contending(t *testing.T, n int) {
 	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, "the candidate nodes", func() bool {
 		children, _, err := s.conn.Children(testPath)
-		return err == nil && len(ordered(children)) == n
+		return err == nil && len(candidates(children)) == n
 	})
 }
 

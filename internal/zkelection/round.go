@@ -19,7 +19,7 @@ import (
 var errNotLeading = errors.New("candidate node gone before it led")
 
 // round runs one campaign on a new session: connect, create a candidate
-// node, wait until it is the lowest, lead, close the session. It returns
+// node, wait until it is the first created, lead, close the session. It returns
 // how long lead ran (zero when it never led), or an error when it ended
 // before leading for any reason but ctx.
 //
@@ -96,9 +96,9 @@ func (c *Campaigner) round(ctx context.Context, lead lease.LeadFunc) (time.Durat
 	return held, nil
 }
 
-// await waits until me is the lowest candidate, watching only its
+// await waits until me is the first candidate (byCreation), watching only its
 // predecessor, so that a leader leaving wakes one candidate and not all.
-// It returns when the request that found me lowest was sent: the session
+// It returns when the request that found me first was sent: the session
 // was alive on the server at least from then.
 func (c *Campaigner) await(ctx context.Context, conn *zk.Conn, me string) (time.Time, error) {
 	for {
@@ -107,7 +107,11 @@ func (c *Campaigner) await(ctx context.Context, conn *zk.Conn, me string) (time.
 		if err != nil {
 			return time.Time{}, refused(c.cfg.Path, fmt.Errorf("list candidates under %s: %w", c.cfg.Path, err))
 		}
-		pred, ok := predecessor(children, path.Base(me))
+		cs, err := byCreation(conn, c.cfg.Path, children)
+		if err != nil {
+			return time.Time{}, refused(c.cfg.Path, err)
+		}
+		pred, ok := predecessor(cs, path.Base(me))
 		switch {
 		case !ok:
 			return time.Time{}, fmt.Errorf("candidate %s: %w", me, errNotLeading)
