@@ -24,8 +24,8 @@ import (
 // empty says that nothing was changed), or empty.
 //
 // Others can write both keys. A lock no campaigner could have written is
-// not waited for: one whose value is not "<token> <holder> <node>" (or not
-// a string) is deleted; one without an expiry is given the TTL, which its
+// not waited for: one whose value is not "<token> <holder> <node>" with a
+// token of an int64 (or not a string) is deleted; one without an expiry is given the TTL, which its
 // holder, if it is a term at all, renews, and which otherwise ends it. A
 // counter that is no token (not a decimal int64 >= 0) counts as zero, so
 // the floor decides. Lua's numbers are doubles, exact only up to 2^53, so
@@ -55,7 +55,7 @@ local removed, expired, counternote = '', '', ''
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   local v = redis.pcall('GET', KEYS[1])
-  if type(v) ~= 'string' or not string.find(v, '^[1-9]%d* [^ ]+ .') then
+  if type(v) ~= 'string' or not string.find(v, '^[1-9]%d* [^ ]+ .') or not valid(string.match(v, '^%d+')) then
     redis.call('DEL', KEYS[1])
     removed = shown(v)
   elseif pttl == -1 then

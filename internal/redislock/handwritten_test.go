@@ -50,6 +50,8 @@ func TestCampaigner_HandWrittenKeys(t *testing.T) {
 		"LockOfAnotherShape":     {"held by hand", 24 * time.Hour, "not a campaigner"},
 		"LockOfAnotherShapeNoPX": {"x", 0, "not a campaigner"},
 		"EmptyLock":              {"", 24 * time.Hour, "not a campaigner"}, // removed, and logged all the same
+		// A token past int64: before, the shape check took it, and every replica waited out its hour.
+		"LockTokenPastInt64": {"99999999999999999999 x intruder", time.Hour, "not a campaigner"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t)
