@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -95,9 +96,14 @@ func (l Leader) serve(ctx context.Context, b control.Backfill) {
 		}
 	}
 	req, err := l.request(b)
-	// Retention is checked as the command checks it, when the request starts: one a new
-	// leader carries on was accepted then, and its slots only age since.
-	if err == nil && b.State != control.BackfillRunning {
+	// Retention is checked as the command checks it, each time a leader takes the request up.
+	// A request carried on (or written by hand as running, never checked) leaves out the slots
+	// that have aged past the job's history.max_age: a run of one may have been pruned since,
+	// and its run is how the leader knows it was done.
+	if err == nil && b.State == control.BackfillRunning {
+		req.Slots = l.unaged(b.Job, req.Slots, lg)
+	}
+	if err == nil {
 		err = l.retained(b.Job, req.Slots)
 	}
 	if err != nil {
@@ -167,17 +173,41 @@ func (l Leader) request(b control.Backfill) (backfill.Request, error) {
 	return backfill.Request{Job: b.Job, ID: b.ID, Slots: slots, Rerun: b.Rerun, Overlap: overlap}, nil
 }
 
+// unaged returns the slots not older than the job's history.max_age, and logs how many it left
+// out.
+func (l Leader) unaged(job string, slots []time.Time, lg *zap.Logger) []time.Time {
+	p, ok := l.retentionOf(job)
+	if !ok || p.MaxAge <= 0 {
+		return slots
+	}
+	cut := l.Now().Add(-p.MaxAge)
+	kept := slices.DeleteFunc(slices.Clone(slots), func(at time.Time) bool { return at.Before(cut) })
+	if n := len(slots) - len(kept); n > 0 {
+		lg.Warn("backfill carried on without its slots older than the job's history.max_age: their runs may have been pruned, and they would run again",
+			zap.Int("left_out", n), zap.Duration("max_age", p.MaxAge))
+	}
+	return kept
+}
+
+// retentionOf returns the job's retention policy, and false when it has none.
+func (l Leader) retentionOf(job string) (retention.Policy, bool) {
+	if l.Retention == nil {
+		return retention.Policy{}, false
+	}
+	for _, p := range l.Retention() {
+		if p.Job == job {
+			return p, true
+		}
+	}
+	return retention.Policy{}, false
+}
+
 // retained refuses slots that the job's retention would prune as soon as their runs are written,
 // as CheckRetention does for `scheduler backfill`: a request written by hand gets the same
 // answer as one the command submits.
 func (l Leader) retained(job string, slots []time.Time) error {
-	if l.Retention == nil {
-		return nil
-	}
-	for _, p := range l.Retention() {
-		if p.Job == job {
-			return CheckRetention(slots, p.MaxAge, p.MaxRuns, l.Now())
-		}
+	if p, ok := l.retentionOf(job); ok {
+		return CheckRetention(slots, p.MaxAge, p.MaxRuns, l.Now())
 	}
 	return nil
 }

@@ -168,11 +168,13 @@ func TestLeader_Serve(t *testing.T) {
 		}
 	})
 	// A request a leader started when its slots were within retention is carried on by the next
-	// leader, though its first slots have aged past it since.
+	// leader without the slots that have aged past it since (their runs may have been pruned,
+	// and they would run again), as is one written by hand as running, which no one checked:
+	// before, it ran every slot, those older than history.max_age included.
 	t.Run("CarriesOnARunningRequest", func(t *testing.T) {
 		ctx, cli, st, sch := serveFixture(t)
 		key := servePrefix + ":backfill/yearly/00000000000000000003"
-		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":3,"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","state":"running","total":2}`); err != nil {
+		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":3,"from":"2020-01-01T00:00:00Z","to":"2026-02-01T00:00:00Z","state":"running","total":7}`); err != nil {
 			t.Fatal(err)
 		}
 		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
@@ -197,5 +199,12 @@ func TestLeader_Serve(t *testing.T) {
 			defer runner.mu.Unlock()
 			return len(runner.ran) > 0 // its first slot handed to the runner
 		})
+		runner.mu.Lock()
+		defer runner.mu.Unlock()
+		for _, k := range runner.ran {
+			if !k.At.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) {
+				t.Fatalf("ran the slot %s, older than history.max_age; want 2026-01-01 alone", k.At)
+			}
+		}
 	})
 }
