@@ -82,12 +82,20 @@ func TestStore_Prune(t *testing.T) {
 
 		t.Run("MaxRunsKeepsNewestFinished", func(t *testing.T) {
 			fill(t, "count")
+			// A backfilled run of a slot older than all of them: a count limit leaves it too.
+			res, err := s.ClaimBackfill(ctx, 5, "n1", scheduler.BackfillSlot{Job: "count", At: hoursAgo(60), ID: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CompleteMany(ctx, 5, []scheduler.Completion{{RunID: res.Run.RunID, Job: "count", Status: scheduler.StatusSucceeded}}); err != nil {
+				t.Fatal(err)
+			}
 			n := prune(t, scheduler.Retention{Job: "count", Keep: 10, Protect: hoursAgo(6), Limit: 7})
-			// The manual run stays: a count limit deletes scheduled runs only, so that a trigger
-			// request handed again finds its run (before, it was deleted, and the request
-			// written again ran its slot a second time).
-			if got, want := left(t, "count"), span(1, 10, 30, -40); !slices.Equal(got, want) {
-				t.Fatalf("left %v, want %v (the newest 10 finished, the running one and the manual one)", got, want)
+			// The manual and the backfilled runs stay: a count limit deletes the scheduler's own
+			// runs only, so that a trigger request handed again, or a backfill carried on, finds
+			// its run (before, they were deleted, and the request ran their slots again).
+			if got, want := left(t, "count"), span(1, 10, 30, -40, 60); !slices.Equal(got, want) {
+				t.Fatalf("left %v, want %v (the newest 10 finished, the running one, the manual and the backfilled one)", got, want)
 			}
 			if n != 37 {
 				t.Fatalf("deleted %d, want 37", n)

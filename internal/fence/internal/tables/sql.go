@@ -71,21 +71,22 @@ const (
 // PruneSQL selects the runs to delete: the oldest first, on the slot key
 // index (job, scheduled_at, manual), which also finds the job's last run
 // and the newest Keep finished scheduled runs by a backward scan. Keep
-// counts and deletes scheduled runs only: a manual run goes by age alone,
-// so that a trigger request within the age limit always finds its run. The placeholders
+// counts and deletes the scheduler's own runs only: a manual run and a
+// backfilled one go by age alone, so that a trigger request, or a backfill
+// request a new leader carries on, finds its runs within the age limit. The placeholders
 // are job, Before, Keep, Protect and Limit; {s} is the table's schema
 // prefix and {keepOffset} the dialect's max(Keep - 1, 0).
 const PruneSQL = `WITH last AS (
 		SELECT r.run_id FROM {s}runs AS r WHERE r.job = $1
 		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1),
 	kept AS (
-		SELECT r.scheduled_at, r.manual FROM {s}runs AS r WHERE r.job = $1 AND r.status <> 'running' AND NOT r.manual
+		SELECT r.scheduled_at, r.manual FROM {s}runs AS r WHERE r.job = $1 AND r.status <> 'running' AND NOT r.manual AND r.backfill = 0
 		ORDER BY r.scheduled_at DESC, r.manual DESC LIMIT 1 OFFSET {keepOffset}),
 	doomed AS (
 		SELECT r.run_id FROM {s}runs AS r
 		WHERE r.job = $1 AND r.status <> 'running' AND r.scheduled_at < $4
 			AND r.run_id NOT IN (SELECT run_id FROM last)
-			AND (r.scheduled_at < $2 OR ($3 > 0 AND NOT r.manual AND EXISTS (
+			AND (r.scheduled_at < $2 OR ($3 > 0 AND NOT r.manual AND r.backfill = 0 AND EXISTS (
 				SELECT 1 FROM kept AS k WHERE (r.scheduled_at, r.manual) < (k.scheduled_at, k.manual))))
 		ORDER BY r.scheduled_at, r.manual LIMIT $5)
 	DELETE FROM {s}runs WHERE run_id IN (SELECT run_id FROM doomed)`
