@@ -108,9 +108,10 @@ func ParseRange(fromArg, toArg string, loc *time.Location, now time.Time) (from,
 	return from, to, nil
 }
 
-// CheckRetention refuses a backfill whose runs the job's retention would prune as soon as they
-// are written: slots older than maxAge, or more slots than maxRuns (0: no limit, for both). A
-// pruned run of a request is one its next leader would run again.
+// CheckRetention refuses a backfill the job's retention does not admit: slots older than
+// maxAge, whose runs would be pruned as soon as they are written (a pruned run of a request is
+// one its next leader would run again), or more slots than maxRuns, the most one request adds to
+// the ledger, where backfilled runs stay until maxAge (0: no limit, for both).
 func CheckRetention(slots []time.Time, maxAge time.Duration, maxRuns int, now time.Time) error {
 	switch {
 	case len(slots) == 0:
@@ -119,7 +120,7 @@ func CheckRetention(slots []time.Time, maxAge time.Duration, maxRuns int, now ti
 		return fmt.Errorf("the slot %s is older than the job's history.max_age (%s): its run would be pruned at once; raise history.max_age for the backfill",
 			stamp(slots[0]), maxAge)
 	case maxRuns > 0 && len(slots) > maxRuns:
-		return fmt.Errorf("%d slots are more than the job's history.max_runs (%d): the oldest runs would be pruned at once; backfill fewer at a time, or raise history.max_runs",
+		return fmt.Errorf("%d slots are more than the job's history.max_runs (%d), the most runs one backfill adds to the ledger (backfilled runs are kept until history.max_age); backfill fewer at a time, or raise history.max_runs",
 			len(slots), maxRuns)
 	}
 	return nil
