@@ -3,6 +3,7 @@ package pglease
 import (
 	"context"
 	"fmt"
+	"scheduler/internal/lease"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,11 +24,11 @@ func channel(schema string) string {
 
 // listen signals notes whenever a lease of the channel is granted or
 // released, and once after every (re)subscription, since a change may have
-// been missed while not subscribed; at most once per minNoteGap (notePacer). It holds one connection of pool out of
+// been missed while not subscribed; at most once per lease.MinNoteGap (lease.Pacer). It holds one connection of pool out of
 // the pool while it runs, and returns when ctx is done.
 func listen(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- struct{}, lg *zap.Logger) {
 	failures := 0
-	pace := newNotePacer(notes)
+	pace := lease.NewPacer(notes)
 	for {
 		err := listenOnce(ctx, pool, ch, pace)
 		if ctx.Err() != nil {
@@ -51,7 +52,7 @@ func listen(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- str
 
 // listenOnce subscribes on one connection and marks pace until the
 // connection fails or ctx is done.
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, pace *notePacer) error {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, pace *lease.Pacer) error {
 	pc, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire connection: %w", err)
@@ -68,17 +69,9 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, ch string, pace *notePa
 		return fmt.Errorf("listen %s: %w", ch, err)
 	}
 	for {
-		pace.mark()
+		pace.Mark()
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return fmt.Errorf("wait for notification on %s: %w", ch, err)
 		}
-	}
-}
-
-// signal leaves a mark in notes unless one is there already.
-func signal(notes chan<- struct{}) {
-	select {
-	case notes <- struct{}{}:
-	default:
 	}
 }

@@ -88,13 +88,14 @@ func (c *Campaigner) Confirm(ctx context.Context, token int64) error {
 // snapshot for status pages; what a leader does hangs off lead's context.
 func (c *Campaigner) Leading() (scheduler.Term, bool) { return c.holding.Leading() }
 
-// subscribe signals notes on every message published on ch, until ctx is
-// done. The client resubscribes by itself after a lost connection; a
+// subscribe signals notes on every message published on ch (at most once per
+// lease.MinNoteGap: whoever can PUBLISH could flood it), until ctx is done. The client resubscribes by itself after a lost connection; a
 // message missed meanwhile costs a follower at most one Poll.
 func subscribe(ctx context.Context, cli redis.UniversalClient, ch string, notes chan<- struct{}) {
 	ps := cli.Subscribe(ctx, ch)
 	defer func() { _ = ps.Close() }()
 	msgs := ps.Channel()
+	pace := lease.NewPacer(notes)
 	for {
 		select {
 		case <-ctx.Done():
@@ -103,10 +104,7 @@ func subscribe(ctx context.Context, cli redis.UniversalClient, ch string, notes 
 			if !ok {
 				return
 			}
-			select {
-			case notes <- struct{}{}:
-			default:
-			}
+			pace.Mark()
 		}
 	}
 }

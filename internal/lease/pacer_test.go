@@ -1,18 +1,18 @@
-package pglease
+package lease
 
 import (
 	"testing"
 	"time"
 )
 
-// TestNotePacer: a flood of notifications marks the waiters once at once and once at the end of
+// TestPacer: a flood of notifications marks the waiters once at once and once at the end of
 // the gap, not once each; a notification after a quiet gap passes at once.
-func TestNotePacer(t *testing.T) {
+func TestPacer(t *testing.T) {
 	notes := make(chan struct{}, 1)
 	now := time.Unix(1000, 0)
 	var timers []func()
 	var waits []time.Duration
-	p := &notePacer{notes: notes, gap: 50 * time.Millisecond, now: func() time.Time { return now },
+	p := &Pacer{notes: notes, gap: 50 * time.Millisecond, now: func() time.Time { return now },
 		after: func(d time.Duration, f func()) { waits, timers = append(waits, d), append(timers, f) }}
 	got := 0
 	drain := func() {
@@ -24,7 +24,7 @@ func TestNotePacer(t *testing.T) {
 	}
 	for i := range 1000 { // a flood within 10 ms
 		now = now.Add(10 * time.Microsecond)
-		p.mark()
+		p.Mark()
 		drain()
 		if i == 0 && got != 1 {
 			t.Fatal("the first notification after a quiet time did not pass at once")
@@ -40,7 +40,7 @@ func TestNotePacer(t *testing.T) {
 		t.Fatalf("%d marks after the gap, want 2", got)
 	}
 	now = now.Add(time.Second) // quiet
-	p.mark()
+	p.Mark()
 	drain()
 	if got != 3 || len(timers) != 1 {
 		t.Fatalf("%d marks, %d timers after a quiet second; want the mark at once", got, len(timers))
