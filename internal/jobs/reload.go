@@ -10,10 +10,10 @@ import (
 	"scheduler"
 )
 
-// A reload that changes a job's timing supersedes its next slot's entry. A slot this term claimed
-// ahead that the new timing still has keeps its claim, to run once as claimed: the entry the new
-// timing makes for it takes the claim over (a later slot's waits in jobState.carried), or it
-// fires at once if its new fire time has passed. A slot the new timing does not have is closed.
+// A reload that changes a job's timing supersedes its next slot's entry. A slot the new timing
+// still has is kept, with the claim this term made ahead, if any: the new timing's entry for it
+// takes it over (a later slot's waits in jobState.carried), or it fires at once if its new fire
+// time has passed (a jitter removed after its slot). A slot the new timing lacks is closed.
 
 // reload applies a new table: new jobs get their fences raised, changed ones new timers.
 func (t *tenure) reload(specs []*Spec) {
@@ -62,7 +62,7 @@ func (t *tenure) reload(specs []*Spec) {
 // it supersedes (its stale heap entry is skipped when it pops).
 func (t *tenure) reschedule(js *jobState, now time.Time) {
 	claims := js.carried
-	if e := js.entry; e != nil && e.claim != claimNone {
+	if e := js.entry; e != nil {
 		claims = append(claims, e)
 	}
 	js.entry, js.carried = nil, nil

@@ -3,6 +3,7 @@ package jobs
 import (
 	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +258,30 @@ func TestRunner_ReloadWhileDrainingStartsNoCarriedSlot(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Lead=%v", err)
 	}
+}
+
+// TestRunner_ReloadJitterRemovedBeforeClaim: a reload that removes a job's jitter after its slot
+// but before its jittered fire time (and so before its claim ahead) fires the slot at once: the
+// new timing still has it, and its new fire time has passed. Before, the new timing's first slot
+// was the next one, and the slot was lost: no run, no row, and no later catch-up looks before
+// the next slot's run.
+func TestRunner_ReloadJitterRemovedBeforeClaim(t *testing.T) {
+	slot := t0.Add(10 * time.Minute)
+	j := schedule.Jitter("job", slot, 9*time.Minute)
+	if j < 10*time.Second {
+		t.Fatalf("the jitter of the slot is %s: the test needs one of 10 s or more", j)
+	}
+	mk := func(jitter time.Duration) Spec {
+		ok := execFunc(func(context.Context, scheduler.Attempt) (string, error) { return "ran", nil })
+		return spec(t, "job", ok, func(s *Spec) { s.Schedule, s.Jitter = mustSchedule(t, "*/10 * * * *"), jitter })
+	}
+	h := newHarness(t, t0.Add(5*time.Minute), mk(9*time.Minute))
+	h.lead(token)
+	h.advance(slot.Add(j/2).Sub(h.clock.Now()), 1) // past the slot, before its claim ahead
+	if err := h.runner.SetTable([]Spec{mk(0)}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRows("job", "the slot run after the reload", func(rows []ledgerRow) bool {
+		return slices.ContainsFunc(rows, func(r ledgerRow) bool { return r.ScheduledAt.Equal(slot) && r.Status == scheduler.StatusSucceeded })
+	})
 }
