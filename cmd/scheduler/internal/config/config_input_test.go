@@ -113,6 +113,10 @@ func TestLoad_BadInput(t *testing.T) {
 		{"EnvBadEndpointNamesVariable", "single_node: true\n", []string{"SCHEDULER_ETCD_ENDPOINTS=etcd1:2379,etcd2"},
 			[]string{"etcd.endpoints[1]: set by SCHEDULER_ETCD_ENDPOINTS:"}, []string{"etcd.endpoints[0]"}},
 		{"EnvBadDefaultNamesVariable", configtest.MinimalJob, []string{"SCHEDULER_DEFAULTS_RETRIES=many"}, []string{"set by SCHEDULER_DEFAULTS_RETRIES:", `"many" is not a whole number`}, nil},
+		// A job's inherited value is its defaults key's, here a variable's: before, the problem was
+		// blamed on the file, which holds no jitter.
+		{"EnvDefaultInheritedNamesVariable", configtest.MinimalJob, []string{"SCHEDULER_DEFAULTS_JITTER=1m"},
+			[]string{"and SCHEDULER_* environment:", "jobs[0].jitter: set by SCHEDULER_DEFAULTS_JITTER: 1m0s (from defaults.jitter) must be shorter"}, nil},
 		{"FileValueNotBlamedOnVariable", "election: {ttl: 500ms}\n", []string{"SCHEDULER_LOG_LEVEL=debug"}, []string{"election.ttl: must be at least 1s"}, []string{"set by", "environment"}},
 
 		{"EndpointsWithoutSharedStore", "etcd: {endpoints: ['etcd1:2379']}\n", nil,

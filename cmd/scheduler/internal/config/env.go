@@ -66,35 +66,36 @@ func unknownVariables(env map[string]string, settings []string) []Problem {
 	sort.Strings(unknown)
 	var problems []Problem
 	for _, name := range unknown {
-		var msg string
-		switch {
+		msg := "unknown variable: no configuration key has this name"
+		switch near := suggest.Nearest(name, names); {
 		case name == envPrefix+"_JOBS" || strings.HasPrefix(name, envPrefix+"_JOBS_"):
 			msg = "jobs cannot be set from the environment (they are a list): write them in the configuration file; `defaults` keys such as SCHEDULER_DEFAULTS_TIMEOUT apply to every job"
-		default:
-			msg = "unknown variable: no configuration key has this name"
-			if near := suggest.Nearest(name, names); near != "" {
-				msg += fmt.Sprintf("; did you mean %s?", near)
-			}
+		case near != "":
+			msg += fmt.Sprintf("; did you mean %s?", near)
 		}
 		problems = append(problems, Problem{Key: name, Msg: msg})
 	}
 	return problems
 }
 
-// blameVariables names the variable behind each problem whose key, or a key under it, a
-// variable set: the value came from there, not from the file. It reports whether any problem
-// lies in the environment, an unknown variable included.
-func blameVariables(problems []Problem, fromEnv map[string]string) ([]Problem, bool) {
-	out := make([]Problem, len(problems))
-	env := false
+// blameVariables names the variable behind each problem whose key, or a key under it (a job's
+// inherited one: its defaults.* key), a variable of cfg set: the value came from there, not
+// from the file. It reports whether any problem lies in the environment, an unknown variable
+// included.
+func blameVariables(problems []Problem, cfg *Config) ([]Problem, bool) {
+	out, env := make([]Problem, len(problems)), false
 	for i, p := range problems {
 		out[i] = p
 		if strings.HasPrefix(p.Key, envPrefix+"_") {
 			env = true
 			continue
 		}
-		for key := p.Key; key != ""; key = keypath.Parent(key) {
-			if name, ok := fromEnv[key]; ok {
+		key := p.Key
+		if _, rest, ok := strings.Cut(key, "]."); ok && inheritedKey(cfg, nil, p) {
+			key = "defaults." + rest
+		}
+		for ; key != ""; key = keypath.Parent(key) {
+			if name, ok := cfg.fromEnv[key]; ok {
 				out[i].Msg = fmt.Sprintf("set by %s: %s", name, p.Msg)
 				env = true
 				break

@@ -37,7 +37,7 @@ func LoadTable(path string, environ []string) (*Loaded, error) {
 	if len(problems) > 0 {
 		env := false
 		if cfg != nil {
-			problems, env = blameVariables(problems, cfg.fromEnv)
+			problems, env = blameVariables(problems, cfg)
 		}
 		return nil, &Error{File: path, Problems: problems, Env: env}
 	}
