@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -18,13 +19,8 @@ import (
 // republish, comes back after it is deleted, written over or its lease is revoked from outside,
 // and is gone once Run returns. Before, a put over the entry was never corrected.
 func TestRegistration_Run(t *testing.T) {
-	e := testenv.MustEtcd(t)
-	cli := e.Client(t)
-	ctx := testCtx(t)
-	s := mustStore(t, cli, "/reg/election")
-	var hash atomic.Value
-	hash.Store("h1")
-	reg, err := s.NewRegistration(2*time.Second, hashedReplica(&hash), testLogger(t))
+	ctx, cli, s, hash := registrationFixture(t)
+	reg, err := s.NewRegistration(2*time.Second, hashedReplica(hash), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,19 +110,14 @@ func TestStore_NewRegistrationRefuses(t *testing.T) {
 // each would if it took the other's put for one from outside: one error line each names the
 // problem, and the key is put a few times, not thousands.
 func TestRegistration_SameNodeTwice(t *testing.T) {
-	e := testenv.MustEtcd(t)
-	cli := e.Client(t)
-	ctx := testCtx(t)
-	s := mustStore(t, cli, "/reg/election")
-	var hash atomic.Value
-	hash.Store("h1")
+	ctx, cli, s, hash := registrationFixture(t)
 	core, logs := observer.New(zap.InfoLevel)
 	start, err := cli.Get(ctx, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		reg, err := s.NewRegistration(2*time.Second, hashedReplica(&hash), zap.New(core))
+		reg, err := s.NewRegistration(2*time.Second, hashedReplica(hash), zap.New(core))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,4 +135,14 @@ func TestRegistration_SameNodeTwice(t *testing.T) {
 	if n := logs.FilterMessageSnippet("another replica publishes under this node name").Len(); n < 1 || n > 2 {
 		t.Fatalf("%d lines naming the other replica, want one or two (one per registration that saw the other)", n)
 	}
+}
+
+// registrationFixture returns a store on a fresh etcd, its client, and a table hash "h1" for
+// hashedReplica.
+func registrationFixture(t *testing.T) (context.Context, *clientv3.Client, *Store, *atomic.Value) {
+	t.Helper()
+	cli := testenv.MustEtcd(t).Client(t)
+	var hash atomic.Value
+	hash.Store("h1")
+	return testCtx(t), cli, mustStore(t, cli, "/reg/election"), &hash
 }
