@@ -61,14 +61,12 @@ func (t *tenure) reload(specs []*Spec) {
 // reschedule queues js's next slot by its new timing, and settles the claims of the entries
 // it supersedes (its stale heap entry is skipped when it pops).
 func (t *tenure) reschedule(js *jobState, now time.Time) {
-	claims := js.carried
-	if e := js.entry; e != nil {
-		claims = append(claims, e)
-	}
+	claims, closes := append(js.carried, js.entry), []scheduler.Completion(nil)
 	js.entry, js.carried = nil, nil
-	var closes []scheduler.Completion
 	for _, e := range claims {
-		if s := js.spec; !js.removed && s.Enabled && s.Schedule.Next(e.slot.At.Add(-time.Second)).At.Equal(e.slot.At) {
+		if s := js.spec; e == nil {
+			continue // no next slot
+		} else if !js.removed && s.Enabled && s.Schedule.Next(e.slot.At.Add(-time.Second)).At.Equal(e.slot.At) {
 			e.carried = true
 			js.carried = append(js.carried, e)
 		} else {
@@ -104,7 +102,9 @@ func (t *tenure) takeCarried(js *jobState, e *fireEntry) bool {
 		return false
 	}
 	c := js.carried[i]
-	js.carried = slices.Delete(js.carried, i, i+1)
+	if js.carried = slices.Delete(js.carried, i, i+1); c.claim == claimNone {
+		return false // not claimed ahead: e is, as any new entry
+	}
 	e.claim, e.run, e.written, c.moved = c.claim, c.run, c.written, e
 	return true
 }

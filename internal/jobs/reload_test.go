@@ -285,3 +285,29 @@ func TestRunner_ReloadJitterRemovedBeforeClaim(t *testing.T) {
 		return slices.ContainsFunc(rows, func(r ledgerRow) bool { return r.ScheduledAt.Equal(slot) && r.Status == scheduler.StatusSucceeded })
 	})
 }
+
+// TestRunner_ReloadSameSlotClaimedAhead: a reload that changes a job's timing but keeps its next
+// slot, before that slot is claimed ahead, leaves it to be claimed ahead as before, not when it
+// fires: the slot's entry carried over unclaimed does not take the new entry off the claim queue.
+func TestRunner_ReloadSameSlotClaimedAhead(t *testing.T) {
+	ok := execFunc(func(context.Context, scheduler.Attempt) (string, error) { return "ran", nil })
+	every := func(text string) Spec {
+		return spec(t, "job", ok, func(s *Spec) { s.Schedule = mustSchedule(t, text) })
+	}
+	clk, led := newFakeClock(t0.Add(30*time.Second)), newFakeLedger()
+	core, logs := observer.New(zapcore.InfoLevel)
+	r := mustNew(t, []Spec{every("* * * * *")}, Options{Node: "n1", Ledger: led, Clock: clk,
+		Logger: zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))})
+	defer leadAsync(t, r, token).stop()
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() == 1 })
+	if err := r.SetTable([]Spec{every("*/1 * * * *")}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "reloaded", func() bool { return logs.FilterMessage("table reloaded").Len() == 1 })
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed again", func() bool { return clk.Pending() == 1 })
+	clk.Advance(29*time.Second + 500*time.Millisecond) // within the slot's claim ahead, before it fires
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the slot claimed ahead", func() bool {
+		rows := led.snapshot("job")
+		return len(rows) == 1 && rows[0].ScheduledAt.Equal(t0.Add(time.Minute))
+	})
+}
