@@ -26,7 +26,8 @@ type Policy struct {
 	Job string
 	// MaxAge deletes finished runs whose slot is older. Zero: no age limit.
 	MaxAge time.Duration
-	// MaxRuns keeps the newest MaxRuns finished runs. Zero: no count limit.
+	// MaxRuns keeps the newest MaxRuns finished scheduled runs (manual and backfilled runs go by
+	// MaxAge alone). Zero: no count limit.
 	MaxRuns int
 	// Catchup is the job's catch-up window: runs with slots inside it are kept.
 	Catchup time.Duration

@@ -96,15 +96,17 @@ func (l Leader) serve(ctx context.Context, b control.Backfill) {
 		}
 	}
 	req, err := l.request(b)
-	// Retention is checked as the command checks it, each time a leader takes the request up.
-	// A request carried on (or written by hand as running, never checked) leaves out the slots
-	// that have aged past the job's history.max_age: a run of one may have been pruned since,
-	// and its run is how the leader knows it was done.
-	if err == nil && b.State == control.BackfillRunning {
-		req.Slots = l.unaged(b.Job, req.Slots, lg)
-	}
-	if err == nil {
-		err = l.retained(b.Job, req.Slots)
+	switch now := l.Now(); {
+	case err != nil:
+	case b.State == control.BackfillRunning:
+		// Checked when it started. Carried on (or written by hand as running), it leaves out the
+		// slots aged past the job's history.max_age since: a run of one may have been pruned,
+		// and its run is how the leader knows it was done.
+		if req.Slots = l.unaged(b.Job, req.Slots, now, lg); len(req.Slots) == 0 {
+			err = errors.New("its slots have aged past the job's history.max_age: their runs may have been pruned, and they would run again")
+		}
+	default: // retention is checked as the command checks it
+		err = l.retained(b.Job, req.Slots, now)
 	}
 	if err != nil {
 		lg.Warn("backfill refused", zap.Error(err))
@@ -175,12 +177,12 @@ func (l Leader) request(b control.Backfill) (backfill.Request, error) {
 
 // unaged returns the slots not older than the job's history.max_age, and logs how many it left
 // out.
-func (l Leader) unaged(job string, slots []time.Time, lg *zap.Logger) []time.Time {
+func (l Leader) unaged(job string, slots []time.Time, now time.Time, lg *zap.Logger) []time.Time {
 	p, ok := l.retentionOf(job)
 	if !ok || p.MaxAge <= 0 {
 		return slots
 	}
-	cut := l.Now().Add(-p.MaxAge)
+	cut := now.Add(-p.MaxAge)
 	kept := slices.DeleteFunc(slices.Clone(slots), func(at time.Time) bool { return at.Before(cut) })
 	if n := len(slots) - len(kept); n > 0 {
 		lg.Warn("backfill carried on without its slots older than the job's history.max_age: their runs may have been pruned, and they would run again",
@@ -205,9 +207,9 @@ func (l Leader) retentionOf(job string) (retention.Policy, bool) {
 // retained refuses slots that the job's retention would prune as soon as their runs are written,
 // as CheckRetention does for `scheduler backfill`: a request written by hand gets the same
 // answer as one the command submits.
-func (l Leader) retained(job string, slots []time.Time) error {
+func (l Leader) retained(job string, slots []time.Time, now time.Time) error {
 	if p, ok := l.retentionOf(job); ok {
-		return CheckRetention(slots, p.MaxAge, p.MaxRuns, l.Now())
+		return CheckRetention(slots, p.MaxAge, p.MaxRuns, now)
 	}
 	return nil
 }

@@ -167,6 +167,40 @@ func TestLeader_Serve(t *testing.T) {
 			t.Errorf("ran %v, want nothing", runner.ran)
 		}
 	})
+	// A running request whose slots have all aged past history.max_age is refused, saying so,
+	// instead of ending done with nothing run and its counts gone.
+	t.Run("RunningRequestAllAged", func(t *testing.T) {
+		ctx, cli, st, sch := serveFixture(t)
+		key := servePrefix + ":backfill/yearly/00000000000000000004"
+		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":4,"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","state":"running","total":2,"done":1,"succeeded":1}`); err != nil {
+			t.Fatal(err)
+		}
+		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
+		l := Leader{State: st, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.NewNop(), Poll: time.Millisecond,
+			Now:       func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) },
+			Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); l.Serve(sctx) }()
+		defer func() { stop(); <-done }()
+		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the request refused", func() bool {
+			resp, err := cli.Get(ctx, key)
+			if err != nil || len(resp.Kvs) != 1 {
+				return false
+			}
+			var b control.Backfill
+			_ = json.Unmarshal(resp.Kvs[0].Value, &b)
+			if b.State == control.BackfillDone {
+				t.Fatalf("the request ended done: %+v", b)
+			}
+			return b.State == control.BackfillRefused && strings.Contains(b.Error, "aged past")
+		})
+		runner.mu.Lock()
+		defer runner.mu.Unlock()
+		if len(runner.ran) != 0 {
+			t.Fatalf("ran %v, want nothing", runner.ran)
+		}
+	})
 	// A request a leader started when its slots were within retention is carried on by the next
 	// leader without the slots that have aged past it since (their runs may have been pruned,
 	// and they would run again), as is one written by hand as running, which no one checked:

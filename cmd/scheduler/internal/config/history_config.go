@@ -20,7 +20,8 @@ type HistoryConfig struct {
 type JobHistory struct {
 	// MaxAge deletes finished runs whose slot is older. 0s: no age limit. Default: 2160h.
 	MaxAge time.Duration `mapstructure:"max_age"`
-	// MaxRuns keeps the job's newest MaxRuns finished runs. 0: no limit. Default: 10000.
+	// MaxRuns keeps the job's newest MaxRuns finished scheduled runs (not manual or backfilled
+	// ones). 0: no limit. Default: 10000.
 	MaxRuns int `mapstructure:"max_runs"`
 }
 
