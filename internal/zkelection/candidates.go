@@ -63,7 +63,10 @@ func byCreation(conn *zk.Conn, parent string, children []string) ([]candidate, e
 			out = append(out, candidate{name: c, stat: stat})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].stat.Czxid < out[j].stat.Czxid })
+	sort.Slice(out, func(i, j int) bool { // ties (nodes of one multi-op) by name, so that readers agree
+		a, b := out[i], out[j]
+		return a.stat.Czxid < b.stat.Czxid || a.stat.Czxid == b.stat.Czxid && a.name < b.name
+	})
 	return out, nil
 }
 
