@@ -3,6 +3,7 @@ package backfills
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,26 +171,12 @@ func TestLeader_Serve(t *testing.T) {
 	// A running request whose slots have all aged past history.max_age is refused, saying so,
 	// instead of ending done with nothing run and its counts gone.
 	t.Run("RunningRequestAllAged", func(t *testing.T) {
-		ctx, cli, st, sch := serveFixture(t)
-		key := servePrefix + ":backfill/yearly/00000000000000000004"
-		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":4,"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","state":"running","total":2,"done":1,"succeeded":1}`); err != nil {
-			t.Fatal(err)
-		}
-		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
-		l := Leader{State: st, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.NewNop(), Poll: time.Millisecond,
-			Now:       func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) },
-			Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); l.Serve(sctx) }()
-		defer func() { stop(); <-done }()
+		runner, read := serveRunning(t, 4, `"from":"2020-01-01T00:00:00Z","to":"2021-06-01T00:00:00Z","total":2,"done":1,"succeeded":1`)
 		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the request refused", func() bool {
-			resp, err := cli.Get(ctx, key)
-			if err != nil || len(resp.Kvs) != 1 {
+			b, ok := read()
+			if !ok {
 				return false
 			}
-			var b control.Backfill
-			_ = json.Unmarshal(resp.Kvs[0].Value, &b)
 			if b.State == control.BackfillDone {
 				t.Fatalf("the request ended done: %+v", b)
 			}
@@ -206,26 +193,12 @@ func TestLeader_Serve(t *testing.T) {
 	// and they would run again), as is one written by hand as running, which no one checked:
 	// before, it ran every slot, those older than history.max_age included.
 	t.Run("CarriesOnARunningRequest", func(t *testing.T) {
-		ctx, cli, st, sch := serveFixture(t)
-		key := servePrefix + ":backfill/yearly/00000000000000000003"
-		if _, err := cli.Put(ctx, key, `{"job":"yearly","id":3,"from":"2020-01-01T00:00:00Z","to":"2026-02-01T00:00:00Z","state":"running","total":7}`); err != nil {
-			t.Fatal(err)
-		}
-		runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
-		l := Leader{State: st, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.NewNop(), Poll: time.Millisecond,
-			Now:       func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) },
-			Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); l.Serve(sctx) }()
-		defer func() { stop(); <-done }()
+		runner, read := serveRunning(t, 3, `"from":"2020-01-01T00:00:00Z","to":"2026-02-01T00:00:00Z","total":7`)
 		testenv.Eventually(t, 30*time.Second, 10*time.Millisecond, "the request carried on", func() bool {
-			resp, err := cli.Get(ctx, key)
-			if err != nil || len(resp.Kvs) != 1 {
+			b, ok := read()
+			if !ok {
 				return false
 			}
-			var b control.Backfill
-			_ = json.Unmarshal(resp.Kvs[0].Value, &b)
 			if b.State == control.BackfillRefused {
 				t.Fatalf("the running request was refused: %s", b.Error)
 			}
@@ -241,4 +214,32 @@ func TestLeader_Serve(t *testing.T) {
 			}
 		}
 	})
+}
+
+// serveRunning writes request id of job yearly (its fields after the job and id: the range and
+// counts) as running, as a leader left it or someone wrote it, and serves it on 2026-06-01 with a
+// history.max_age of a year until the test ends. It returns the runner and a read of the request.
+func serveRunning(t *testing.T, id int, fields string) (*tableRunner, func() (control.Backfill, bool)) {
+	t.Helper()
+	ctx, cli, st, sch := serveFixture(t)
+	key := fmt.Sprintf("%s:backfill/yearly/%020d", servePrefix, id)
+	if _, err := cli.Put(ctx, key, fmt.Sprintf(`{"job":"yearly","id":%d,"state":"running",%s}`, id, fields)); err != nil {
+		t.Fatal(err)
+	}
+	runner := &tableRunner{table: []jobs.Spec{{Name: "yearly", Schedule: sch, Overlap: jobs.OverlapSkip}}}
+	l := Leader{State: st, Runner: runner, Ledger: noRuns{}, Node: "n1", Logger: zap.NewNop(), Poll: time.Millisecond,
+		Now:       func() time.Time { return time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC) },
+		Retention: func() []retention.Policy { return []retention.Policy{{Job: "yearly", MaxAge: 365 * 24 * time.Hour}} }}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); l.Serve(sctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return runner, func() (control.Backfill, bool) {
+		resp, err := cli.Get(ctx, key)
+		if err != nil || len(resp.Kvs) != 1 {
+			return control.Backfill{}, false
+		}
+		var b control.Backfill
+		return b, json.Unmarshal(resp.Kvs[0].Value, &b) == nil
+	}
 }
