@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"scheduler/internal/testenv"
 	"strings"
 	"testing"
 
@@ -17,8 +18,8 @@ import (
 // variable, a URL's password and the Basic credentials made of it) are stored, logged and shown
 // nowhere: not when the receiver echoes its request, not in the error that quotes the URL of a
 // receiver that is down, not when a program prints its variable, and not for a job a SIGHUP
-// reload adds. Before, `history --json` and the
-// unauthenticated /api/console showed them, and the daemon's log the URL's key.
+// reload adds; on SQLite and on Postgres. Before, `history --json` and the unauthenticated
+// /api/console showed them, and the daemon's log the URL's key.
 func TestDaemon_ScrubsJobCredentials(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s\n", r.Method, r.URL)
@@ -31,9 +32,17 @@ func TestDaemon_ScrubsJobCredentials(t *testing.T) {
 	}
 	down := ln.Addr().String()
 	ln.Close()
+	for _, store := range []struct{ name, dsn string }{{"SQLite", ""}, {"Postgres", testenv.MustDatabase(t)}} {
+		t.Run(store.name, func(t *testing.T) { checkJobCredentials(t, store.dsn, echo.URL, down) })
+	}
+}
+
+// checkJobCredentials runs TestDaemon_ScrubsJobCredentials's jobs on the store of dsn (SQLite
+// when empty) against the echoing receiver at echo and the closed address down.
+func checkJobCredentials(t *testing.T, dsn, echo, down string) {
 	secrets := []string{"HEADER-SECRET-1", "KEY-SECRET-2", "QUERY-SECRET-3", "DOWN-SECRET-4", "ENV-SECRET-5", "BASIC-SECRET-7",
 		base64.StdEncoding.EncodeToString([]byte("user:BASIC-SECRET-7"))}
-	c := newBareCluster(t, "", fmt.Sprintf(`
+	c := newBareCluster(t, dsn, fmt.Sprintf(`
 jobs:
   - name: hook
     schedule: "* * * * * *"
@@ -57,7 +66,7 @@ jobs:
     env: {API_KEY: "ENV-SECRET-5"}
     command: [sh, -c, 'echo "key=$API_KEY"']
     misfire: skip
-`, echo.URL, strings.Replace(echo.URL, "://", "://user:BASIC-SECRET-7@", 1), down))
+`, echo, strings.Replace(echo, "://", "://user:BASIC-SECRET-7@", 1), down))
 	r := c.start("a")
 	c.wait("a run of each job", func() bool {
 		return countStatus(c.history("hook"), scheduler.StatusSucceeded) >= 1 && countStatus(c.history("down"), scheduler.StatusFailed) >= 1 &&

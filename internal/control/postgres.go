@@ -87,7 +87,8 @@ func (s *Postgres) Resume(ctx context.Context, job string) (resumed bool, err er
 }
 
 // Paused returns the paused jobs by name, each record's by clipped as the etcd store's is: a
-// row written by hand is shown on every refresh of the console and status.
+// row written by hand is shown on every refresh of the console and status. A time of infinity
+// written by hand reads as the Unix epoch, rather than failing the read of every record.
 func (s *Postgres) Paused(ctx context.Context) (map[string]PauseInfo, error) {
 	rows, err := s.pool.Query(ctx, s.q.paused)
 	if err != nil {
@@ -130,7 +131,8 @@ func pgRequest(job string, at time.Time, by string) Request {
 	return Request{Job: job, At: at, By: clipField(by), Key: job + "/" + at.Format(triggerLayout)}
 }
 
-// Requests returns the pending requests, oldest first, leaving out rows that no Trigger writes.
+// Requests returns the pending requests, oldest first, leaving out rows that no Trigger writes
+// (an infinite slot among them: it would fail the read of every request).
 func (s *Postgres) Requests(ctx context.Context) ([]Request, error) {
 	rows, err := s.pool.Query(ctx, s.q.requests)
 	if err != nil {
@@ -192,9 +194,7 @@ func (s *Postgres) Register(ctx context.Context, r scheduler.Replica, ttl time.D
 // name. An entry whose value does not parse, or holds a text no replica
 // publishes (checkReplicaFields), is returned with its node name only; one
 // whose node name no replica has, or that never expires (a row written by
-// hand with an infinite expiry), is left out. A row written by hand in the
-// table stands out in the same way: a time of infinity in a pause record
-// reads as the Unix epoch, and a trigger for an infinite slot is left out.
+// hand with an infinite expiry), is left out.
 func (s *Postgres) Replicas(ctx context.Context) ([]scheduler.Replica, error) {
 	rows, err := s.pool.Query(ctx, s.q.replicas)
 	if err != nil {

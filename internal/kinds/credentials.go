@@ -58,9 +58,9 @@ func (c *credentials) add(vs ...string) {
 // Credentials returns the credentials in c: the values of its headers named as credentials, and
 // the token after an Authorization header's scheme; the URL's password, and the Basic
 // credentials the client makes of it; and the values of its query parameters named as
-// credentials, as written and decoded. The daemon scrubs them from
-// what runs print and from their errors (which quote the URL) before anything is stored,
-// logged or shown: a receiver that echoes its request gives none of them away.
+// credentials, as written and decoded. The daemon scrubs them from what runs print and from
+// their errors (which quote the URL) before anything is stored, logged or shown: a receiver
+// that echoes its request gives none of them away.
 func (c HTTPConfig) Credentials() []string {
 	var out credentials
 	for name, v := range c.Headers {

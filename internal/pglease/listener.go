@@ -3,12 +3,13 @@ package pglease
 import (
 	"context"
 	"fmt"
-	"scheduler/internal/lease"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"scheduler/internal/lease"
 )
 
 // channel returns the NOTIFY channel of the leases in schema. Channel names
@@ -24,8 +25,9 @@ func channel(schema string) string {
 
 // listen signals notes whenever a lease of the channel is granted or
 // released, and once after every (re)subscription, since a change may have
-// been missed while not subscribed; at most once per lease.MinNoteGap (lease.Pacer). It holds one connection of pool out of
-// the pool while it runs, and returns when ctx is done.
+// been missed while not subscribed; at most once per lease.MinNoteGap
+// (lease.Pacer). It holds one connection of pool out of the pool while it
+// runs, and returns when ctx is done.
 func listen(ctx context.Context, pool *pgxpool.Pool, ch string, notes chan<- struct{}, lg *zap.Logger) {
 	failures := 0
 	pace := lease.NewPacer(notes)

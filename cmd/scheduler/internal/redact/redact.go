@@ -93,6 +93,7 @@ func DSNSecrets(dsn string) []string {
 type Live struct {
 	mu      sync.Mutex // serializes Add
 	secrets []string
+	seen    map[string]bool // secrets, to add each once: a table may hold one per job
 	scrub   atomic.Pointer[func(string) string]
 }
 
@@ -100,8 +101,12 @@ type Live struct {
 func (l *Live) Add(secrets ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
 	for _, s := range secrets {
-		if s != "" && !slices.Contains(l.secrets, s) {
+		if s != "" && !l.seen[s] {
+			l.seen[s] = true
 			l.secrets = append(l.secrets, s)
 		}
 	}
