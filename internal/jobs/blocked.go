@@ -19,13 +19,6 @@ import (
 // blocked, and its fence is raised again at its slots, at least every blockedRetry, so that it
 // runs again by itself once its fence is reset or let go.
 
-// How often a blocked job's fence is raised again: at its slots, but at least every blockedRetry
-// and at most every minBlockedRetry.
-const (
-	blockedRetry    = 30 * time.Second
-	minBlockedRetry = time.Second
-)
-
 // Block is a job the leader does not run because the store refuses its token for that job while
 // etcd confirms the term.
 type Block = refusal.Block
@@ -54,6 +47,7 @@ type blockState struct {
 	raising bool      // a raise of the job's fence is in flight
 	reason  string    // why the job is blocked, as Block.Reason
 	catchUp bool      // blocked at takeover: its catch-up is due when it is unblocked
+	fresh   bool      // added by a reload, its fence not yet raised (raiseAdded): not reported
 	// closes are the job's runs that end without running, closed once it is unblocked: a close
 	// written while it is blocked would be refused, or wait for its held fence.
 	closes []scheduler.Completion
@@ -95,7 +89,7 @@ func (t *tenure) block(js *jobState, fence int64, held bool, err error) {
 	if js.blk == nil {
 		js.blk = &blockState{}
 	}
-	js.blk.fence, js.blk.held = fence, held
+	js.blk.fence, js.blk.held, js.blk.fresh = fence, held, false
 	js.entry, js.queue = nil, nil
 	js.blk.retryAt = t.nextRaise(js, now)
 	b := Block{Job: js.spec.Name, Token: t.token, Fence: fence, Since: now, Held: held, Reason: BlockReason(js.spec.Name, t.token, fence)}
@@ -108,20 +102,13 @@ func (t *tenure) block(js *jobState, fence int64, held bool, err error) {
 		zap.Time("retry_at", js.blk.retryAt), zap.Error(err))
 }
 
-// nextRaise is when a blocked job's fence is raised again: its next slot, within blockedRetry.
+// nextRaise is when a blocked job's fence is raised again (refusal.NextRaise).
 func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
-	at := now.Add(blockedRetry)
-	if js.spec.Enabled {
-		if sl := js.spec.Schedule.Next(now); !sl.At.IsZero() {
-			if f := js.spec.fireAt(sl.At); f.Before(at) {
-				at = f
-			}
-		}
+	var slot time.Time
+	if sl := js.spec.Schedule.Next(now); js.spec.Enabled && !sl.At.IsZero() {
+		slot = js.spec.fireAt(sl.At)
 	}
-	if soonest := now.Add(minBlockedRetry); at.Before(soonest) {
-		return soonest
-	}
-	return at
+	return refusal.NextRaise(now, slot)
 }
 
 // blockedWake is the earliest time a blocked job's fence is to be raised again; zero: none.
@@ -158,7 +145,34 @@ func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 	}
 }
 
-// raised settles the raise of a blocked job's fence that retryBlocked started.
+// reasonAdded says why a job a reload added does not run yet, to whoever asks for a run of it.
+const reasonAdded = "added by a reload: its fence is being raised to the term's token; try again in a moment"
+
+// raiseAdded raises the fences of jobs a reload added off the loop, as retryBlocked does, so
+// that a held fence or a slow store holds up none of the other jobs. Until then each waits as a
+// blocked job, not reported; if the raise fails, each is raised again on its own at once.
+func (t *tenure) raiseAdded(names []string) {
+	added := make([]*jobState, len(names))
+	for i, n := range names {
+		added[i] = t.jobs[n]
+		added[i].blocked, added[i].blk = true, &blockState{fresh: true, raising: true, reason: reasonAdded}
+		t.blocked = append(t.blocked, added[i])
+	}
+	t.raises.Go(func() {
+		wctx, cancel := context.WithTimeout(t.claimCtx, t.r.opts.WriteTimeout)
+		err := t.raiseAll(wctx, names)
+		cancel()
+		t.send(context.Background(), func() {
+			for _, js := range added {
+				if js.blk.raising, js.blk.retryAt = false, t.r.clock.Now(); err == nil {
+					t.raised(js, nil)
+				}
+			}
+		})
+	})
+}
+
+// raised settles the raise of a blocked job's fence that retryBlocked or raiseAdded started.
 func (t *tenure) raised(js *jobState, err error) {
 	js.blk.raising = false
 	if !js.blocked || t.ended {
@@ -168,7 +182,8 @@ func (t *tenure) raised(js *jobState, err error) {
 	switch {
 	case err == nil:
 		t.unblock(js)
-		t.lg.Info("job unblocked: its fence was raised to the token", zap.String("job", js.spec.Name))
+		t.lg.Info("fence raised to the token; the job runs", zap.String("job", js.spec.Name), zap.Bool("added", js.blk.fresh))
+		js.blk.fresh = false
 		cctx, cancel := context.WithTimeout(t.claimCtx, t.r.opts.WriteTimeout) // on the loop: bounded
 		defer cancel()
 		closes := js.blk.closes
@@ -187,7 +202,7 @@ func (t *tenure) raised(js *jobState, err error) {
 			}
 		}
 		t.schedule(js, now)
-	case errors.Is(err, scheduler.ErrFenced) && js.blk.held:
+	case errors.Is(err, scheduler.ErrFenced) && (js.blk.held || js.blk.fresh):
 		// The transaction ended, and the fence is now above the token.
 		_, fence := refusal.Job(err, js.spec.Name)
 		t.block(js, fence, false, err)

@@ -146,9 +146,16 @@ type pending struct {
 	js     *jobState // nil: looked up by name
 	slot   scheduler.SlotKey
 	orphan *scheduler.Run
-	// claim, with claimed, is the run this term claimed ahead, kept inline: a herd's runs are
-	// passed on in place, not each copied to the heap.
+	// claim, with claimed, is the run this term claimed ahead, inline: a herd's are not copied.
 	claim   runkey.Claim
 	claimed bool
 	held    bool // the slot's claim failed when it fired, and waited for the store (retryLater)
+}
+
+// runID is the run p's slot has in the ledger already (claimed ahead, or an orphan); false: none.
+func (p pending) runID() (int64, bool) {
+	if p.orphan != nil { // never claimed as well
+		return p.orphan.RunID, true
+	}
+	return p.claim.RunID, p.claimed
 }

@@ -25,7 +25,6 @@ import (
 
 // Bounds of claiming ahead.
 const (
-	defaultClaimAhead = time.Second
 	maxClaimBatch     = 1000 // slots per ClaimMany or RecordMany: a fenced batch holds a lock per job
 	maxClaimsInFlight = 2    // concurrent ClaimMany calls
 )
@@ -156,7 +155,7 @@ func (t *tenure) claimed(ctx context.Context, b *claimBatch) error {
 		}
 		switch {
 		case e.dropped && e.written:
-			closes = append(closes, skippedRun(e.run.RunID, e.slot.Job, reasonReloaded))
+			closes = append(closes, skippedRun(e.run.RunID, e.slot.Job, e.js.dropReason(e.slot)))
 		case e.late:
 			if p, ok := t.firing(e); ok {
 				due = append(due, p)

@@ -56,9 +56,9 @@ func (c completer) Done(fs []*finished, errs []error) {
 	c.t.doneMany <- ds
 }
 
-// Retrying logs a failed write of outcomes that is tried again (outcomeFailed).
+// Retrying logs a failed write of outcomes that is tried again.
 func (c completer) Retrying(f *finished, runs, failures int, wait time.Duration, err error) {
-	c.t.outcomeFailed(f, runs, failures, wait, err)
+	outcomes.LogRetrying(c.t.lg, &f.c, f.slot, runs, failures, wait, err)
 }
 
 // completeAll finishes runs (outcomes.Complete). Like recordAll it reads only t.token and

@@ -48,5 +48,6 @@
 // of the runner's own, under internal/: slotqueue (the fire heap and the claim plan), attempts
 // (a run's attempts), outcomes (batched outcome writes), catchup (what a new leader owes a job's
 // past slots), overlap (a slot due while a run is in its way), refusal and holds (refused and
-// held fences), notices, parallel (writes side by side), bounded, runkey, backoff and clock.
+// held fences), notices, parallel (writes side by side), runopts (the runner's settings),
+// bounded, runkey, backoff and clock.
 package jobs

@@ -16,6 +16,8 @@ import (
 const (
 	reasonPaused   = "paused"
 	reasonReloaded = "the job's schedule changed before the slot"
+	reasonRemoved  = "the job was removed from the table"
+	reasonDisabled = "the job was disabled"
 )
 
 // fireChunk is how many due slots fireDue dispatches at once: a herd is started a part at a
@@ -111,12 +113,9 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 		behind []skipped
 	)
 	skip := func(p pending, reason string) {
-		switch {
-		case p.claimed:
-			closes = append(closes, skippedRun(p.claim.RunID, p.slot.Job, reason))
-		case p.orphan != nil:
-			closes = append(closes, skippedRun(p.orphan.RunID, p.slot.Job, reason))
-		default:
+		if id, ok := p.runID(); ok {
+			closes = append(closes, skippedRun(id, p.slot.Job, reason))
+		} else {
 			records = append(records, scheduler.Outcome{Slot: p.slot, Status: scheduler.StatusSkipped, Reason: reason})
 		}
 	}
@@ -129,6 +128,10 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 			continue // a blocked job's slots are not recorded: the store refuses its writes
 		}
 		p.js = js
+		if reason := js.gone(p.slot); reason != "" {
+			skip(p, reason)
+			continue
+		}
 		if !p.slot.Manual && t.paused(js.spec.Name) {
 			skip(p, reasonPaused)
 			continue

@@ -71,7 +71,7 @@ func TestRunner_FenceHeldAtTakeover(t *testing.T) {
 
 			counted := &gaveUpLedger{Store: store}
 			led, gaveUp := tc.ledger(counted), &counted.gaveUp
-			// x is yearly, so the term raises its fence again only after blockedRetry, well after
+			// x is yearly, so the term raises its fence again only after refusal.BlockedRetry, well after
 			// the test: every raise that gave up before y ran was the takeover's.
 			x, y := heldSpec(t, "x", "@yearly"), heldSpec(t, "y", "* * * * * *")
 			ranY := make(chan int32, 1)

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -17,21 +16,9 @@ import (
 // term lasts, the run active meanwhile (doc.go). Outcomes this process could not write are kept
 // (outcomes.Kept): if it leads again, it writes them instead of running their slots again.
 
-// outcomeFailed logs a failed write of the outcomes of runs runs, f the first of them, that is
-// tried again: one line per write, on the first failure and then every tenth, so that neither a
-// herd nor a long outage floods the log.
-func (t *tenure) outcomeFailed(f *finished, runs, failures int, wait time.Duration, err error) {
-	if failures != 1 && failures%10 != 0 {
-		return
-	}
-	t.lg.Warn("record run outcome; retrying", zap.String("job", f.c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", f.c.RunID),
-		zap.Int("attempt", f.c.Attempt), zap.String("status", string(f.c.Status)), zap.Int("runs", runs),
-		zap.Int("failures", failures), zap.Duration("in", wait), zap.Error(err))
-}
-
 // finish settles how the write of a run's outcome went: a refusal by the fence ends the term
 // (through the loop), a written outcome is reported to the Finished hook. The loop logs it
-// (logFinished), so that a run's end line always follows its start line.
+// (outcomes.LogFinished), so that a run's end line always follows its start line.
 func (t *tenure) finish(f *finished, err error) {
 	f.err = err
 	switch {
@@ -41,34 +28,10 @@ func (t *tenure) finish(f *finished, err error) {
 		if h := t.r.opts.Hooks.Finished; h != nil {
 			h(f.c.Job, f.c.Status, f.took)
 		}
-	case f.lost():
+	case outcomes.Retryable(err):
 		t.r.unwritten.Keep(f.c, f.took)
 	}
 }
-
-// logFinished writes the end line of a run whose outcome write has returned.
-func (t *tenure) logFinished(f *finished) {
-	c := f.c
-	fields := make([]zap.Field, 0, 9)
-	fields = append(fields, zap.String("job", c.Job), zap.Time("slot", f.slot), zap.Int64("run_id", c.RunID),
-		zap.String("status", string(c.Status)), zap.Int("attempt", f.c.Attempt), zap.Duration("took", f.took))
-	if c.Error != "" {
-		fields = append(fields, zap.String("error", c.Error))
-	}
-	switch err := f.err; {
-	case errors.Is(err, scheduler.ErrFenced):
-		t.lg.Warn("run outcome fenced out", append(fields, zap.Error(err))...)
-	case f.lost():
-		t.lg.Warn("run outcome not recorded before the term ended; the next leader runs the slot again", append(fields, zap.Error(err))...)
-	case err != nil:
-		t.lg.Error("record run outcome", append(fields, zap.Error(err))...)
-	default:
-		t.lg.Info("run finished", fields...)
-	}
-}
-
-// lost reports whether f's outcome was never written, and the next leader runs its slot again.
-func (f *finished) lost() bool { return outcomes.Retryable(f.err) }
 
 // takeUnwritten returns the orphans to take over, without those whose executors returned in an
 // earlier term of this process: their kept outcomes are written as if their runs returned now

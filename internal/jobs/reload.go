@@ -1,7 +1,7 @@
 package jobs
 
 import (
-	"context"
+	"cmp"
 	"slices"
 	"time"
 
@@ -13,13 +13,14 @@ import (
 // A reload that changes a job's timing supersedes its next slot's entry. A slot the new timing
 // still has is kept, with the claim this term made ahead, if any: the new timing's entry for it
 // takes it over (a later slot's waits in jobState.carried), or it fires at once if its new fire
-// time has passed (a jitter removed after its slot). A slot the new timing lacks is closed.
+// time has passed (a jitter removed after its slot). A slot the new timing lacks is closed, as
+// are the slots of a job the reload removes or disables, wherever they wait (jobState.gone).
 
-// reload applies a new table: new jobs get their fences raised, changed ones new timers.
+// reload applies a new table: new jobs get their fences raised (raiseAdded), changed ones new
+// timers.
 func (t *tenure) reload(specs []*Spec) {
 	now := t.r.clock.Now()
-	var added []string
-	keep := map[string]bool{}
+	added, keep, gone := []string(nil), map[string]bool{}, []pending(nil)
 	for _, s := range specs {
 		keep[s.Name] = true
 		js := t.jobs[s.Name]
@@ -33,27 +34,23 @@ func (t *tenure) reload(specs []*Spec) {
 		if !sameTiming(old, s) || js.entry == nil {
 			t.reschedule(js, now)
 		}
+		if old.Enabled && !s.Enabled {
+			gone = append(gone, js.stop()...)
+		}
 	}
 	for name, js := range t.jobs {
-		if !keep[name] {
-			js.removed, js.queue = true, nil
+		if !keep[name] && !js.removed {
+			js.removed = true
+			gone = append(gone, js.stop()...)
 			t.reschedule(js, now)
 			t.unblock(js)
 		}
 	}
+	if err := t.dispatch(t.claimCtx, gone); err != nil { // closes them (jobState.gone)
+		t.end(err)
+	}
 	if len(added) > 0 {
-		rctx, cancel := context.WithTimeout(t.claimCtx, t.r.opts.WriteTimeout) // on the loop: bounded
-		defer cancel()
-		if err := t.raiseUnblocked(rctx, added); err != nil {
-			t.lg.Error("raise fences of new jobs; they will not run in this term", zap.Strings("jobs", added), zap.Error(err))
-			for _, n := range added {
-				t.jobs[n].removed = true
-			}
-		} else {
-			for _, n := range added {
-				t.schedule(t.jobs[n], now)
-			}
-		}
+		t.raiseAdded(added)
 	}
 	t.lg.Info("table reloaded", zap.Int("jobs", len(specs)), zap.Strings("added", added))
 }
@@ -114,7 +111,39 @@ func (t *tenure) takeCarried(js *jobState, e *fireEntry) bool {
 func (e *fireEntry) drop() []scheduler.Completion {
 	e.carried, e.dropped = false, true
 	if e.claim == claimDone && e.written {
-		return []scheduler.Completion{skippedRun(e.run.RunID, e.slot.Job, reasonReloaded)}
+		return []scheduler.Completion{skippedRun(e.run.RunID, e.slot.Job, e.js.dropReason(e.slot))}
 	}
 	return nil
+}
+
+// stop ends what a job removed or disabled has under way: its runs retry no more, and the slots
+// queued behind them are returned, for dispatch to close.
+func (js *jobState) stop() (queued []pending) {
+	for _, a := range js.active {
+		a.cancel.Final()
+	}
+	js.queue = slices.DeleteFunc(js.queue, func(p pending) bool {
+		if js.gone(p.slot) != "" {
+			queued = append(queued, p)
+			return true
+		}
+		return false
+	})
+	return queued
+}
+
+// gone says why js no longer runs slot (removed, or disabled but for a slot asked for by hand or
+// by a backfill); "": it does.
+func (js *jobState) gone(slot scheduler.SlotKey) string {
+	if js.removed {
+		return reasonRemoved
+	} else if !js.spec.Enabled && !slot.Manual && slot.Backfill == 0 {
+		return reasonDisabled
+	}
+	return ""
+}
+
+// dropReason is why a claim of slot that a reload superseded is closed.
+func (js *jobState) dropReason(slot scheduler.SlotKey) string {
+	return cmp.Or(js.gone(slot), reasonReloaded)
 }

@@ -126,3 +126,48 @@ func oneRowPerSlot(ctx context.Context, t *testing.T, store *fence.Store) {
 		seen[r.ScheduledAt.UTC()] = true
 	}
 }
+
+// TestRunner_ReloadRemovesJobWithQueuedSlot: an older leader left three slots of a misfire-all
+// job running; the catch-up takes the first over and queues the other two behind it. A reload
+// then removes or disables the job. The queued runs are closed skipped at once, saying why, and
+// the running one finishes: no run of the job stays running. Before, the queued runs were let go
+// in memory and stayed running in the ledger (a removed job has no leader to finish them), or
+// ran after all (a disabled job).
+func TestRunner_ReloadRemovesJobWithQueuedSlot(t *testing.T) {
+	for name, reason := range map[string]string{"removed": "the job was removed from the table", "disabled": "the job was disabled"} {
+		t.Run(name, func(t *testing.T) {
+			fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+				last := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+				slots := []scheduler.SlotKey{{Job: "job", At: last.Add(-2 * time.Minute)}, {Job: "job", At: last.Add(-time.Minute)}, {Job: "job", At: last}}
+				if _, err := store.ClaimMany(ctx, 5, "old", slots); err != nil {
+					t.Fatal(err)
+				}
+				g := &gatedExec{entered: make(chan struct{}), release: make(chan struct{})}
+				g.armed.Store(true)
+				spec := testSpec(t, g, "@every 1m")
+				spec.Misfire, spec.Overlap = jobs.MisfireAll, jobs.OverlapQueue
+				r := newRunner(t, spec, "n1", store)
+				leadFor(t, r, 10)
+				<-g.entered
+				var table []jobs.Spec
+				if name == "disabled" {
+					spec.Enabled = false
+					table = append(table, spec)
+				}
+				if err := r.SetTable(table); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range slots[1:] {
+					if run := waitRun(ctx, t, store, s.At); run.Status != scheduler.StatusSkipped || run.Reason != reason {
+						t.Fatalf("queued slot's run %+v, want skipped (%s), not run", run, reason)
+					}
+				}
+				close(g.release)
+				if run := waitRun(ctx, t, store, slots[0].At); run.Status != scheduler.StatusSucceeded || run.Attempt != 2 {
+					t.Fatalf("taken-over run %+v, want succeeded at attempt 2", run)
+				}
+				oneRowPerSlot(ctx, t, store)
+			})
+		})
+	}
+}

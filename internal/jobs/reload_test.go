@@ -64,6 +64,7 @@ type reloadCase struct {
 	claimLead time.Duration // how long before its fire time the slot is claimed (ClaimAhead)
 	fire      time.Duration // after the slot, when it fires by the new timing; < 0: at once
 	ran       bool          // the slot runs (else it is closed skipped)
+	reason    string        // why it is closed skipped, if not reasonReloaded
 	before    []time.Time   // slots of the new timing that fire before it, and run
 }
 
@@ -93,7 +94,7 @@ func TestRunner_ReloadKeepsSlotClaimedAhead(t *testing.T) {
 		{name: "DenserSchedule", from: every("*/10 * * * *"), to: every("@every 20s"), claimLead: 30 * time.Second, ran: true,
 			before: []time.Time{slot.Add(-20 * time.Second)}},
 		{name: "SlotGone", from: every("*/10 * * * *"), to: every("*/7 * * * *")},
-		{name: "Disabled", from: every("*/10 * * * *"), to: func(s *Spec) { every("*/10 * * * *")(s); s.Enabled = false }},
+		{name: "Disabled", from: every("*/10 * * * *"), to: func(s *Spec) { every("*/10 * * * *")(s); s.Enabled = false }, reason: reasonDisabled},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, slot, false) })
 		t.Run(tc.name+"/ClaimInFlight", func(t *testing.T) { tc.check(t, slot, true) })
@@ -184,8 +185,8 @@ func (tc reloadCase) check(t *testing.T, slot time.Time, inFlight bool) {
 		t.Fatalf("slot 12:10: row %+v, %d runs, %d claims; want %s, run %d times (attempt %d) under token %d, claimed once",
 			row, runs(slot), led.claimsOf(slot), want, wantRuns, wantRuns, token)
 	}
-	if !tc.ran && row.Completion.Reason != reasonReloaded {
-		t.Fatalf("reason %q, want %q", row.Completion.Reason, reasonReloaded)
+	if reason := cmp.Or(tc.reason, reasonReloaded); !tc.ran && row.Completion.Reason != reason {
+		t.Fatalf("reason %q, want %q", row.Completion.Reason, reason)
 	}
 	seen := map[time.Time]bool{}
 	for _, r := range led.snapshot("job") {

@@ -9,6 +9,7 @@ import (
 	"scheduler"
 
 	"scheduler/internal/jobs/internal/attempts"
+	"scheduler/internal/jobs/internal/outcomes"
 	"scheduler/internal/jobs/internal/parallel"
 )
 
@@ -96,7 +97,7 @@ func (t *tenure) finishRun(d runDone) (pending, bool) {
 		js = t.jobs[d.job]
 	}
 	if d.out != nil {
-		t.logFinished(d.out)
+		outcomes.LogFinished(t.lg, &d.out.c, d.out.slot, d.out.took, d.out.err)
 	}
 	if i := slices.IndexFunc(js.active, func(a activeRun) bool { return a.runID == d.runID }); i >= 0 {
 		js.active = slices.Delete(js.active, i, i+1)

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,56 +13,18 @@ import (
 
 	"scheduler/internal/jobs/internal/outcomes"
 	"scheduler/internal/jobs/internal/refusal"
+	"scheduler/internal/jobs/internal/runopts"
 )
 
 // ErrNotLeading answers a command (Trigger, Backfill) that no term can take: this replica does
 // not lead, or its term is draining for a shutdown. ErrUnknownJob: the table has no such job.
 var ErrNotLeading, ErrUnknownJob = errors.New("jobs: not the leader"), errors.New("no such job")
 
-// Hooks are optional callbacks for metrics; nil fields are skipped. They are called from the
-// runner's goroutines and must not block.
-type Hooks struct {
-	Fired      func(job string, delay time.Duration) // a run started, delay after its slot
-	Finished   func(job string, status scheduler.Status, took time.Duration)
-	Recorded   func(job string, status scheduler.Status) // a slot recorded without running (skipped, missed)
-	CatchupRun func(job string)                          // a run started by catch-up after a takeover
-	Fenced     func(job string)                          // the store refused this term's token
-	// Blocked reports a job blocked (true) or no longer blocked (false); see Block.
-	Blocked func(job string, blocked bool)
-}
+// Hooks are optional callbacks for metrics (runopts.Hooks).
+type Hooks = runopts.Hooks
 
-// Options configure a Runner.
-type Options struct {
-	Node string // written into the ledger with every claim
-	// Ledger, required, is the store: the runner's claims and outcomes go to it, each attempt's
-	// fenced writes (Attempt.Fencer) are bound to it, and, if it is a HoldReader, a takeover
-	// asks it which fences are held.
-	Ledger scheduler.Ledger
-	Clock  Clock // nil: RealClock
-	// Logger receives the runner's lines, with job, slot, run id, attempt and token fields; the
-	// node is left to the process logger. nil: none.
-	Logger *zap.Logger
-	// Paused reports whether a job is paused cluster-wide; nil: never. A paused job's slots are
-	// recorded skipped.
-	Paused func(job string) bool
-	Hooks  Hooks
-	// MaxBackoff caps the retry backoff. Default 5m.
-	MaxBackoff time.Duration
-	// WriteTimeout bounds a ledger write made on behalf of one run. Default 30s.
-	WriteTimeout time.Duration
-	// ClaimAhead is how long before a slot fires the runner claims it in the ledger, so that
-	// firing makes no round trip; a herd is claimed earlier (claim.go). Default 1s; negative:
-	// each slot is claimed when it fires.
-	ClaimAhead time.Duration
-	// Confirm reports, by a linearizable read of etcd, whether the term with token still holds
-	// (nil: it does). When the store refuses one job's write and Confirm says the term holds, only
-	// that job is blocked (see blocked.go); when it fails, or is nil, the term ends.
-	Confirm func(ctx context.Context, token int64) error
-	// Scrub rewrites the output and error of a run before they are written to the ledger, where
-	// status and history show them; the daemon passes one that replaces its secrets. nil: none.
-	Scrub func(string) string
-	Live  scheduler.LiveOutput // every attempt's Attempt.Live, the output of runs in progress; nil: none
-}
+// Options configure a Runner (runopts.Options).
+type Options = runopts.Options
 
 // Runner runs the cron table while its replica leads: Lead is called once per leadership term
 // and returns when the term ends. Between terms the Runner holds only the table; during one, a
@@ -85,21 +46,9 @@ type Runner struct {
 
 // New returns a Runner for table.
 func New(table []Spec, opts Options) (*Runner, error) {
-	if opts.Ledger == nil {
-		return nil, errors.New("jobs: no ledger")
+	if err := opts.Fill(); err != nil {
+		return nil, err
 	}
-	if opts.Node == "" {
-		return nil, errors.New("jobs: no node name")
-	}
-	opts.Clock = cmp.Or[Clock](opts.Clock, RealClock{})
-	opts.Logger = cmp.Or(opts.Logger, zap.NewNop())
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 5 * time.Minute
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = 30 * time.Second
-	}
-	opts.ClaimAhead = cmp.Or(opts.ClaimAhead, defaultClaimAhead)
 	specs, err := checkTable(table)
 	if err != nil {
 		return nil, err

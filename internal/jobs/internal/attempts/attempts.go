@@ -24,6 +24,9 @@ var errTimeout = errors.New("attempt timed out")
 // reasonRefused is the reason of a run whose receiver refused its token.
 const reasonRefused = "receiver refused the token"
 
+// ReasonNotRetried is the reason of a failed run that Cancel.Final kept from retrying.
+const ReasonNotRetried = "not retried: the job was removed or disabled"
+
 // Ledger is what Run needs of the store: the fenced writes of each attempt, and the record of a
 // retry.
 type Ledger interface {
@@ -97,10 +100,16 @@ func (r *Runner) Run(ctx context.Context, c *Cancel, job *Job, lr *scheduler.Run
 			out.Status, out.Error, out.Reason = scheduler.StatusFenced, err.Error(), reasonRefused
 		case scheduler.IsPermanent(err) || attempt > job.Retries:
 			out.Status, out.Error = scheduler.StatusFailed, err.Error()
+		case c.isFinal():
+			out.Status, out.Error, out.Reason = scheduler.StatusFailed, err.Error(), ReasonNotRetried
 		default:
 			next, fenced := r.retry(ctx, c, job, lr, attempt, err)
 			if fenced != nil {
 				return Result{Cut: true, Fenced: fenced, Attempt: attempt}
+			}
+			if next == attempt && c.Err() == nil { // Final ended the wait
+				out.Status, out.Error, out.Reason = scheduler.StatusFailed, err.Error(), ReasonNotRetried
+				return res
 			}
 			attempt = next
 			continue
@@ -122,7 +131,7 @@ func (r *Runner) retry(ctx context.Context, c *Cancel, job *Job, lr *scheduler.R
 	wait := backoff.Wait(job.RetryBackoff, r.MaxBackoff, attempt)
 	lg.Warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", r.scrub(err.Error())))
 	if !r.sleep(ctx, c, wait) {
-		return attempt, nil
+		return attempt, nil // cancelled, or made final: Run tells which
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.WriteTimeout)
 	n, err := r.Ledger.NextAttempt(wctx, r.Token, job.Name, lr.RunID)
@@ -178,6 +187,8 @@ func (r *Runner) sleep(ctx context.Context, c *Cancel, d time.Duration) bool {
 	}
 	ctx, _, end := c.begin(ctx)
 	defer end()
+	ctx, endWait := c.waiting(ctx)
+	defer endWait()
 	timer := r.Clock.NewTimer(d)
 	defer timer.Stop()
 	select {

@@ -141,3 +141,44 @@ func TestRunner_Timeout(t *testing.T) {
 		t.Fatalf("result %+v %+v, want failed, saying it timed out after 1m0s", res, out)
 	}
 }
+
+// TestRunner_Final: a run made final is not retried. Made final during its wait before a retry,
+// it ends failed at once with the last attempt's error; made final during an attempt, that
+// attempt runs to its end (not cancelled), and no other starts. Neither records a retry.
+func TestRunner_Final(t *testing.T) {
+	for _, during := range []string{"wait", "attempt"} {
+		t.Run(during, func(t *testing.T) {
+			clk, l, c := clock.NewFake(t0), &fakeLedger{}, &Cancel{}
+			r := newRunner(t, clk, l)
+			entered, release, returned := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+			exec := execFunc(func(ctx context.Context, _ scheduler.Attempt) (string, error) {
+				entered <- struct{}{}
+				if during == "attempt" {
+					<-release
+				} else {
+					defer close(returned)
+				}
+				return "", ctx.Err() // nil unless the attempt was cancelled
+			})
+			got := make(chan Result, 1)
+			var out scheduler.Completion
+			go func() {
+				job := &Job{Name: "job", Executor: execFunc(func(ctx context.Context, a scheduler.Attempt) (string, error) {
+					_, err := exec(ctx, a)
+					return "", errors.Join(err, errJob)
+				}), Timeout: time.Hour, Retries: 5, RetryBackoff: time.Minute, Location: time.UTC}
+				got <- r.Run(context.Background(), c, job, &scheduler.Run{RunID: 1, Job: "job", ScheduledAt: t0}, &out)
+			}()
+			<-entered
+			if during == "wait" {
+				<-returned // Final lands before the wait or during it: either way no retry starts
+			}
+			c.Final()
+			close(release)
+			res := <-got
+			if res.Cut || res.Attempt != 1 || out.Status != scheduler.StatusFailed || out.Reason != ReasonNotRetried || out.Error != errJob.Error() || l.calls != 0 {
+				t.Fatalf("result %+v %+v, %d retries recorded; want attempt 1 failed with %q, not retried, none recorded", res, out, l.calls, errJob)
+			}
+		})
+	}
+}

@@ -17,6 +17,45 @@ type Cancel struct {
 	mu     sync.Mutex
 	cause  error                   // why the run was cancelled; nil while it was not
 	cancel context.CancelCauseFunc // the current attempt's or wait's; nil between them
+	final  bool                    // no attempt is to start after the current one (Final)
+	wait   context.CancelFunc      // ends the run's wait before a retry; nil while not waiting
+}
+
+// Final lets the run's current attempt end, but starts no other: a run waiting to retry ends
+// failed at once, with the last attempt's error. It is how a run of a job taken out of the table
+// ends without killing the work under way.
+func (c *Cancel) Final() {
+	c.mu.Lock()
+	c.final = true
+	wait := c.wait
+	c.mu.Unlock()
+	if wait != nil {
+		wait()
+	}
+}
+
+func (c *Cancel) isFinal() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.final
+}
+
+// waiting returns ctx, ended early by Final, for the wait before a retry; end must be called
+// once the wait is over.
+func (c *Cancel) waiting(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	if c.final {
+		cancel()
+	}
+	c.wait = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		c.wait = nil
+		c.mu.Unlock()
+		cancel()
+	}
 }
 
 // Do cancels the run with cause; the first cause is kept.
