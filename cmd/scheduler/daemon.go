@@ -216,7 +216,7 @@ func (d *daemon) build() error {
 	// One scrubber for the ledger's outputs, the live ones and the outbox's errors; a reload
 	// gives it the new table's credentials.
 	d.scrub.Add(append(d.cfg.Secrets(), d.cfg.Credentials()...)...)
-	d.live = runlog.New(nil, d.scrub.Scrub)
+	d.live = runlog.New(nil, &d.scrub)
 	d.runner, err = jobs.New(d.specs, jobs.Options{
 		Node: d.cfg.Node, Ledger: d.store, Logger: d.lg.Named("runner"), Live: d.live,
 		Paused: d.watcher.Paused, Hooks: runnerHooks(d.m), Scrub: d.scrub.Scrub,

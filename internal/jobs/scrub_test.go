@@ -54,7 +54,7 @@ func TestRunner_ScrubsSecretAcrossTheCut(t *testing.T) {
 	}
 	h := &harness{t: t, clock: newFakeClock(t0.Add(30 * time.Second)), ledger: newFakeLedger()}
 	h.runner = mustNew(t, []Spec{spec(t, "leaky", exec, nil)}, Options{Node: "n1", Ledger: h.ledger, Clock: h.clock,
-		Scrub: scrub, Live: runlog.New(nil, scrub)})
+		Scrub: scrub, Live: runlog.New(nil, runlog.Fixed{Func: scrub})})
 	h.lead(token)
 	h.advance(time.Minute, 1)
 	rows := h.waitRows("leaky", "succeeded run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })

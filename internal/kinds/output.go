@@ -43,7 +43,7 @@ func NewCapture(limit int) *Capture {
 // (nil: none) before it cuts it. The runner scrubs the excerpt again before it stores it, but a
 // secret split by the cut, at the head's end or the tail's start, would no longer match there:
 // scrubbed as it comes, the output keeps no part of a secret it printed whole.
-func NewScrubbedCapture(limit int, scrub func(string) string) *Capture {
+func NewScrubbedCapture(limit int, scrub runlog.Redactor) *Capture {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}

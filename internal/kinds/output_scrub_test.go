@@ -15,6 +15,9 @@ const scrubSecret = "adm1n-T0ken-0123456789abcdef"
 
 var scrubTest = strings.NewReplacer(scrubSecret, "[redacted]").Replace
 
+// redactorTest is scrubTest as the daemon's Redactor.
+var redactorTest = runlog.Fixed{Func: scrubTest, MaxSecret: len(scrubSecret)}
+
 // secretPart returns the longest start or end of scrubSecret, of 4 bytes or more, that text
 // shows; "" if none.
 func secretPart(text string) string {
@@ -43,7 +46,7 @@ func TestScrubbedCapture_SecretAcrossTheCut(t *testing.T) {
 			if tailStart {
 				text = strings.Repeat("y", 3*runlog.Overlap) + scrubSecret + after
 			}
-			c := NewScrubbedCapture(limit, scrubTest)
+			c := NewScrubbedCapture(limit, redactorTest)
 			for rest := text; rest != ""; {
 				n := min(len(rest), 1+rng.IntN(2*len(scrubSecret)))
 				_, _ = c.Write([]byte(rest[:n]))
@@ -81,7 +84,7 @@ func TestExecJob_ScrubsSecretsAcrossCuts(t *testing.T) {
 		Command: []string{"/bin/sh", "-c", `printf %s "$FIRST"; sleep 0.3; printf %s "$SECOND"`},
 		Env:     map[string]string{"FIRST": first, "SECOND": second},
 	})
-	live := runlog.New(nil, scrubTest)
+	live := runlog.New(nil, redactorTest)
 	run := testRun()
 	run.Live = live
 	out, err := j.Execute(ctx, run)
@@ -100,7 +103,7 @@ func TestExecJob_ScrubsSecretsAcrossCuts(t *testing.T) {
 
 // TestOutputScrub: a run's live output that scrubs lends its scrub; one that does not, none.
 func TestOutputScrub(t *testing.T) {
-	if outputScrub(scheduler.Attempt{Live: runlog.New(nil, scrubTest)}) == nil {
+	if outputScrub(scheduler.Attempt{Live: runlog.New(nil, redactorTest)}) == nil {
 		t.Fatal("the run log's scrub was not found")
 	}
 	if outputScrub(scheduler.Attempt{Live: &liveRecorder{}}) != nil || outputScrub(scheduler.Attempt{}) != nil {

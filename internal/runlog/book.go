@@ -25,7 +25,7 @@ const (
 // New. It is safe for concurrent use.
 type Book struct {
 	now   func() time.Time
-	scrub func(string) string
+	scrub Redactor
 
 	mu    sync.Mutex
 	runs  map[string]*entry // by run id
@@ -46,22 +46,26 @@ type entry struct {
 // New returns an empty Book on the clock now (nil: time.Now). scrub (nil: none) rewrites each
 // line before it is kept, as the ledger's output is (the daemon's secrets replaced), so that
 // following a run shows nothing history would not: a line is kept once it ends or its attempt
-// ends. A line longer than 2*Overlap bytes is kept as it comes but for its last bytes, which a
-// Scrubber holds back so that a secret across the cut is still replaced whole.
-func New(now func() time.Time, scrub func(string) string) *Book {
+// ends. A line longer than twice a Scrubber's overlap is kept as it comes but for its last
+// bytes, which the Scrubber holds back so that a secret across the cut is still replaced whole.
+func New(now func() time.Time, scrub Redactor) *Book {
 	if now == nil {
 		now = time.Now
 	}
 	if scrub == nil {
-		scrub = func(s string) string { return s }
+		scrub = Fixed{}
 	}
 	return &Book{now: now, scrub: scrub, runs: map[string]*entry{}}
 }
 
 // Scrub returns s scrubbed as the Book scrubs what it keeps: the daemon's secrets replaced. An
-// attempt's kind finds it on the attempt's live output, to scrub the output it keeps for the
-// ledger as it comes, before cutting it to an excerpt whose cut could split a secret.
-func (b *Book) Scrub(s string) string { return b.scrub(s) }
+// attempt's kind finds it (with Longest: the Book is a Redactor) on the attempt's live output,
+// to scrub the output it keeps for the ledger as it comes, before cutting it to an excerpt
+// whose cut could split a secret.
+func (b *Book) Scrub(s string) string { return b.scrub.Scrub(s) }
+
+// Longest returns the length of the longest secret Scrub replaces.
+func (b *Book) Longest() int { return b.scrub.Longest() }
 
 // Open returns where an attempt of job's run runID writes its output, and done, to be called
 // once when the attempt has written everything; see scheduler.LiveOutput. A retry of the run

@@ -116,7 +116,7 @@ func TestBook_ServeHTTP(t *testing.T) {
 // replaced whole; a line longer than 2*Overlap is kept without waiting for its end, all but the
 // last bytes its Scrubber holds back.
 func TestBook_Scrub(t *testing.T) {
-	b := New(nil, func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") })
+	b := New(nil, Fixed{Func: func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") }, MaxSecret: 6})
 	w, done := b.Open("job", "1")
 	_, _ = io.WriteString(w, "password s3")
 	_, _ = io.WriteString(w, "cret\n")
@@ -135,24 +135,28 @@ func TestBook_Scrub(t *testing.T) {
 
 // TestBook_ScrubSecretAcrossLongLine: a secret printed where a long line is first kept before
 // its end, half before the cut and half after a pause, is replaced whole: no part of it is ever
-// readable, and the line's bytes are kept once each, the rest at the attempt's end.
+// readable, and the line's bytes are kept once each, the rest at the attempt's end. So is one
+// longer than Overlap (a PEM key, say): the Book holds back as much as the longest secret its
+// Redactor names. Before, the first half of such a secret was kept as printed.
 func TestBook_ScrubSecretAcrossLongLine(t *testing.T) {
-	const secret = "adm1n-T0ken-0123456789abcdef"
-	scrub := strings.NewReplacer(secret, "[redacted]").Replace
-	b := New(nil, scrub)
-	w, done := b.Open("job", "1")
-	pieces := []string{strings.Repeat("A", 2*Overlap-6) + secret[:12], secret[12:], strings.Repeat("B", 100)}
-	for _, p := range pieces {
-		_, _ = io.WriteString(w, p)
-		c, _ := b.Read("1", 0)
-		if leaked := partOf(string(c.Data), secret); leaked != "" {
-			t.Fatalf("after %d bytes the run log shows %q of the secret", len(c.Data), leaked)
+	for _, secret := range []string{"adm1n-T0ken-0123456789abcdef", "-----BEGIN KEY-----" + strings.Repeat("k3Y", Overlap) + "-----END KEY-----"} {
+		scrub := strings.NewReplacer(secret, "[redacted]").Replace
+		b := New(nil, Fixed{Func: scrub, MaxSecret: len(secret)})
+		w, done := b.Open("job", "1")
+		overlap, half := max(Overlap, len(secret)), len(secret)/2
+		pieces := []string{strings.Repeat("A", 2*overlap-half/2) + secret[:half], secret[half:], strings.Repeat("B", 100)}
+		for _, p := range pieces {
+			_, _ = io.WriteString(w, p)
+			c, _ := b.Read("1", 0)
+			if leaked := partOf(string(c.Data), secret); leaked != "" {
+				t.Fatalf("secret of %d bytes: after %d bytes the run log shows %d bytes of it", len(secret), len(c.Data), len(leaked))
+			}
 		}
-	}
-	done()
-	c, _ := b.Read("1", 0)
-	if want := scrub(strings.Join(pieces, "")); string(c.Data) != want {
-		t.Fatalf("kept %d bytes, want the whole line scrubbed (%d bytes)", len(c.Data), len(want))
+		done()
+		c, _ := b.Read("1", 0)
+		if want := scrub(strings.Join(pieces, "")); string(c.Data) != want {
+			t.Fatalf("secret of %d bytes: kept %d bytes, want the whole line scrubbed (%d bytes)", len(secret), len(c.Data), len(want))
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ func TestScrubber_AnyWrites(t *testing.T) {
 			}
 		}
 		all := text.String()
-		s := NewScrubber(scrub)
+		s := NewScrubber(Fixed{Func: scrub})
 		var got strings.Builder
 		for rest := all; rest != ""; {
 			n := min(len(rest), 1+rng.IntN([]int{8, 300, 3 * Overlap}[round%3]))
@@ -62,7 +62,7 @@ func TestScrubber_AnyWrites(t *testing.T) {
 func TestScrubber_LongerSecret(t *testing.T) {
 	secret := strings.Repeat("S", 3*Overlap)
 	scrub := strings.NewReplacer(secret, "[redacted]").Replace
-	s := NewScrubber(scrub)
+	s := NewScrubber(Fixed{Func: scrub})
 	if got := s.Next([]byte("a" + secret + "b")); got != "" {
 		t.Fatalf("let through %q while the secret straddles every cut", got)
 	}

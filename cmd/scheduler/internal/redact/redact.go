@@ -95,6 +95,7 @@ type Live struct {
 	secrets []string
 	seen    map[string]bool // secrets, to add each once: a table may hold one per job
 	scrub   atomic.Pointer[func(string) string]
+	longest atomic.Int64 // the longest secret's length
 }
 
 // Add makes l scrub secrets too from now on.
@@ -108,11 +109,16 @@ func (l *Live) Add(secrets ...string) {
 		if s != "" && !l.seen[s] {
 			l.seen[s] = true
 			l.secrets = append(l.secrets, s)
+			l.longest.Store(max(l.longest.Load(), int64(len(s))))
 		}
 	}
 	f := Scrubber(l.secrets)
 	l.scrub.Store(&f)
 }
+
+// Longest returns the length of the longest of l's secrets: how much of a stream of output must
+// be held back to replace each whole (runlog.Redactor).
+func (l *Live) Longest() int { return int(l.longest.Load()) }
 
 // Scrub replaces each of l's secrets in s by [redacted].
 func (l *Live) Scrub(s string) string {

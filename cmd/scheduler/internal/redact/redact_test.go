@@ -14,4 +14,9 @@ func TestLive(t *testing.T) {
 	if got, want := l.Scrub("old-secret new-secret"), "[redacted] [redacted]"; got != want {
 		t.Fatalf("Scrub = %q, want %q", got, want)
 	}
+	// Longest tells a stream's scrubber how much to hold back: the longest secret added yet.
+	l.Add("a-much-longer-secret", "short1")
+	if got := l.Longest(); got != len("a-much-longer-secret") {
+		t.Fatalf("Longest = %d, want %d", got, len("a-much-longer-secret"))
+	}
 }
