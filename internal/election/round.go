@@ -128,7 +128,11 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	if leadErr != nil {
 		fields = append(fields, zap.Error(leadErr))
 	}
-	lg.Info("leadership ended", fields...)
+	if reason.Expected() {
+		lg.Info("leadership ended", fields...)
+	} else {
+		lg.Warn("leadership ended", fields...)
+	}
 	return held, nil
 }
 

@@ -58,6 +58,17 @@ func TestTermReason(t *testing.T) {
 	}
 }
 
+// TestReason_Expected: only a shutdown and lead returning end a term on purpose (logged at
+// info); a failed lead and a lost lease are faults (logged at warn).
+func TestReason_Expected(t *testing.T) {
+	for r, want := range map[Reason]bool{ReasonCancelled: true, ReasonLeadReturned: true,
+		ReasonLeadFailed: false, ReasonRenewalDeadline: false, ReasonLeaseGone: false} {
+		if r.Expected() != want {
+			t.Errorf("%s.Expected()=%v, want %v", r, !want, want)
+		}
+	}
+}
+
 func TestLostError_Error(t *testing.T) {
 	if got, want := (&LostError{Reason: ReasonLeaseGone}).Error(), "lease: gave up: lease_gone"; got != want {
 		t.Fatalf("Error()=%q, want %q", got, want)

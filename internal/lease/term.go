@@ -34,6 +34,11 @@ const (
 	ReasonLeaseGone Reason = "lease_gone"
 )
 
+// Expected reports whether a term that ended for r ended as the replica meant it to (a shutdown,
+// or lead returning): its end is then logged at info, and any other at warn, since the replica
+// lost the term to a fault (its store, its link to the coordinator, a newer leader).
+func (r Reason) Expected() bool { return r == ReasonCancelled || r == ReasonLeadReturned }
+
 // LostError is the cause (context.Cause) of the cancellation of a term's
 // context when the campaigner gave leadership up.
 type LostError struct {

@@ -51,7 +51,11 @@ func Serve[T any](ctx context.Context, h *lease.Holding[T], term scheduler.Term,
 	if leadErr != nil {
 		fields = append(fields, zap.Error(leadErr))
 	}
-	lg.Info("leadership ended", fields...)
+	if reason.Expected() {
+		lg.Info("leadership ended", fields...)
+	} else {
+		lg.Warn("leadership ended", fields...)
+	}
 	return held
 }
 

@@ -15,7 +15,8 @@ import (
 )
 
 // TestServe_LogsInTheBackendsWords: a renewal that fails, then finds the hold gone, is logged in
-// the backend's words, and the term's end with its reason and lead's error.
+// the backend's words, and the term's end with its reason and lead's error, at warn: the term was
+// lost, not ended on purpose.
 func TestServe_LogsInTheBackendsWords(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	var h lease.Holding[string]
@@ -40,7 +41,7 @@ func TestServe_LogsInTheBackendsWords(t *testing.T) {
 	for _, want := range []struct {
 		msg   string
 		level zapcore.Level
-	}{{"lock renewal failed", zapcore.WarnLevel}, {"lock gone", zapcore.WarnLevel}, {"leadership ended", zapcore.InfoLevel}} {
+	}{{"lock renewal failed", zapcore.WarnLevel}, {"lock gone", zapcore.WarnLevel}, {"leadership ended", zapcore.WarnLevel}} {
 		got := logs.FilterMessage(want.msg).All()
 		if len(got) != 1 || got[0].Level != want.level {
 			t.Fatalf("%q logged %d times (%v), want once at %v; all: %v", want.msg, len(got), got, want.level, logs.All())

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/internal/fence"
 )
 
 // Conns are the connections of the backends other than etcd.
@@ -26,9 +27,11 @@ func Open(ctx context.Context, cfg *config.Config) (Conns, error) {
 	}
 	// The lease's renewals must not queue behind job writes: a pool of their own, small.
 	pc.MaxConns = 4
+	bind := fence.ResetOnReadOnly(pc) // the lease's renewals write
 	if c.Pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return c, fmt.Errorf("connect to the store for election.backend %s: %w", cfg.Election.Backend, err)
 	}
+	bind(c.Pool)
 	if cfg.Election.Backend == config.BackendRedis {
 		// Short timeouts, so that a request to a stalled server fails within a renewal.
 		timeout := max(cfg.Election.TTL/5, 200*time.Millisecond)

@@ -110,6 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pc.MaxConns = 2 // Migrate holds one session for its lock and migrates on another
 	}
 	sessionParams(pc, cfg, "scheduler")
+	bind := ResetOnReadOnly(pc)
 	q := pgSQL(cfg.Schema)
 	pc.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		prepareWrites(ctx, conn, q)
@@ -123,14 +124,17 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to postgres %s:%d: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, err)
 	}
+	bind(pool)
 	b := &Backend{pool: pool, schema: cfg.Schema, raiseTimeout: cfg.RaiseTimeout, q: q,
 		jobConns: make(chan struct{}, pc.MaxConns)}
 	if jc != nil {
+		bindJobs := ResetOnReadOnly(jc)
 		// Not pinged: commands that never run a job do not connect with it.
 		if b.jobPool, err = pgxpool.NewWithConfig(ctx, jc); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("connect to postgres %s for jobs: %w", jc.ConnConfig.Host, err)
 		}
+		bindJobs(b.jobPool)
 		b.jobConns = make(chan struct{}, jc.MaxConns)
 	}
 	return b, nil
@@ -325,7 +329,7 @@ func (p *Backend) commitErr(ctx context.Context, job string, token int64, err er
 func (p *Backend) Raise(ctx context.Context, jobs []string, token int64) (map[string]int64, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(p.raiseTimeout.Milliseconds(), 10))
+	queueTimeouts(b, p.raiseTimeout)
 	fences := make(map[string]int64, len(jobs))
 	b.Queue(p.q.raise, jobs, token).Query(func(rows pgx.Rows) error {
 		var (

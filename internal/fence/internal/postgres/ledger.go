@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -148,7 +147,7 @@ func (p *Backend) fencedBatch(ctx context.Context, jobs []string, token int64, q
 	jobs = tables.Distinct(jobs)
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(p.writeLockTimeout().Milliseconds(), 10))
+	queueTimeouts(b, p.writeLockTimeout())
 	b.Queue(p.q.checkAll, jobs, token)
 	queue(b)
 	b.Queue("COMMIT")
