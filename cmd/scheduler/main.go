@@ -13,14 +13,22 @@ import (
 	"syscall"
 
 	"scheduler/cmd/scheduler/internal/config"
+	"scheduler/internal/kinds"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// After the first signal starts a graceful stop, a second one kills the process at once.
+		// After the first signal starts a graceful stop, a second one ends the process at once:
+		// its exec jobs' process groups first, then itself, by the signal's default action.
 		<-ctx.Done()
+		second := make(chan os.Signal, 1)
+		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
 		stop()
+		sig := <-second
+		kinds.KillJobGroups(os.Getpid())
+		signal.Reset(sig)
+		_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 	}()
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))

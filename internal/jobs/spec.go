@@ -67,7 +67,8 @@ func (s *Spec) attemptJob() attempts.Job {
 
 // catchupJob is what catch-up planning reads of the job.
 func (s *Spec) catchupJob() catchup.Job {
-	return catchup.Job{Name: s.Name, Schedule: s.Schedule, Misfire: s.Misfire, Window: s.Catchup, Jitter: s.Jitter, Enabled: s.Enabled}
+	return catchup.Job{Name: s.Name, Schedule: s.Schedule, Misfire: s.Misfire, Window: s.Catchup, Jitter: s.Jitter, Enabled: s.Enabled,
+		Retries: s.Retries}
 }
 
 // validate checks what the runner relies on; the configuration layer reports user errors.

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,6 +118,31 @@ func TestRunner_KeptOutcomeCloseRetriedOnStore(t *testing.T) {
 		}
 		if f, rec := finished.Load(), recorded.Load(); f != 1 || rec != 0 {
 			t.Fatalf("counted finished %d times and recorded %d, want finished once", f, rec)
+		}
+	})
+}
+
+// TestRunner_OrphanTakenOverTooOftenOnStore: a run that older leaders left running after four
+// attempts (the first and three takeovers: each leader stopped during it, as one would whose job
+// brings it down) is closed failed by the next leader in the real store, and not run again.
+func TestRunner_OrphanTakenOverTooOftenOnStore(t *testing.T) {
+	fencetest.Each(t, 60*time.Second, func(ctx context.Context, t *testing.T, store *fence.Store) {
+		slot := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+		res, err := store.ClaimMany(ctx, 5, "old", []scheduler.SlotKey{{Job: "job", At: slot}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // attempts 2 to 4
+			if _, err := store.NextAttempt(ctx, 5, "job", res[0].Run.RunID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exec := &countingExec{}
+		r := newRunner(t, testSpec(t, exec, "@every 1m"), "n2", store)
+		leadFor(t, r, 10)
+		run := waitRun(ctx, t, store, slot)
+		if run.Status != scheduler.StatusFailed || !strings.Contains(run.Reason, "its leaders stopped during each of its 4 attempts") || exec.n.Load() != 0 {
+			t.Fatalf("run %+v, %d executions; want closed failed after its 4 attempts, not run again", run, exec.n.Load())
 		}
 	})
 }

@@ -59,6 +59,14 @@ func waitGroupGone(pgid int, deadline <-chan time.Time) bool {
 	return true
 }
 
+// firstForOOM makes process pid, a job just started, the kernel's first choice when memory runs
+// out (oom_score_adj 1000, which the processes it starts inherit): a job that exhausts the memory
+// the daemon shares with it is killed before the daemon that keeps the cluster's schedule. Best
+// effort: a process the job forked before the write keeps the daemon's score.
+func firstForOOM(pid int) {
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+}
+
 // groupAlive reports whether process group pgid has a member that has not exited. kill(-pgid, 0)
 // also succeeds for zombies, which linger where nothing reaps orphans, so on a "yes" the members
 // are looked up in /proc where it exists.
@@ -73,11 +81,21 @@ func groupAlive(pgid int) bool {
 // liveMembers scans /proc for a process of group pgid in a state other than zombie or dead.
 // known is false when /proc cannot be read.
 func liveMembers(pgid int) (live, known bool) {
+	want := strconv.Itoa(pgid)
+	known = eachProcess(func(_, state, _, pgrp string) bool {
+		live = pgrp == want && state != "Z" && state != "X"
+		return !live
+	})
+	return live, known
+}
+
+// eachProcess calls fn with the pid, state, parent pid and process group of each process in
+// /proc, until fn returns false; false when /proc cannot be read.
+func eachProcess(fn func(pid, state, ppid, pgrp string) bool) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false, false
+		return false
 	}
-	want := strconv.Itoa(pgid)
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
@@ -91,10 +109,26 @@ func liveMembers(pgid int) (live, known bool) {
 		if i < 0 {
 			continue
 		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
-			return true, true
+		if f := strings.Fields(string(stat[i+1:])); len(f) >= 3 && !fn(e.Name(), f[0], f[1], f[2]) {
+			break
 		}
 	}
-	return false, true
+	return true
+}
+
+// KillJobGroups kills (SIGKILL) every process group that a child of process parent leads, as
+// every exec job's does, and returns how many it signalled. A daemon that must exit at once (a
+// second SIGTERM) calls it first, so that no job goes on running beside the run of its slot
+// that the next leader starts.
+func KillJobGroups(parent int) int {
+	want, n := strconv.Itoa(parent), 0
+	eachProcess(func(pid, _, ppid, pgrp string) bool {
+		if ppid == want && pgrp == pid {
+			if id, err := strconv.Atoi(pid); err == nil && syscall.Kill(-id, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+		return true
+	})
+	return n
 }

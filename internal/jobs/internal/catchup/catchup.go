@@ -26,6 +26,12 @@ const (
 	MisfireAll  Misfire = "all"  // run them all, oldest first, one after another
 )
 
+// MaxTakeovers is how many more attempts than its retries allow a run gets when its leader
+// stops during them: such a run is taken over by the next leader, and again, but a job that
+// brings its leader down (a fork bomb, a memory hog) must not bring down every leader in turn
+// for as long as its slot is in the catch-up window. Past them it is closed failed.
+const MaxTakeovers = 3
+
 // Job is what Decide reads of one job: its name, timing and policy.
 type Job struct {
 	Name     string
@@ -34,6 +40,7 @@ type Job struct {
 	Window   time.Duration // how far back a new leader looks for missed slots
 	Jitter   time.Duration // each slot fires schedule.Jitter(Name, slot, Jitter) after it
 	Enabled  bool
+	Retries  int // retries after a failed attempt
 }
 
 // fireAt is when slot fires: the slot plus its deterministic jitter.
@@ -79,9 +86,17 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 		}
 	}
 	orphanAt := make(map[int64]bool, len(orphans))
+	live := orphans[:0:0]
 	for _, o := range orphans {
+		if o.Attempt >= 1+job.Retries+MaxTakeovers {
+			plan.Close = append(plan.Close, NotRun(o, scheduler.StatusFailed,
+				fmt.Sprintf("its leaders stopped during each of its %d attempts (%d retries and %d takeovers allowed)", o.Attempt, job.Retries, MaxTakeovers)))
+			continue
+		}
+		live = append(live, o)
 		orphanAt[o.ScheduledAt.UnixMicro()] = !o.Manual
 	}
+	orphans = live
 
 	// Slots of the window that are due: no run, or an orphan. A job without any run in the
 	// ledger is new: its history starts now, and nothing before now is owed.

@@ -163,3 +163,38 @@ func TestDecide_OrphanOlderThanTheNewestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_OrphanTakenOverTooOften: an orphan is taken over while its attempts stay within
+// its retries and MaxTakeovers more; past them (its leader stopped during each: a job that
+// brings its leader down) it is closed failed, saying so, whatever the misfire policy, a
+// manual run's included. Before, each new leader ran it again, and went down with it.
+func TestDecide_OrphanTakenOverTooOften(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	for _, tc := range []struct {
+		retries, attempt int
+		manual, run      bool
+	}{
+		{0, 3, false, true},
+		{0, 4, false, false},
+		{2, 5, false, true},
+		{2, 6, false, false},
+		{0, 4, true, false},
+	} {
+		orphan := scheduler.Run{RunID: 9, Job: "job", ScheduledAt: at(3), Manual: tc.manual, Status: scheduler.StatusRunning, Token: 5, Attempt: tc.attempt}
+		last := scheduler.Run{RunID: 8, Job: "job", ScheduledAt: at(3), Status: scheduler.StatusSucceeded, Token: 5, Attempt: 1}
+		if !tc.manual {
+			last = orphan
+		}
+		j := job(t, "job", func(j *Job) { j.Retries, j.Misfire = tc.retries, MisfireSkip })
+		plan, err := Decide(j, at(3).Add(30*time.Second), []scheduler.Run{orphan}, []scheduler.Run{orphan}, &last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := len(plan.Run) == 1 && plan.Run[0].Orphan != nil && plan.Run[0].Orphan.RunID == 9
+		closed := len(plan.Close) == 1 && plan.Close[0].RunID == 9 && plan.Close[0].Status == scheduler.StatusFailed &&
+			strings.Contains(plan.Close[0].Reason, "its leaders stopped during each of its")
+		if ran != tc.run || closed == tc.run || len(plan.Run)+len(plan.Close) != 1 {
+			t.Fatalf("retries %d, attempt %d, manual %v: plan %+v, want run %v (else closed failed)", tc.retries, tc.attempt, tc.manual, plan, tc.run)
+		}
+	}
+}
