@@ -26,7 +26,7 @@ func main() {
 		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
 		stop()
 		sig := <-second
-		kinds.KillJobGroups(os.Getpid())
+		kinds.KillJobGroups()
 		signal.Reset(sig)
 		_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 	}()

@@ -152,10 +152,11 @@ const reasonAdded = "added by a reload: its fence is being raised to the term's 
 // that a held fence or a slow store holds up none of the other jobs. Until then each waits as a
 // blocked job, not reported; if the raise fails, each is raised again on its own at once.
 func (t *tenure) raiseAdded(names []string) {
-	added := make([]*jobState, len(names))
+	added, blks := make([]*jobState, len(names)), make([]*blockState, len(names))
 	for i, n := range names {
+		blks[i] = &blockState{fresh: true, raising: true, reason: reasonAdded}
 		added[i] = t.jobs[n]
-		added[i].blocked, added[i].blk = true, &blockState{fresh: true, raising: true, reason: reasonAdded}
+		added[i].blocked, added[i].blk = true, blks[i]
 		t.blocked = append(t.blocked, added[i])
 	}
 	t.raises.Go(func() {
@@ -163,7 +164,10 @@ func (t *tenure) raiseAdded(names []string) {
 		err := t.raiseAll(wctx, names)
 		cancel()
 		t.send(context.Background(), func() {
-			for _, js := range added {
+			for i, js := range added {
+				if js.blk != blks[i] {
+					continue // removed and added again since: a newer raise answers for it
+				}
 				if js.blk.raising, js.blk.retryAt = false, t.r.clock.Now(); err == nil {
 					t.raised(js, nil)
 				}
@@ -202,7 +206,13 @@ func (t *tenure) raised(js *jobState, err error) {
 			}
 		}
 		t.schedule(js, now)
-	case errors.Is(err, scheduler.ErrFenced) && (js.blk.held || js.blk.fresh):
+	case errors.Is(err, scheduler.ErrFenced) && js.blk.fresh:
+		// Settled as any refusal: etcd is asked whether the term holds before the job is blocked.
+		t.unblock(js)
+		if rerr := t.refused(t.claimCtx, js.spec.Name, err); rerr != nil {
+			t.end(rerr)
+		}
+	case errors.Is(err, scheduler.ErrFenced) && js.blk.held:
 		// The transaction ended, and the fence is now above the token.
 		_, fence := refusal.Job(err, js.spec.Name)
 		t.block(js, fence, false, err)

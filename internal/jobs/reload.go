@@ -24,9 +24,12 @@ func (t *tenure) reload(specs []*Spec) {
 	for _, s := range specs {
 		keep[s.Name] = true
 		js := t.jobs[s.Name]
-		if js == nil {
-			added = append(added, s.Name)
-			t.addJob(s)
+		if fresh := js != nil && js.removed && js.blk != nil && js.blk.fresh; js == nil || fresh {
+			if added = append(added, s.Name); fresh { // removed before its fence was raised
+				js.spec, js.removed = s, false
+			} else {
+				t.addJob(s)
+			}
 			continue
 		}
 		old := js.spec
@@ -120,7 +123,9 @@ func (e *fireEntry) drop() []scheduler.Completion {
 // queued behind them are returned, for dispatch to close.
 func (js *jobState) stop() (queued []pending) {
 	for _, a := range js.active {
-		a.cancel.Final()
+		if js.removed || !a.asked {
+			a.cancel.Final()
+		}
 	}
 	js.queue = slices.DeleteFunc(js.queue, func(p pending) bool {
 		if js.gone(p.slot) != "" {

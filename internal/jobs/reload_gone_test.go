@@ -242,3 +242,84 @@ func TestRunner_ReloadAddedJobRaise(t *testing.T) {
 		})
 	}
 }
+
+// TestRunner_ReloadAddedJobRefused: a reload adds a job whose fence is above the term's token
+// (a newer leader raised it). The refusal is settled as any other: etcd is asked whether the
+// term holds, and since it does not, the term ends. Before, the job was blocked without asking,
+// and reported as raised by someone outside the scheduler, with a reset of the fence as remedy.
+func TestRunner_ReloadAddedJobRefused(t *testing.T) {
+	var confirms atomic.Int32
+	led, clk := newFakeLedger(), newFakeClock(t0.Add(30*time.Second))
+	led.fences["new"] = 99 // a newer leader's token
+	lg, logs := observed(t)
+	r := mustNew(t, []Spec{yearly(t)}, Options{Node: "n1", Ledger: led, Clock: clk, Logger: lg,
+		Confirm: func(context.Context, int64) error { confirms.Add(1); return errors.New("the term is over") }})
+	l := leadAsync(t, r, token)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() >= 1 })
+	reloaded(t, r, logs, yearly(t), spec(t, "new", &countingExec{}, nil))
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the term's end", func() bool { over, _ := l.returned(); return over })
+	if _, err := l.returned(); !errors.Is(err, scheduler.ErrFenced) || confirms.Load() == 0 || len(r.Blocked()) != 0 {
+		t.Fatalf("Lead=%v after %d confirmations, blocked %v; want the term ended fenced, etcd asked, nothing blocked", err, confirms.Load(), r.Blocked())
+	}
+}
+
+// TestRunner_ReloadReaddedWhileRaising: a job a reload added is removed and added again while
+// the raise of its fence is still held. It stays held back: a trigger of it is refused for now,
+// and it runs once the raise answers. Before, it was taken for a known job and ran at once.
+func TestRunner_ReloadReaddedWhileRaising(t *testing.T) {
+	added := &countingExec{}
+	led := &heldRaise{fakeLedger: newFakeLedger(), job: "new", release: make(chan struct{})}
+	clk := newFakeClock(t0.Add(30 * time.Second))
+	lg, logs := observed(t)
+	r := mustNew(t, []Spec{yearly(t)}, Options{Node: "n1", Ledger: led, Clock: clk, Logger: lg})
+	leadAsync(t, r, token)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() >= 1 })
+	newJob := spec(t, "new", added, nil)
+	reloaded(t, r, logs, yearly(t), newJob) // its raise held
+	reloaded(t, r, logs, yearly(t))         // removed
+	reloaded(t, r, logs, yearly(t), newJob) // back, the raise still held
+	if err := r.Trigger(context.Background(), "new", clk.Now()); err == nil || errors.Is(err, ErrUnknownJob) {
+		t.Fatalf("trigger while the fence's raise is held: %v, want refused for now", err)
+	}
+	close(led.release)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the new job's fence raised", func() bool {
+		return logs.FilterMessage("fence raised to the token; the job runs").Len() >= 1
+	})
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() >= 1 })
+	clk.Advance(time.Minute)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the new job's slot", func() bool { return added.n.Load() >= 1 })
+}
+
+// TestRunner_ReloadDisabledKeepsManualRetries: a reload disables a job while a manual run of it
+// waits to retry. Someone asked for that run: it retries and succeeds, as a disabled job's
+// manual runs do.
+func TestRunner_ReloadDisabledKeepsManualRetries(t *testing.T) {
+	var attempted atomic.Int32
+	exec := execFunc(func(context.Context, scheduler.Attempt) (string, error) {
+		if attempted.Add(1) == 1 {
+			return "", errors.New("exit status 1")
+		}
+		return "ok", nil
+	})
+	led, clk := newFakeLedger(), newFakeClock(t0.Add(30*time.Second))
+	lg, logs := observed(t)
+	job := spec(t, "job", exec, func(s *Spec) { s.Retries, s.RetryBackoff = 1, time.Minute })
+	r := mustNew(t, []Spec{job, yearly(t)}, Options{Node: "n1", Ledger: led, Clock: clk, Logger: lg})
+	leadAsync(t, r, token)
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "armed", func() bool { return clk.Pending() == 1 })
+	at := clk.Now()
+	if err := r.Trigger(context.Background(), "job", at); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the first attempt failed", func() bool {
+		return logs.FilterMessage("attempt failed; retrying").Len() == 1
+	})
+	job.Enabled = false
+	reloaded(t, r, logs, job, yearly(t))
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, "the wait before the retry", func() bool { return clk.Pending() >= 1 })
+	clk.Advance(time.Minute)
+	row := settled(t, led, "job", at.UTC().Truncate(time.Microsecond))
+	if row.Status != scheduler.StatusSucceeded || attempted.Load() != 2 {
+		t.Fatalf("manual run %+v after %d attempts; want succeeded at its retry", row, attempted.Load())
+	}
+}

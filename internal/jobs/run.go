@@ -31,7 +31,7 @@ func (t *tenure) launch(js *jobState, run scheduler.Run) {
 	if t.ended {
 		rc.Do(errTermEnded)
 	}
-	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc})
+	js.active = append(js.active, activeRun{runID: run.RunID, cancel: rc, asked: run.Manual || run.Backfill})
 	t.runs++
 	t.started.Add(run)
 	t.unstarted.Add(1)

@@ -98,6 +98,7 @@ func (js *jobState) orphanAhead(r scheduler.Run) {
 type activeRun struct {
 	runID  int64
 	cancel *attempts.Cancel
+	asked  bool // a manual or backfill run: a disabled job's still retries
 }
 
 // runDone reports the end of a run to the loop.

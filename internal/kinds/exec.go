@@ -253,6 +253,7 @@ func (j *ExecJob) Execute(ctx context.Context, run scheduler.Attempt) (string, e
 	_ = pw.Close()
 	pgid := cmd.Process.Pid
 	firstForOOM(pgid)
+	defer trackGroup(pgid)()
 
 	out := NewScrubbedCapture(j.limit, outputScrub(run))
 	var sink io.Writer = out

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -116,19 +117,38 @@ func eachProcess(fn func(pid, state, ppid, pgrp string) bool) bool {
 	return true
 }
 
-// KillJobGroups kills (SIGKILL) every process group that a child of process parent leads, as
-// every exec job's does, and returns how many it signalled. A daemon that must exit at once (a
+// jobGroups are the process groups of the exec jobs this process runs: the daemon's, whatever
+// job and term started them, since a second signal must stop them all (KillJobGroups).
+var jobGroups = struct {
+	sync.Mutex
+	m map[int]struct{}
+}{m: map[int]struct{}{}}
+
+// trackGroup records pgid as a job's process group until the returned function is called, once
+// the group is gone or left behind.
+func trackGroup(pgid int) (untrack func()) {
+	jobGroups.Lock()
+	jobGroups.m[pgid] = struct{}{}
+	jobGroups.Unlock()
+	return func() {
+		jobGroups.Lock()
+		delete(jobGroups.m, pgid)
+		jobGroups.Unlock()
+	}
+}
+
+// KillJobGroups kills (SIGKILL) the process group of every exec job running in this process,
+// its leader gone or not, and returns how many it signalled. A daemon that must exit at once (a
 // second SIGTERM) calls it first, so that no job goes on running beside the run of its slot
 // that the next leader starts.
-func KillJobGroups(parent int) int {
-	want, n := strconv.Itoa(parent), 0
-	eachProcess(func(pid, _, ppid, pgrp string) bool {
-		if ppid == want && pgrp == pid {
-			if id, err := strconv.Atoi(pid); err == nil && syscall.Kill(-id, syscall.SIGKILL) == nil {
-				n++
-			}
+func KillJobGroups() int {
+	jobGroups.Lock()
+	defer jobGroups.Unlock()
+	n := 0
+	for pgid := range jobGroups.m {
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			n++
 		}
-		return true
-	})
+	}
 	return n
 }

@@ -67,6 +67,9 @@ func (b *Book) Scrub(s string) string { return b.scrub.Scrub(s) }
 // Longest returns the length of the longest secret Scrub replaces.
 func (b *Book) Longest() int { return b.scrub.Longest() }
 
+// Multiline reports whether a secret Scrub replaces holds a newline.
+func (b *Book) Multiline() bool { return b.scrub.Multiline() }
+
 // Open returns where an attempt of job's run runID writes its output, and done, to be called
 // once when the attempt has written everything; see scheduler.LiveOutput. A retry of the run
 // opens it again and goes on with the same output.
@@ -139,13 +142,14 @@ type writer struct {
 }
 
 // Write keeps the lines p ends, scrubbed, and holds back the start of the next (of a long one,
-// what its Scrubber holds back); it never fails.
+// what its Scrubber holds back); it never fails. While a secret holds a newline, a line's end
+// lets nothing through by itself: the Scrubber holds back as much as the longest secret.
 func (w writer) Write(p []byte) (int, error) {
 	w.b.mu.Lock()
 	defer w.b.mu.Unlock()
 	e := w.e
 	n := len(p)
-	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 && !w.b.scrub.Multiline() {
 		w.b.keep(e, e.partial.End(p[:i+1]))
 		p = p[i+1:]
 	}

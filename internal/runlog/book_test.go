@@ -198,3 +198,31 @@ func TestBook_MaxTotal(t *testing.T) {
 		t.Fatalf("a run after the others were forgotten keeps %d bytes, want MaxKept", len(c.Data))
 	}
 }
+
+// TestBook_ScrubMultiLineSecret: a secret of many lines (a PEM key the configuration names) is
+// printed in two writes cut between two of its lines, as a program writing line by line does.
+// No part of it is ever kept, and the whole output is kept scrubbed at the attempt's end.
+// Before, each write's lines were scrubbed on their own at their end, and both halves of the
+// key were kept as printed.
+func TestBook_ScrubMultiLineSecret(t *testing.T) {
+	var lines []string
+	for range 50 {
+		lines = append(lines, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC70123456789ab")
+	}
+	secret := "-----BEGIN PRIVATE KEY-----\n" + strings.Join(lines, "\n") + "\n-----END PRIVATE KEY-----"
+	scrub := strings.NewReplacer(secret, "[redacted]").Replace
+	b := New(nil, Fixed{Func: scrub, MaxSecret: len(secret), Lines: true})
+	w, done := b.Open("job", "1")
+	cut := strings.Index(secret, "\n"+lines[25]) + 1
+	for _, p := range []string{"key:\n" + secret[:cut], secret[cut:] + "\nbye\n"} {
+		_, _ = io.WriteString(w, p)
+		c, _ := b.Read("1", 0)
+		if leaked := partOf(string(c.Data), secret); leaked != "" {
+			t.Fatalf("after %d bytes the run log shows %d bytes of the secret", len(c.Data), len(leaked))
+		}
+	}
+	done()
+	if c, _ := b.Read("1", 0); string(c.Data) != "key:\n[redacted]\nbye\n" {
+		t.Fatalf("kept %q at the attempt's end, want the whole output scrubbed", c.Data)
+	}
+}

@@ -96,6 +96,7 @@ type Live struct {
 	seen    map[string]bool // secrets, to add each once: a table may hold one per job
 	scrub   atomic.Pointer[func(string) string]
 	longest atomic.Int64 // the longest secret's length
+	lines   atomic.Bool  // a secret holds a newline
 }
 
 // Add makes l scrub secrets too from now on.
@@ -110,6 +111,9 @@ func (l *Live) Add(secrets ...string) {
 			l.seen[s] = true
 			l.secrets = append(l.secrets, s)
 			l.longest.Store(max(l.longest.Load(), int64(len(s))))
+			if strings.Contains(s, "\n") {
+				l.lines.Store(true)
+			}
 		}
 	}
 	f := Scrubber(l.secrets)
@@ -119,6 +123,9 @@ func (l *Live) Add(secrets ...string) {
 // Longest returns the length of the longest of l's secrets: how much of a stream of output must
 // be held back to replace each whole (runlog.Redactor).
 func (l *Live) Longest() int { return int(l.longest.Load()) }
+
+// Multiline reports whether one of l's secrets holds a newline (runlog.Redactor).
+func (l *Live) Multiline() bool { return l.lines.Load() }
 
 // Scrub replaces each of l's secrets in s by [redacted].
 func (l *Live) Scrub(s string) string {

@@ -19,4 +19,12 @@ func TestLive(t *testing.T) {
 	if got := l.Longest(); got != len("a-much-longer-secret") {
 		t.Fatalf("Longest = %d, want %d", got, len("a-much-longer-secret"))
 	}
+	// Multiline tells the run log whether a line's end may end a secret: not once one spans lines.
+	if l.Multiline() {
+		t.Fatal("Multiline with no secret of two lines")
+	}
+	l.Add("-----BEGIN KEY-----\nabc\n-----END KEY-----")
+	if !l.Multiline() {
+		t.Fatal("not Multiline with a secret of three lines")
+	}
 }

@@ -24,7 +24,7 @@ func ResetOnReadOnly(pc *pgxpool.Config) (bind func(*pgxpool.Pool)) {
 	pc.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
 		if e.Code == readOnlyCode {
 			if p := pool.Load(); p != nil {
-				go p.Reset() // the idle sessions now, the others once released; not under this one's lock
+				p.Reset() // the idle sessions now, the others once released (no pool lock is held here)
 			}
 			return false // this session is closed
 		}

@@ -130,13 +130,15 @@ func (r *Runner) retry(ctx context.Context, c *Cancel, job *Job, lr *scheduler.R
 	lg := r.runLog(lr)
 	wait := backoff.Wait(job.RetryBackoff, r.MaxBackoff, attempt)
 	lg.Warn("attempt failed; retrying", zap.Int("attempt", attempt), zap.Duration("in", wait), zap.String("error", r.scrub(err.Error())))
-	if !r.sleep(ctx, c, wait) {
+	if !r.sleep(ctx, c, wait) || c.isFinal() {
 		return attempt, nil // cancelled, or made final: Run tells which
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.WriteTimeout)
 	n, err := r.Ledger.NextAttempt(wctx, r.Token, job.Name, lr.RunID)
 	cancel()
 	switch {
+	case c.isFinal() && c.Err() == nil: // made final while the retry was recorded
+		return attempt, nil
 	case errors.Is(err, scheduler.ErrFenced):
 		lg.Warn("retry fenced out", zap.Error(err))
 		return 0, err

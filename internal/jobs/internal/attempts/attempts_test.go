@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,5 +181,42 @@ func TestRunner_Final(t *testing.T) {
 				t.Fatalf("result %+v %+v, %d retries recorded; want attempt 1 failed with %q, not retried, none recorded", res, out, l.calls, errJob)
 			}
 		})
+	}
+}
+
+// slowNext is a ledger whose NextAttempt (the record of a retry) waits for release.
+type slowNext struct {
+	scheduler.Fencer
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (l *slowNext) NextAttempt(context.Context, int64, string, int64) (int, error) {
+	l.entered <- struct{}{}
+	<-l.release
+	return 0, nil
+}
+
+// TestRunner_FinalDuringRetryRecord: Final lands after the wait before a retry, while the retry
+// is being recorded (a slow store). No other attempt starts: the run ends failed with attempt 1.
+func TestRunner_FinalDuringRetryRecord(t *testing.T) {
+	l := &slowNext{entered: make(chan struct{}), release: make(chan struct{})}
+	r := newRunner(t, clock.Real{}, nil)
+	r.Ledger = l
+	var attempted atomic.Int32
+	job := &Job{Name: "job", Timeout: time.Hour, Retries: 5, RetryBackoff: time.Millisecond, Location: time.UTC,
+		Executor: execFunc(func(context.Context, scheduler.Attempt) (string, error) { attempted.Add(1); return "", errJob })}
+	c := &Cancel{}
+	var out scheduler.Completion
+	done := make(chan Result, 1)
+	go func() {
+		done <- r.Run(context.Background(), c, job, &scheduler.Run{RunID: 1, Job: "job", ScheduledAt: t0}, &out)
+	}()
+	<-l.entered
+	c.Final()
+	close(l.release)
+	res := <-done
+	if n := attempted.Load(); n != 1 || res.Attempt != 1 || out.Reason != ReasonNotRetried {
+		t.Fatalf("%d attempts, result %+v %+v; want 1 attempt, failed, not retried", n, res, out)
 	}
 }
