@@ -9,28 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"scheduler/cmd/scheduler/internal/config"
-	"scheduler/internal/kinds"
+	"scheduler/cmd/scheduler/internal/signals"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal starts a graceful stop, a second one ends the process at once:
-		// its exec jobs' process groups first, then itself, by the signal's default action.
-		<-ctx.Done()
-		second := make(chan os.Signal, 1)
-		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
-		stop()
-		sig := <-second
-		kinds.KillJobGroups()
-		signal.Reset(sig)
-		_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
-	}()
-	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	err := run(signals.Context(), os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
 }
 

@@ -15,6 +15,7 @@ import (
 	"scheduler/cmd/scheduler/internal/config/configtest"
 	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/config/internal/keypath"
+	"scheduler/internal/schedule"
 )
 
 // mustLoadError loads path with env and fails the test unless the load fails with a *Error
@@ -312,12 +313,12 @@ func TestConfig_JitterGapFollowsNow(t *testing.T) {
 	job.Name, job.Schedule, job.Timezone, job.Type, job.SQL = "a", "0 0 1 1,7 *", "UTC", "sql", "x"
 	job.Timeout, job.Overlap, job.Misfire, job.Jitter = time.Hour, "skip", "once", 4343*time.Hour
 	var ps problems
-	validateJob(&ps, "jobs[0]", job, newGapCache(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+	validateJob(&ps, "jobs[0]", job, schedule.NewCache(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
 	if len(ps.list) != 0 {
 		t.Fatalf("4343h below a 4344h gap refused: %v", ps.list)
 	}
 	job.Jitter = 4344 * time.Hour
-	validateJob(&ps, "jobs[0]", job, newGapCache(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+	validateJob(&ps, "jobs[0]", job, schedule.NewCache(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
 	if len(ps.list) != 1 || !strings.Contains(ps.list[0].Msg, "4344h0m0s") {
 		t.Fatalf("problems=%v, want one naming the 4344h gap", ps.list)
 	}

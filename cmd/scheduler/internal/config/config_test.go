@@ -204,6 +204,11 @@ func TestLoad_Invalid(t *testing.T) {
 		{"ScheduleMissing", "jobs:\n  - name: a\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].schedule: is required"}},
 		{"BadTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: Mars/Olympus\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: unknown IANA time zone \"Mars/Olympus\""}},
 		{"LocalTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: Local\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone:"}},
+		// Names LoadLocation takes that differ from host to host, or count leap seconds.
+		{"LocaltimeTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: localtime\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: localtime differs from host to host"}},
+		{"PosixrulesTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: posixrules\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: posixrules differs"}},
+		{"LeapSecondTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: right/America/New_York\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: right/America/New_York counts leap seconds"}},
+		{"LocaltimeDefaultTimezone", "defaults:\n  timezone: localtime\n" + configtest.MinimalJob, nil, []string{"defaults.timezone: unknown IANA time zone \"localtime\""}},
 		{"BadDefaultTimezone", "defaults:\n  timezone: Nowhere/City\n" + configtest.MinimalJob, nil, []string{"defaults.timezone: unknown IANA time zone"}},
 		{"UnknownType", "jobs:\n  - name: a\n    schedule: '@daily'\n    type: shell\n", nil, []string{"jobs[0].type: must be one of builtin, exec, sql, http"}},
 		{"TypeMissing", "jobs:\n  - name: a\n    schedule: '@daily'\n", nil, []string{"jobs[0].type: is required"}},

@@ -16,6 +16,7 @@ import (
 	"scheduler/cmd/scheduler/internal/config/internal/filelimit"
 	"scheduler/cmd/scheduler/internal/config/internal/tokenfile"
 	"scheduler/internal/control"
+	"scheduler/internal/schedule"
 )
 
 var (
@@ -98,7 +99,7 @@ func (c *Config) validateAt(now time.Time) []Problem {
 	checkJobHistory(&p, "defaults.history", c.Defaults.History, c.historyFromTop)
 
 	seen := map[string]int{}
-	gaps := newGapCache(now)
+	gaps := schedule.NewCache(now)
 	for i, job := range c.Jobs {
 		key := fmt.Sprintf("jobs[%d]", i)
 		if first, dup := seen[job.Name]; dup && job.Name != "" {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"scheduler/internal/control"
@@ -11,7 +12,7 @@ import (
 // validateJob checks one job and returns its schedule, parsed in its zone; nil when either is
 // refused. A problem with a value the job inherited from `defaults` is reported once, under
 // defaults.KEY, by validateDefaults instead.
-func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Schedule {
+func validateJob(p *problems, key string, job Job, gaps *schedule.Cache) *schedule.Schedule {
 	inherited := func(k string) bool { return job.inherited[k] }
 	at := func(k string) string { return key + "." + k }
 
@@ -26,13 +27,13 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 
 	// A schedule is parsed in UTC when the zone is bad, so its own problems still show.
 	loc, zoneOK := time.UTC, false
-	switch job.Timezone {
-	case "":
+	switch why := zoneRefused(job.Timezone); {
+	case job.Timezone == "":
 		p.add(at("timezone"), "is required (an IANA zone such as Europe/Berlin)")
-	case "Local":
-		p.add(at("timezone"), "must name an IANA zone such as Europe/Berlin: Local differs from host to host")
+	case why != "":
+		p.add(at("timezone"), "must name an IANA zone such as Europe/Berlin: %s", why)
 	default:
-		l, err := gaps.zone(job.Timezone)
+		l, err := gaps.Zone(job.Timezone)
 		switch {
 		case err == nil:
 			loc, zoneOK = l, true
@@ -43,7 +44,7 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 	var sched *schedule.Schedule
 	if job.Schedule == "" {
 		p.add(at("schedule"), "is required")
-	} else if s, err := gaps.parse(job.Schedule, loc); err != nil {
+	} else if s, err := gaps.Parse(job.Schedule, loc); err != nil {
 		p.add(at("schedule"), "%v", err)
 	} else {
 		sched = s
@@ -94,8 +95,8 @@ func validateJob(p *problems, key string, job Job, gaps *gapCache) *schedule.Sch
 // validateJitter checks that the jitter window is shorter than the shortest gap between two
 // slots of the schedule: a longer window would let a delayed slot fire after the next one, or,
 // far longer, postpone every slot beyond any horizon.
-func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, gaps *gapCache) {
-	gap, ok := gaps.shortest(sched)
+func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, gaps *schedule.Cache) {
+	gap, ok := gaps.ShortestGap(sched)
 	if !ok || job.Jitter < gap {
 		return
 	}
@@ -104,65 +105,6 @@ func validateJitter(p *problems, key string, job Job, sched *schedule.Schedule, 
 		from = " (from defaults.jitter)"
 	}
 	p.add(key, "%s%s must be shorter than the shortest gap between two slots of %q, %s", job.Jitter, from, job.Schedule, gap)
-}
-
-// gapCache computes each distinct schedule's shortest gap once: a large table shares a few
-// schedules among many jobs. For the same reason it loads each zone and parses each schedule
-// once, and the jobs that name them share the result (a zone's transitions and a parsed
-// schedule are read-only).
-type gapCache struct {
-	now       time.Time
-	m         map[string]gapResult
-	zones     map[string]zoneResult
-	schedules map[string]*schedule.Schedule // by spec and zone, the ones that parsed
-}
-
-type zoneResult struct {
-	loc *time.Location
-	err error
-}
-
-// zone is time.LoadLocation(name), loaded once per name.
-func (c *gapCache) zone(name string) (*time.Location, error) {
-	r, ok := c.zones[name]
-	if !ok {
-		r.loc, r.err = time.LoadLocation(name)
-		c.zones[name] = r
-	}
-	return r.loc, r.err
-}
-
-// parse is schedule.Parse(spec, loc), parsed once per spec and zone; a spec that does not parse
-// is parsed again each time, for its error.
-func (c *gapCache) parse(spec string, loc *time.Location) (*schedule.Schedule, error) {
-	key := spec + "\x00" + loc.String()
-	if s, ok := c.schedules[key]; ok {
-		return s, nil
-	}
-	s, err := schedule.Parse(spec, loc)
-	if err == nil {
-		c.schedules[key] = s
-	}
-	return s, err
-}
-
-type gapResult struct {
-	gap time.Duration
-	ok  bool
-}
-
-func newGapCache(now time.Time) *gapCache {
-	return &gapCache{now: now, m: map[string]gapResult{}, zones: map[string]zoneResult{}, schedules: map[string]*schedule.Schedule{}}
-}
-
-func (c *gapCache) shortest(s *schedule.Schedule) (time.Duration, bool) {
-	key := s.String() + "\x00" + s.Location().String()
-	r, ok := c.m[key]
-	if !ok {
-		r.gap, r.ok = s.ShortestGap(c.now)
-		c.m[key] = r
-	}
-	return r.gap, r.ok
 }
 
 // validateJobType checks that no other type's keys are set, then the settings of the job's
@@ -186,10 +128,22 @@ func validateJobType(p *problems, key string, job Job) {
 	}
 }
 
+// zoneRefused says why name, a zone time.LoadLocation may accept, is no zone a table may name;
+// "" when it is one. Local, localtime and posixrules are the host's own zone or a copy of one it
+// chose; right/ zones count leap seconds, so each instant is off by them.
+func zoneRefused(name string) string {
+	if name == "Local" || name == "localtime" || name == "posixrules" {
+		return name + " differs from host to host"
+	} else if strings.HasPrefix(name, "right/") {
+		return name + " counts leap seconds"
+	}
+	return ""
+}
+
 // validateDefaults checks the values of the `defaults` section that jobs inherit.
 func validateDefaults(p *problems, d JobSpec) {
 	if d.Timezone != "" {
-		if _, err := time.LoadLocation(d.Timezone); err != nil || d.Timezone == "Local" {
+		if _, err := time.LoadLocation(d.Timezone); err != nil || zoneRefused(d.Timezone) != "" {
 			p.add("defaults.timezone", "unknown IANA time zone %q", d.Timezone)
 		}
 	}
