@@ -125,3 +125,18 @@ func TestPostgres_WritableAgain(t *testing.T) {
 		t.Fatalf("%d of 10 writes failed after the database was writable again, want at most 1", failures)
 	}
 }
+
+// TestStore_StoreNow: Postgres answers its clock (here the same host's, so within a second of
+// this process's); SQLite, which runs in the process, keeps no time of its own.
+func TestStore_StoreNow(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := mustPostgresStore(t, Config{})
+	now, ok, err := s.StoreNow(ctx)
+	if d := time.Since(now); err != nil || !ok || d < -time.Second || d > time.Second {
+		t.Fatalf("Postgres StoreNow=%v, %v, %v (%s off), want the server's clock", now, ok, err, d)
+	}
+	lite := backends()[1].fresh(t)(Config{})
+	if _, ok, err := lite.StoreNow(ctx); ok || err != nil {
+		t.Fatalf("SQLite StoreNow ok=%v, %v; want no clock of its own", ok, err)
+	}
+}

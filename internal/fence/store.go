@@ -132,6 +132,9 @@ type backend interface {
 	XactStatus(ctx context.Context, xid string) (string, error)
 	// ResetFence removes job's fence.
 	ResetFence(ctx context.Context, job string) error
+	// Clock reads the server's clock; false where the store keeps no time of its own (SQLite,
+	// which runs in the process).
+	Clock(ctx context.Context) (time.Time, bool, error)
 	// ResetHint says how an operator removes every fence of this store.
 	ResetHint() string
 	// RunSecret returns the secret of the run runID (digits), empty where

@@ -145,16 +145,12 @@ func (t *tenure) retryBlocked(ctx context.Context, now time.Time) {
 	}
 }
 
-// reasonAdded says why a job a reload added does not run yet, to whoever asks for a run of it.
-const reasonAdded = "added by a reload: its fence is being raised to the term's token; try again in a moment"
-
-// raiseAdded raises the fences of jobs a reload added off the loop, as retryBlocked does, so
-// that a held fence or a slow store holds up none of the other jobs. Until then each waits as a
-// blocked job, not reported; if the raise fails, each is raised again on its own at once.
+// raiseAdded raises the fences of jobs a reload added off the loop, so that a held fence or a
+// slow store holds up no other job; each waits as a blocked job (unreported), raised again alone.
 func (t *tenure) raiseAdded(names []string) {
 	added, blks := make([]*jobState, len(names)), make([]*blockState, len(names))
 	for i, n := range names {
-		blks[i] = &blockState{fresh: true, raising: true, reason: reasonAdded}
+		blks[i] = &blockState{fresh: true, raising: true, reason: refusal.AddedReason}
 		added[i] = t.jobs[n]
 		added[i].blocked, added[i].blk = true, blks[i]
 		t.blocked = append(t.blocked, added[i])

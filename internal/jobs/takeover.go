@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
 	"scheduler"
 
+	"scheduler/internal/jobs/internal/clock"
 	"scheduler/internal/jobs/internal/holds"
 	"scheduler/internal/jobs/internal/parallel"
 	"scheduler/internal/jobs/internal/refusal"
@@ -17,12 +19,16 @@ import (
 
 // takeOver raises every job's fence, then catches up on missed slots and seeds the timers.
 func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
+	ahead, err := t.storeAhead(ctx)
+	if err != nil {
+		return err
+	}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 		t.addJob(s)
 	}
-	if err := t.raiseUnblocked(ctx, names); err != nil {
+	if err = t.raiseUnblocked(ctx, names); err != nil {
 		return fmt.Errorf("raise the fences of %d jobs to token %d: %w", len(names), t.token, err)
 	}
 	for _, js := range t.blocked {
@@ -31,7 +37,7 @@ func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 		// taken over like the others.
 		js.blk.catchUp = true
 	}
-	now := t.r.clock.Now()
+	now := t.r.clock.Now().Add(-ahead) // no slot still to come by the store's clock is due
 	if err := t.catchUp(ctx, specs, now); err != nil {
 		return err
 	}
@@ -40,6 +46,20 @@ func (t *tenure) takeOver(ctx context.Context, specs []*Spec) error {
 	}
 	t.lg.Info("leading", zap.Int("jobs", len(specs)))
 	return nil
+}
+
+// storeAhead is how far this node's clock runs ahead of the store's (clock.Ahead), or the error
+// that ends the term when that is more than clock.MaxAhead.
+func (t *tenure) storeAhead(ctx context.Context) (time.Duration, error) {
+	s, _ := t.r.opts.Ledger.(clock.Store)
+	ahead, err := clock.Ahead(ctx, t.r.clock, s)
+	if err != nil {
+		t.lg.Warn("read the store's clock; deciding by this node's", zap.Error(err))
+	} else if ahead > clock.MaxAhead {
+		t.lg.Error("clock ahead of the store's; not leading", zap.Duration("ahead", ahead))
+		return 0, clock.ErrAhead(ahead)
+	}
+	return ahead, nil
 }
 
 // raiseUnblocked raises the fences of names; a job whose fence is above the token is blocked

@@ -417,3 +417,10 @@ func pgFenceErr(token int64, err error) error {
 	}
 	return err
 }
+
+// Clock reads the server's clock.
+func (p *Backend) Clock(ctx context.Context) (time.Time, bool, error) {
+	var now time.Time
+	err := p.pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&now)
+	return now, err == nil, err
+}

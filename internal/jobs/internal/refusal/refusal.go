@@ -25,6 +25,9 @@ type Block struct {
 	Held bool
 }
 
+// AddedReason says why a job a reload added does not run yet, to whoever asks for a run of it.
+const AddedReason = "added by a reload: its fence is being raised to the term's token; try again in a moment"
+
 // BlockReason says why job is blocked and what to do, for logs, status pages and /readyz.
 func BlockReason(job string, token, fence int64) string {
 	above := "above"
