@@ -17,7 +17,7 @@ func (t *tenure) execute(rc *attempts.Cancel, spec *Spec, lr scheduler.Run) (run
 	if h := t.r.opts.Hooks.Fired; h != nil {
 		h(spec.Name, started.Sub(lr.ScheduledAt))
 	}
-	job := spec.attemptJob()
+	job := attemptJob(spec)
 	f := &finished{slot: lr.ScheduledAt}
 	res := t.attempts.Run(t.runsCtx, rc, &job, &lr, &f.c)
 	if res.Cut {

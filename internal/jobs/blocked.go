@@ -106,7 +106,7 @@ func (t *tenure) block(js *jobState, fence int64, held bool, err error) {
 func (t *tenure) nextRaise(js *jobState, now time.Time) time.Time {
 	var slot time.Time
 	if sl := js.spec.Schedule.Next(now); js.spec.Enabled && !sl.At.IsZero() {
-		slot = js.spec.fireAt(sl.At)
+		slot = js.spec.FireAt(sl.At)
 	}
 	return refusal.NextRaise(now, slot)
 }

@@ -72,7 +72,7 @@ func (t *tenure) catchUp(ctx context.Context, specs []*Spec, now time.Time) erro
 		if r, ok := last[s.Name]; ok && !r.Backfill {
 			lastRun = &r
 		}
-		plan, err := catchup.Decide(s.catchupJob(), now, windowOf[s.Name], orphansOf[s.Name], lastRun)
+		plan, err := catchup.Decide(catchupJob(s), now, windowOf[s.Name], orphansOf[s.Name], lastRun)
 		if err != nil {
 			t.lg.Error("catch-up", zap.String("job", s.Name), zap.Error(err))
 			continue

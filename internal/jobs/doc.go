@@ -49,5 +49,5 @@
 // (a run's attempts), outcomes (batched outcome writes), catchup (what a new leader owes a job's
 // past slots), overlap (a slot due while a run is in its way), refusal and holds (refused and
 // held fences), notices, parallel (writes side by side), runopts (the runner's settings),
-// bounded, runkey, backoff and clock.
+// jobspec (a job as the runner reads it), bounded, runkey, backoff and clock.
 package jobs

@@ -95,7 +95,7 @@ func (t *tenure) fireDue(ctx context.Context) error {
 	// The next slots are computed after the runs started, off their path (fired entries let go).
 	t.yieldToStarts()
 	for i, js := range firedJobs {
-		t.scheduleAfter(js, firedAt[i])
+		t.scheduleAfter(js, firedAt[i], now)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (t *tenure) dispatch(ctx context.Context, due []pending) error {
 			skip(p, reasonPaused)
 			continue
 		}
-		switch act, reason := overlap.Decide(overlap.Slot{Policy: js.spec.Overlap, Active: len(js.active), Starting: js.starting,
+		switch act, reason := overlap.Decide(overlap.Slot{Policy: overlap.Policy(js.spec.Overlap), Active: len(js.active), Starting: js.starting,
 			HasRun: p.claimed || p.orphan != nil, Held: p.held, HeldStarts: heldStarts[js]}); act {
 		case overlap.Skipped:
 			skip(p, reason)

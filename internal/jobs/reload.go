@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 
 	"scheduler"
+
+	"scheduler/internal/jobs/internal/jobspec"
 )
 
 // A reload that changes a job's timing supersedes its next slot's entry. A slot the new timing
@@ -34,7 +36,7 @@ func (t *tenure) reload(specs []*Spec) {
 		}
 		old := js.spec
 		js.spec, js.removed = s, false
-		if !sameTiming(old, s) || js.entry == nil {
+		if !jobspec.SameTiming(old, s) || js.entry == nil {
 			t.reschedule(js, now)
 		}
 		if old.Enabled && !s.Enabled {

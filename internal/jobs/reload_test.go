@@ -113,7 +113,7 @@ func (tc reloadCase) check(t *testing.T, slot time.Time, inFlight bool) {
 	})
 	runs := func(at time.Time) int { mu.Lock(); defer mu.Unlock(); return ran[at] }
 	from := spec(t, "job", exec, tc.from)
-	oldFire := from.fireAt(slot)
+	oldFire := from.FireAt(slot)
 	lead := cmp.Or(tc.claimLead, time.Second)
 	clk := newFakeClock(oldFire.Add(-lead - 30*time.Second))
 	led := &slotClaims{fakeLedger: newFakeLedger(), n: map[time.Time]int{}, sent: make(chan struct{}), release: make(chan struct{})}

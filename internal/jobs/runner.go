@@ -61,7 +61,7 @@ func checkTable(table []Spec) ([]*Spec, error) {
 	specs := make([]*Spec, 0, len(table))
 	for i := range table {
 		s := table[i]
-		if err := s.validate(); err != nil {
+		if err := s.Validate(); err != nil {
 			return nil, err
 		}
 		if seen[s.Name] {

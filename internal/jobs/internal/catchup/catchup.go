@@ -106,6 +106,9 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 			from = last.ScheduledAt.Add(-time.Nanosecond) // the window's earlier slots predate the job
 		}
 		slots, err := job.Schedule.Between(from, now)
+		if errors.Is(err, schedule.ErrTooManySlots) {
+			slots, err = newestDue(job, from, now), nil
+		}
 		if err != nil {
 			return plan, fmt.Errorf("catch-up of job %q: %w", job.Name, err)
 		}
@@ -208,6 +211,25 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 	}
 	sort.SliceStable(plan.Run, func(i, j int) bool { return plan.Run[i].Key.At.Before(plan.Run[j].Key.At) })
 	return plan, nil
+}
+
+// newestDue is the window's slots for a window that holds more than schedule.MaxBetween of
+// them (a one-second schedule and a window of days): the newest that is due and the one before
+// it, which stands for the others; they are decided by the misfire policy as any, and the
+// others are not recorded one by one. Before, such a window made the catch-up fail: no slot of
+// it was run or recorded.
+func newestDue(job Job, from, now time.Time) []schedule.Slot {
+	newest, ok := job.Schedule.Last(from, now)
+	for ok && job.fireAt(newest.At).After(now) {
+		newest, ok = job.Schedule.Last(from, newest.At.Add(-time.Nanosecond))
+	}
+	if !ok {
+		return nil
+	}
+	if before, ok := job.Schedule.Last(from, newest.At.Add(-time.Nanosecond)); ok {
+		return []schedule.Slot{before, newest}
+	}
+	return []schedule.Slot{newest}
 }
 
 // NotRun finishes an orphan that is not run again with status (missed, skipped) if it never

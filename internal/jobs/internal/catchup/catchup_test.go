@@ -198,3 +198,66 @@ func TestDecide_OrphanTakenOverTooOften(t *testing.T) {
 		}
 	}
 }
+
+// TestDecide_WindowOfTooManySlots: a one-second job down for 30 hours, its catch-up window 48
+// hours: more slots than schedule.MaxBetween. The misfire policy still applies, to the newest
+// slot due and the one before it: once runs the newest and records the other missed, skip
+// records both missed. Before, the catch-up failed for the job: nothing was run or recorded.
+func TestDecide_WindowOfTooManySlots(t *testing.T) {
+	now := t0.Add(30*time.Hour + 500*time.Millisecond)
+	last := scheduler.Run{RunID: 1, Job: "job", ScheduledAt: t0, Status: scheduler.StatusSucceeded, Token: 5, Attempt: 1}
+	for _, misfire := range []Misfire{MisfireOnce, MisfireSkip} {
+		for _, spec := range []string{"* * * * * *", "@every 1s"} {
+			s, err := schedule.Parse(spec, time.UTC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := job(t, "job", func(j *Job) { j.Schedule, j.Misfire, j.Window = s, misfire, 48*time.Hour })
+			plan, err := Decide(j, now, []scheduler.Run{last}, nil, &last)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", spec, misfire, err)
+			}
+			newest, before := t0.Add(30*time.Hour), t0.Add(30*time.Hour-time.Second)
+			ran := len(plan.Run) == 1 && plan.Run[0].Key.At.Equal(newest)
+			missed := func(at time.Time) bool {
+				return slices.ContainsFunc(plan.Missed, func(o scheduler.Outcome) bool { return o.Slot.At.Equal(at) })
+			}
+			if misfire == MisfireOnce && (!ran || !missed(before) || len(plan.Missed) != 1) ||
+				misfire == MisfireSkip && (len(plan.Run) != 0 || !missed(before) || !missed(newest) || len(plan.Missed) != 2) {
+				t.Fatalf("%s, %s: run %v, missed %v", spec, misfire, plan.Run, plan.Missed)
+			}
+		}
+	}
+}
+
+// TestLeapt: the wall clock steps an hour forward on a live leader after slot 12:01 fired. The
+// slots it leapt over are decided by the misfire policy (once: the newest runs, the rest are
+// missed; skip: all missed), within the catch-up window; a job that runs them all, and a next
+// slot due less than LateLimit ago, are left to the loop. Before, every slot of the hour ran in
+// turn, whatever the policy.
+func TestLeapt(t *testing.T) {
+	slot, now := t0.Add(time.Minute), t0.Add(61*time.Minute+30*time.Second)
+	for _, tc := range []struct {
+		misfire      Misfire
+		window       time.Duration
+		ok           bool
+		run, missedN int
+	}{
+		{MisfireOnce, 2 * time.Hour, true, 1, 59},
+		{MisfireSkip, 2 * time.Hour, true, 0, 60},
+		{MisfireAll, 2 * time.Hour, false, 0, 0},
+		{MisfireSkip, 10 * time.Minute, true, 0, 60}, // 10 in the window, 50 before it
+	} {
+		j := job(t, "job", func(j *Job) { j.Misfire, j.Window = tc.misfire, tc.window })
+		plan, ok := Leapt(j, slot, now)
+		if ok != tc.ok || len(plan.Run) != tc.run || len(plan.Missed) != tc.missedN {
+			t.Errorf("%s, window %s: ok=%v, %d run, %d missed; want ok=%v, %d run, %d missed", tc.misfire, tc.window, ok, len(plan.Run), len(plan.Missed), tc.ok, tc.run, tc.missedN)
+		}
+		if tc.run == 1 && !plan.Run[0].Key.At.Equal(t0.Add(61*time.Minute)) {
+			t.Errorf("%s: ran %s, want the newest slot due", tc.misfire, plan.Run[0].Key.At)
+		}
+	}
+	if _, ok := Leapt(job(t, "job", nil), slot, slot.Add(time.Minute+30*time.Second)); ok {
+		t.Error("a next slot due 30 s ago was taken for a leap")
+	}
+}
