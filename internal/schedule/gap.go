@@ -12,7 +12,8 @@ const GapSlots = 1000
 
 // ShortestGap returns the shortest time between two consecutive slots after from: exactly the
 // period for @every; for a cron schedule, the shortest over the slots of the next GapSpan, at
-// most GapSlots of them. ok is false when fewer than two slots fall in that span.
+// most GapSlots of them, and GapSpan itself when fewer than two slots fall in that span (a gap
+// of at least that). ok is false only for a schedule that never fires.
 //
 // A jitter window must be shorter than this gap, or a slot's delayed firing could pass the next
 // slot, or with a window far longer than the schedule, never come.
@@ -22,8 +23,10 @@ func (s *Schedule) ShortestGap(from time.Time) (gap time.Duration, ok bool) {
 	}
 	end := from.Add(GapSpan)
 	prev := s.Next(from)
-	if prev.At.IsZero() || prev.At.After(end) {
+	if prev.At.IsZero() {
 		return 0, false
+	} else if prev.At.After(end) {
+		return GapSpan, true
 	}
 	for range GapSlots - 1 {
 		next := s.Next(prev.At)
@@ -34,6 +37,9 @@ func (s *Schedule) ShortestGap(from time.Time) (gap time.Duration, ok bool) {
 			gap, ok = d, true
 		}
 		prev = next
+	}
+	if !ok {
+		return GapSpan, true
 	}
 	return gap, ok
 }

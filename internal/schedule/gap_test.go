@@ -18,7 +18,7 @@ func TestSchedule_ShortestGap(t *testing.T) {
 		ok   bool
 	}{
 		{"@every 90s", time.UTC, 90 * time.Second, true},
-		{"@every 1000000h", time.UTC, 1000000 * time.Hour, true},
+		{"@every 87600h", time.UTC, 87600 * time.Hour, true},
 		{"* * * * * *", time.UTC, time.Second, true},
 		{"*/5 * * * *", time.UTC, 5 * time.Minute, true},
 		{"0 0,1 * * *", time.UTC, time.Hour, true},
@@ -28,7 +28,10 @@ func TestSchedule_ShortestGap(t *testing.T) {
 		{"0 2 * * *", berlin, 23 * time.Hour, true},
 		// 00:30 each day: the spring-forward day is 23h long, so is that gap.
 		{"30 0 * * *", berlin, 23 * time.Hour, true},
-		{"0 0 29 2 *", time.UTC, 0, false}, // one slot (2028) at most in a year
+		// One slot (2028) at most in a year: the gap is a year at least, and a jitter must be
+		// shorter. Before, no bound was found and any jitter passed.
+		{"0 0 29 2 *", time.UTC, GapSpan, true},
+		{"0 0 1 1 *", time.UTC, GapSpan, true}, // yearly: one slot in the span from 10 January
 	}
 	for _, tc := range cases {
 		s, err := Parse(tc.spec, tc.loc)

@@ -84,6 +84,9 @@ func Parse(spec string, loc *time.Location) (*Schedule, error) {
 }
 
 // parseEvery reads the duration of "@every D".
+// MaxEvery is the longest period @every takes.
+const MaxEvery = 10 * 8760 * time.Hour
+
 func parseEvery(args []string) (int64, error) {
 	if len(args) == 0 {
 		return 0, errors.New("@every: missing duration, such as @every 10s")
@@ -102,6 +105,8 @@ func parseEvery(args []string) (int64, error) {
 		return 0, fmt.Errorf("@every: duration %s is shorter than 1s", d)
 	case d%time.Second != 0:
 		return 0, fmt.Errorf("@every: duration %s is not a whole number of seconds", d)
+	case d > MaxEvery:
+		return 0, fmt.Errorf("@every: duration %s is longer than %s (ten years), so its slots would come centuries apart from the epoch they count from; use a cron schedule such as @yearly", d, MaxEvery)
 	}
 	return int64(d / time.Second), nil
 }

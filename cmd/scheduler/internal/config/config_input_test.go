@@ -95,6 +95,12 @@ func TestLoad_BadInput(t *testing.T) {
 			[]string{"jobs[0].name: is 129 bytes long, more than the limit of 128"}, []string{strings.Repeat("a", 129)}},
 		{"JitterHuge", configtest.MinimalJob + "    jitter: 1000000h\n", nil, []string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "10s"}, nil},
 		{"JitterEqualToGap", configtest.MinimalJob + "    jitter: 10s\n", nil, []string{"jobs[0].jitter:", "10s must be shorter"}, nil},
+		// A schedule with at most one slot a year: the jitter must be shorter than a year. Before, no
+		// gap was found, and any jitter passed (the 2028 slot then fired in 2033, after 2032's).
+		{"JitterLeapDay", "jobs:\n  - {name: a, schedule: '0 0 29 2 *', type: sql, sql: x, jitter: 1000000h}\n", nil,
+			[]string{"jobs[0].jitter:", "1000000h0m0s must be shorter than the shortest gap", "8784h0m0s"}, nil},
+		{"EveryCenturies", "jobs:\n  - {name: a, schedule: '@every 2562047h', type: sql, sql: x}\n", nil,
+			[]string{"jobs[0].schedule:", "is longer than 87600h0m0s (ten years)"}, nil},
 		{"JitterAboveCronGap", "jobs:\n  - {name: a, schedule: '*/5 * * * *', type: sql, sql: x, jitter: 6m}\n", nil,
 			[]string{"jobs[0].jitter:", "6m0s must be shorter than the shortest gap between two slots of \"*/5 * * * *\", 5m0s"}, nil},
 		{"JitterAboveIrregularGap", "jobs:\n  - {name: a, schedule: '0 0,1 * * *', timezone: Europe/Berlin, type: sql, sql: x, jitter: 2h}\n", nil,
