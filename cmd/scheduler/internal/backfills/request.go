@@ -94,8 +94,10 @@ func ParseRange(fromArg, toArg string, loc *time.Location, now time.Time) (from,
 	if err != nil {
 		return from, to, err
 	}
-	if day {
-		to = to.AddDate(0, 0, 1).Add(-time.Microsecond)
+	if day { // the day's last instant: just before the next day starts
+		d, _ := time.Parse(time.DateOnly, toArg)
+		y, m, dd := d.AddDate(0, 0, 1).Date()
+		to = schedule.DayStart(y, m, dd, loc).Add(-time.Microsecond)
 	}
 	switch {
 	case from.Before(Earliest):
@@ -131,8 +133,8 @@ func parseTime(flag, s string, loc *time.Location) (t time.Time, day bool, err e
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, false, nil
 	}
-	if t, err := time.ParseInLocation(time.DateOnly, s, loc); err == nil {
-		return t, true, nil
+	if d, err := time.Parse(time.DateOnly, s); err == nil { // its first instant, DST or not
+		return schedule.DayStart(d.Year(), d.Month(), d.Day(), loc), true, nil
 	}
 	return time.Time{}, false, fmt.Errorf("%s %q: want an RFC 3339 time (2026-03-29T02:00:00Z) or a date (2026-03-29) in the job's zone", flag, s)
 }

@@ -107,3 +107,27 @@ func TestOverlap(t *testing.T) {
 		t.Error("Overlap(replace): no error")
 	}
 }
+
+// TestParseRange_MidnightSkipped: a date whose midnight DST skips (Santiago, 8 September 2024)
+// is the day from its first instant (01:00 -03) to the next day's, so the slots of `0 23 * * *`
+// on it are that day's 23:00, not the evening before's. Before, the range began at 23:00 the
+// day before and held that slot instead.
+func TestParseRange_MidnightSkipped(t *testing.T) {
+	santiago, err := time.LoadLocation("America/Santiago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to, err := ParseRange("2024-09-08", "2024-09-08", santiago, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.Parse("0 23 * * *", santiago)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := Slots(s, from, to)
+	want := time.Date(2024, 9, 8, 23, 0, 0, 0, santiago)
+	if err != nil || len(slots) != 1 || !slots[0].Equal(want) {
+		t.Fatalf("range %s .. %s: slots %v, %v; want %s alone", from.In(santiago), to.In(santiago), slots, err, want)
+	}
+}
