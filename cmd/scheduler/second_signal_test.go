@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,16 +55,6 @@ func TestDaemon_SecondSignalKillsJobs(t *testing.T) {
 		t.Fatal("the daemon did not exit at the second SIGTERM")
 	}
 	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, "the job gone with the daemon", func() bool {
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) || zombie(pid)
+		return testenv.ProcessGone(pid)
 	})
-}
-
-// zombie reports whether process pid has exited and waits to be reaped.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && strings.HasPrefix(string(b[i+1:]), " Z")
 }

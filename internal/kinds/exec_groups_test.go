@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"scheduler/internal/testenv"
 )
 
 // TestKillJobGroups: the process groups of the exec jobs running are killed, a job's whose
@@ -46,7 +48,7 @@ func TestKillJobGroups(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the job's run did not end when its group was killed")
 			}
-			if err := syscall.Kill(pid, 0); err == nil && !zombieProcess(pid) {
+			if !testenv.ProcessGone(pid) {
 				t.Fatalf("the job's process %d is alive", pid)
 			}
 		})
@@ -54,11 +56,4 @@ func TestKillJobGroups(t *testing.T) {
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the other child's group: %v, want it alive", err)
 	}
-}
-
-// zombieProcess reports whether pid has exited and waits to be reaped.
-func zombieProcess(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	i := strings.LastIndexByte(string(b), ')')
-	return err == nil && i > 0 && strings.HasPrefix(string(b[i+1:]), " Z")
 }
