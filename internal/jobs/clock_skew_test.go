@@ -53,25 +53,3 @@ func TestRunner_TakeoverClockAhead(t *testing.T) {
 		})
 	}
 }
-
-// TestRunner_ClockLeapsForward: the wall clock steps an hour forward on a live leader after the
-// slot 12:01 ran. The slot queued before the step (12:02) fires, late; the slots after it that
-// the step leapt over are decided by the misfire policy, as after an outage: skip records the
-// 59 of them missed and runs none; the next slot runs at its time. Before, each of them ran in
-// turn, back to back.
-func TestRunner_ClockLeapsForward(t *testing.T) {
-	exec := &countingExec{}
-	h := newHarness(t, t0.Add(30*time.Second), spec(t, "job", exec, func(s *Spec) { s.Misfire = MisfireSkip }))
-	h.lead(token)
-	h.advance(30*time.Second, 1) // 12:01 fires
-	h.waitRows("job", "slot 12:01 run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 1 })
-	h.advance(time.Hour+30*time.Second, 1) // the clock steps to 13:02:00
-	rows := h.waitRows("job", "the leapt slots recorded", func(r []ledgerRow) bool {
-		return count(r, scheduler.StatusMissed) >= 59 && count(r, scheduler.StatusSucceeded) == 2
-	})
-	if n := exec.n.Load(); n != 2 || count(rows, scheduler.StatusMissed) != 59 {
-		t.Fatalf("%d runs, %d missed; want 12:01 and 12:02 run, 12:03 to 13:01 missed", n, count(rows, scheduler.StatusMissed))
-	}
-	h.advance(time.Minute, 1) // 13:03
-	h.waitRows("job", "slot 13:03 run", func(r []ledgerRow) bool { return count(r, scheduler.StatusSucceeded) == 3 })
-}

@@ -95,7 +95,7 @@ func (t *tenure) fireDue(ctx context.Context) error {
 	// The next slots are computed after the runs started, off their path (fired entries let go).
 	t.yieldToStarts()
 	for i, js := range firedJobs {
-		t.scheduleAfter(js, firedAt[i], now)
+		t.scheduleAfter(js, firedAt[i])
 	}
 	return nil
 }

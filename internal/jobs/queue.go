@@ -3,11 +3,8 @@ package jobs
 import (
 	"time"
 
-	"go.uber.org/zap"
-
 	"scheduler"
 
-	"scheduler/internal/jobs/internal/catchup"
 	"scheduler/internal/jobs/internal/runkey"
 	"scheduler/internal/jobs/internal/slotqueue"
 )
@@ -63,37 +60,14 @@ func (t *tenure) schedule(js *jobState, now time.Time) {
 	}
 }
 
-// scheduleAfter queues the job's slot following slot, fired at or before now. One due more than
-// catchup.LateLimit ago means the wall clock leapt forward: the slots it leapt over are decided
-// as after an outage (leapt), not run in turn.
-func (t *tenure) scheduleAfter(js *jobState, slot, now time.Time) {
+// scheduleAfter queues the job's slot following slot.
+func (t *tenure) scheduleAfter(js *jobState, slot time.Time) {
 	if !js.spec.Enabled || js.removed || js.blocked {
 		return
 	}
 	if sl := js.spec.Schedule.Next(slot); !sl.At.IsZero() {
-		if at := js.spec.FireAt(sl.At); at.Before(now.Add(-catchup.LateLimit)) && js.spec.Misfire != MisfireAll {
-			if sl.At = t.leapt(js, slot, now); sl.At.IsZero() {
-				return
-			}
-		}
 		t.enqueue(js, &fireEntry{at: js.spec.FireAt(sl.At), slot: scheduler.SlotKey{Job: js.spec.Name, At: sl.At}, js: js})
 	}
-}
-
-// leapt records the slots of js the clock leapt over after slot missed, as its misfire policy
-// says, and returns the one to run now (misfire once), or zero after queueing the next to come.
-func (t *tenure) leapt(js *jobState, slot, now time.Time) time.Time {
-	plan, _ := catchup.Leapt(catchupJob(js.spec), slot, now)
-	t.lg.Warn("the clock leapt over slots; decided by the job's misfire policy", zap.String("job", js.spec.Name),
-		zap.Time("after", slot), zap.Time("now", now), zap.Int("missed", len(plan.Missed)), zap.Int("run", len(plan.Run)))
-	if err := t.record(t.claimCtx, plan.Missed); err != nil {
-		t.end(err)
-	}
-	if len(plan.Run) == 0 {
-		t.schedule(js, now)
-		return time.Time{}
-	}
-	return plan.Run[len(plan.Run)-1].Key.At
 }
 
 // enqueue makes e the job's next slot: in the claim queue, or on the fire heap when slots are

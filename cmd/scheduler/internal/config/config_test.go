@@ -207,6 +207,7 @@ func TestLoad_Invalid(t *testing.T) {
 		// Names LoadLocation takes that differ from host to host, or count leap seconds.
 		{"LocaltimeTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: localtime\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: localtime differs from host to host"}},
 		{"PosixrulesTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: posixrules\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: posixrules differs"}},
+		{"DottedTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: ./localtime\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: ./localtime is not written as a zone's name (localtime)"}},
 		{"LeapSecondTimezone", "jobs:\n  - name: a\n    schedule: '@daily'\n    timezone: right/America/New_York\n    type: sql\n    sql: select 1\n", nil, []string{"jobs[0].timezone: must name an IANA zone such as Europe/Berlin: right/America/New_York counts leap seconds"}},
 		{"LocaltimeDefaultTimezone", "defaults:\n  timezone: localtime\n" + configtest.MinimalJob, nil, []string{"defaults.timezone: unknown IANA time zone \"localtime\""}},
 		{"BadDefaultTimezone", "defaults:\n  timezone: Nowhere/City\n" + configtest.MinimalJob, nil, []string{"defaults.timezone: unknown IANA time zone"}},

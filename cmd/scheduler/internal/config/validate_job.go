@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -132,7 +133,9 @@ func validateJobType(p *problems, key string, job Job) {
 // "" when it is one. Local, localtime and posixrules are the host's own zone or a copy of one it
 // chose; right/ zones count leap seconds, so each instant is off by them.
 func zoneRefused(name string) string {
-	if name == "Local" || name == "localtime" || name == "posixrules" {
+	if clean := path.Clean(name); clean != name {
+		return fmt.Sprintf("%s is not written as a zone's name (%s)", name, clean)
+	} else if name == "Local" || name == "localtime" || name == "posixrules" {
 		return name + " differs from host to host"
 	} else if strings.HasPrefix(name, "right/") {
 		return name + " counts leap seconds"

@@ -202,7 +202,9 @@ func Decide(job Job, now time.Time, window []scheduler.Run, orphans []scheduler.
 			return plan, fmt.Errorf("catch-up of job %q: %w", job.Name, err)
 		} else {
 			for _, sl := range older {
-				if _, seen := byAt[sl.At.UnixMicro()]; seen || !sl.At.After(last.ScheduledAt) {
+				// A slot whose jittered fire time is still to come (a jitter longer than the
+				// window) is the firing loop's.
+				if _, seen := byAt[sl.At.UnixMicro()]; seen || !sl.At.After(last.ScheduledAt) || job.fireAt(sl.At).After(now) {
 					continue
 				}
 				plan.Missed = append(plan.Missed, scheduler.Outcome{Slot: scheduler.SlotKey{Job: job.Name, At: sl.At}, Status: scheduler.StatusMissed, Reason: "no leader at the slot, before the catch-up window"})

@@ -230,34 +230,31 @@ func TestDecide_WindowOfTooManySlots(t *testing.T) {
 	}
 }
 
-// TestLeapt: the wall clock steps an hour forward on a live leader after slot 12:01 fired. The
-// slots it leapt over are decided by the misfire policy (once: the newest runs, the rest are
-// missed; skip: all missed), within the catch-up window; a job that runs them all, and a next
-// slot due less than LateLimit ago, are left to the loop. Before, every slot of the hour ran in
-// turn, whatever the policy.
-func TestLeapt(t *testing.T) {
-	slot, now := t0.Add(time.Minute), t0.Add(61*time.Minute+30*time.Second)
-	for _, tc := range []struct {
-		misfire      Misfire
-		window       time.Duration
-		ok           bool
-		run, missedN int
-	}{
-		{MisfireOnce, 2 * time.Hour, true, 1, 59},
-		{MisfireSkip, 2 * time.Hour, true, 0, 60},
-		{MisfireAll, 2 * time.Hour, false, 0, 0},
-		{MisfireSkip, 10 * time.Minute, true, 0, 60}, // 10 in the window, 50 before it
-	} {
-		j := job(t, "job", func(j *Job) { j.Misfire, j.Window = tc.misfire, tc.window })
-		plan, ok := Leapt(j, slot, now)
-		if ok != tc.ok || len(plan.Run) != tc.run || len(plan.Missed) != tc.missedN {
-			t.Errorf("%s, window %s: ok=%v, %d run, %d missed; want ok=%v, %d run, %d missed", tc.misfire, tc.window, ok, len(plan.Run), len(plan.Missed), tc.ok, tc.run, tc.missedN)
+// TestDecide_JitterBeyondTheWindow: a jitter longer than the catch-up window. No slot whose
+// jittered fire time is still to come is recorded missed, whichever branch decides it: the
+// firing loop runs it. Before, the slots older than the window were recorded missed without
+// looking at their fire time, and such a slot then never ran.
+func TestDecide_JitterBeyondTheWindow(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	last := scheduler.Run{RunID: 1, Job: "job", ScheduledAt: at(0), Status: scheduler.StatusSucceeded, Token: 5, Attempt: 1}
+	j := job(t, "job", func(j *Job) { j.Window, j.Jitter, j.Misfire = 5*time.Second, 50*time.Second, MisfireSkip })
+	pending := 0
+	for m := 1; m <= 30; m++ {
+		now := at(m).Add(10 * time.Second) // the slot at(m) is older than the window
+		plan, err := Decide(j, now, []scheduler.Run{last}, nil, &last)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if tc.run == 1 && !plan.Run[0].Key.At.Equal(t0.Add(61*time.Minute)) {
-			t.Errorf("%s: ran %s, want the newest slot due", tc.misfire, plan.Run[0].Key.At)
+		for _, o := range plan.Missed {
+			if j.fireAt(o.Slot.At).After(now) {
+				t.Fatalf("now %s: slot %s recorded missed, though it fires at %s", now, o.Slot.At, j.fireAt(o.Slot.At))
+			}
+		}
+		if j.fireAt(at(m)).After(now) {
+			pending++
 		}
 	}
-	if _, ok := Leapt(job(t, "job", nil), slot, slot.Add(time.Minute+30*time.Second)); ok {
-		t.Error("a next slot due 30 s ago was taken for a leap")
+	if pending == 0 {
+		t.Fatal("no slot whose fire time was still to come: the case is not tested")
 	}
 }

@@ -35,6 +35,6 @@ func Ahead(ctx context.Context, c Clock, s Store) (time.Duration, error) {
 
 // ErrAhead is the error of a leader whose clock runs more than MaxAhead ahead of its store's.
 func ErrAhead(ahead time.Duration) error {
-	return fmt.Errorf("this node's clock runs %s ahead of the store's (at most %s allowed): it would decide slots still to come as due, and run every slot early; not leading until its clock is set right (NTP)",
+	return fmt.Errorf("this node's clock runs %s ahead of the store's (at most %s allowed): it would decide slots still to come as due, and run every slot early; not leading until the clocks agree (NTP): this node's, or the store server's if every replica reports this",
 		ahead.Round(time.Millisecond), MaxAhead)
 }
