@@ -31,9 +31,18 @@ func TestSchedule_ShortestGap(t *testing.T) {
 		// One slot (2028) at most in a year: the gap is a year at least, and a jitter must be
 		// shorter. Before, no bound was found and any jitter passed.
 		{"0 0 29 2 *", time.UTC, GapSpan, true},
-		{"0 0 1 1 *", time.UTC, GapSpan, true}, // yearly: one slot in the span from 10 January
+		{"0 0 1 1 *", time.UTC, 365 * 24 * time.Hour, true}, // yearly: 365 days, whatever the date
 	}
 	for _, tc := range cases {
+		// The gap of a yearly schedule does not depend on the day it is checked on.
+		if tc.spec == "0 0 1 1 *" {
+			s, _ := Parse(tc.spec, tc.loc)
+			for _, day := range []time.Time{time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)} {
+				if got, _ := s.ShortestGap(day); got != tc.want {
+					t.Errorf("%q from %s: ShortestGap = %s, want %s", tc.spec, day, got, tc.want)
+				}
+			}
+		}
 		s, err := Parse(tc.spec, tc.loc)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.spec, err)
