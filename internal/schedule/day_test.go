@@ -18,7 +18,7 @@ func TestDayStart(t *testing.T) {
 		{"America/Santiago", 2024, time.September, 8, "2024-09-08T01:00:00-03:00"}, // midnight skipped
 		{"America/Havana", 2025, time.March, 9, "2025-03-09T01:00:00-04:00"},
 		{"Pacific/Apia", 2011, time.December, 30, "2011-12-31T00:00:00+14:00"}, // the day skipped
-		{"Asia/Amman", 2021, time.October, 29, "2021-10-29T00:00:00+03:00"},   // midnight repeated
+		{"Asia/Amman", 2021, time.October, 29, "2021-10-29T00:00:00+03:00"},    // midnight repeated
 		{"Australia/Lord_Howe", 2026, time.April, 5, "2026-04-05T00:00:00+11:00"},
 	} {
 		loc, err := time.LoadLocation(tc.zone)
