@@ -16,14 +16,16 @@ import (
 // term lasts, the run active meanwhile (doc.go). Outcomes this process could not write are kept
 // (outcomes.Kept): if it leads again, it writes them instead of running their slots again.
 
-// finish settles how the write of a run's outcome went: a refusal by the fence ends the term
-// (through the loop), a written outcome is reported to the Finished hook. The loop logs it
+// finish settles how the write of a run's outcome went: a refusal by the fence ends the term or
+// holds the job back (through the loop; the outcome is kept), a written outcome is reported to
+// the Finished hook. The loop logs it
 // (outcomes.LogFinished), so that a run's end line always follows its start line.
 func (t *tenure) finish(f *finished, err error) {
 	f.err = err
 	switch {
 	case errors.Is(err, scheduler.ErrFenced):
 		f.fenced = err
+		t.r.unwritten.Keep(f.c, f.took) // for a later term of this process, should this one end
 	case err == nil:
 		if h := t.r.opts.Hooks.Finished; h != nil {
 			h(f.c.Job, f.c.Status, f.took)

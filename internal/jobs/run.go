@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 
@@ -105,6 +106,9 @@ func (t *tenure) finishRun(d runDone) (pending, bool) {
 	if d.fenced != nil {
 		if err := t.refused(t.claimCtx, d.job, d.fenced); err != nil {
 			t.end(err)
+		} else if js.blocked && d.out != nil && errors.Is(d.out.err, scheduler.ErrFenced) {
+			// Held back, the term going on: the outcome is written once the fence lets it in.
+			js.blk.closes = append(js.blk.closes, d.out.c)
 		}
 	}
 	if t.draining {
