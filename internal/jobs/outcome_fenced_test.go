@@ -32,7 +32,7 @@ func TestRunner_OutcomeRefusedByOutsideFence(t *testing.T) {
 	h.advance(time.Minute, 1)
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "x started", func() bool { return execs.Load() == 1 })
 	h.ledger.raise("x", outsideFence) // raised from outside while x's run is in flight
-	close(release)                     // x's run finishes: its outcome write is refused
+	close(release)                    // x's run finishes: its outcome write is refused
 	testenv.Eventually(t, 10*time.Second, time.Millisecond, "x blocked", func() bool { return len(h.runner.Blocked()) == 1 })
 	h.running()
 	h.ledger.reset("x")
