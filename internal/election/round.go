@@ -90,7 +90,8 @@ func (c *Campaigner) round(ctx context.Context, lead LeadFunc) (time.Duration, e
 	// A lease-less key before ours would keep Campaign waiting forever:
 	// remove such keys while it waits (see sweep).
 	sweepCtx, stopSweep := context.WithCancel(guard)
-	wg.Go(func() { c.sweep(sweepCtx, fmt.Sprintf("%s/%x", c.cfg.Prefix, int64(g.ID)), lg) })
+	sweepKey, sweepLog := fmt.Sprintf("%s/%x", c.cfg.Prefix, int64(g.ID)), lg // lg gains the token below
+	wg.Go(func() { c.sweep(sweepCtx, sweepKey, sweepLog) })
 	// With WithRequireLeader, a member that lost its quorum ends the
 	// campaign's watch instead of leaving it silent.
 	err = el.Campaign(clientv3.WithRequireLeader(guard), c.cfg.Node)
