@@ -82,21 +82,11 @@ func groupAlive(pgid int) bool {
 // liveMembers scans /proc for a process of group pgid in a state other than zombie or dead.
 // known is false when /proc cannot be read.
 func liveMembers(pgid int) (live, known bool) {
-	want := strconv.Itoa(pgid)
-	known = eachProcess(func(_, state, _, pgrp string) bool {
-		live = pgrp == want && state != "Z" && state != "X"
-		return !live
-	})
-	return live, known
-}
-
-// eachProcess calls fn with the pid, state, parent pid and process group of each process in
-// /proc, until fn returns false; false when /proc cannot be read.
-func eachProcess(fn func(pid, state, ppid, pgrp string) bool) bool {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return false, false
 	}
+	want := strconv.Itoa(pgid)
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
@@ -110,11 +100,12 @@ func eachProcess(fn func(pid, state, ppid, pgrp string) bool) bool {
 		if i < 0 {
 			continue
 		}
-		if f := strings.Fields(string(stat[i+1:])); len(f) >= 3 && !fn(e.Name(), f[0], f[1], f[2]) {
-			break
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true, true
 		}
 	}
-	return true
+	return false, true
 }
 
 // jobGroups are the process groups of the exec jobs this process runs: the daemon's, whatever
